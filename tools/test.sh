@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Every test: native C (ctest), the same under ASan+UBSan, a short fuzz run, the wasm
+# build, Node tests (wasm engine, JS package), browser tests (headless Chromium).
+# Prints one line per suite and a closing "N passed, N failed".
+# OX_SKIP="fuzz browser" skips suites by name.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NODE_PATH=/usr/share/nodejs
+root=$PWD
+log=$root/test-artifacts/logs
+mkdir -p "$log"
+passed=0 failed=0 status=0
+skip() { [[ " ${OX_SKIP:-} " == *" $1 "* ]]; }
+
+# count PASS FAIL from a log: ctest summary or node --test TAP summary
+tally() {
+  local f=$1 p=0 x=0
+  if grep -q 'tests passed, ' "$f"; then
+    local line; line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$f" | tail -1)
+    x=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+    p=$(( $(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line") - x ))
+  elif grep -qE '^# pass [0-9]+' "$f"; then
+    p=$(grep -E '^# pass [0-9]+' "$f" | tail -1 | awk '{print $3}')
+    x=$(grep -E '^# fail [0-9]+' "$f" | tail -1 | awk '{print $3}')
+  fi
+  echo "$p $x"
+}
+
+suite() { # name, command...
+  local name=$1; shift
+  if skip "$name"; then echo "== $name: skipped (OX_SKIP)"; return; fi
+  echo "== $name"
+  local t0=$SECONDS
+  "$@" >"$log/$name.log" 2>&1
+  local rc=$?
+  read -r p x < <(tally "$log/$name.log")
+  if [ "$rc" -ne 0 ] && [ "$x" -eq 0 ]; then x=1; fi
+  passed=$((passed + p)) failed=$((failed + x))
+  [ "$rc" -ne 0 ] && status=1
+  echo "   $name: $p passed, $x failed (rc $rc, $((SECONDS - t0)) s; log test-artifacts/logs/$name.log)"
+  if [ "$rc" -ne 0 ]; then tail -n 40 "$log/$name.log" | sed 's/^/   | /'; fi
+}
+
+native() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j2 &&
+    ctest --test-dir build --output-on-failure -j2
+}
+sanitize() {
+  CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOX_SANITIZE=ON -DOX_NATIVE=OFF >/dev/null &&
+    cmake --build build-asan -j2 && ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2
+}
+fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
+wasm() { make -f Makefile.emscripten -j2; }
+node_tests() { node --test --test-concurrency=1 tests/node/; }
+browser_tests() { node --test --test-concurrency=1 tests/browser/; }
+
+suite native native
+suite sanitize sanitize
+[ -f tools/fuzz.sh ] && suite fuzz fuzz
+[ -f Makefile.emscripten ] && suite wasm wasm
+ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
+ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests
+
+echo
+echo "all: $passed passed, $failed failed"
+exit $status
