@@ -53,4 +53,13 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err);
  * (real E2B/E4B/26B-A4B/31B shapes). Layer types must already be in layers[].full. */
 int ox_config_derive(ox_config *c, const char *fname, ox_err *err);
 
+/* Added by the formats helper: */
+struct ox_strbuf; /* json.h */
+/* Add stop ids from an eos_token_id value (integer or integer array; duplicates skipped,
+ * at most 8); used for config.json and generation_config.json. 0, or -1 if malformed. */
+int ox_config_add_eos(ox_config *c, const struct ox_json *v);
+/* The config as an HF-style text config JSON object (what ox_config_from_json reads back to
+ * the same per-layer values). Used for the `oxinfer_config` metadata of quantized files. */
+int ox_config_to_json(const ox_config *c, struct ox_strbuf *b);
+
 #endif

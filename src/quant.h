@@ -46,8 +46,9 @@ int ox_type_known(int t);                 /* 1 if t is a type this engine can re
 size_t ox_type_block_elems(ox_type t);    /* 1 for F32/F16/BF16, 32 or 256 otherwise */
 size_t ox_type_block_bytes(ox_type t);
 ox_type ox_type_vec_dot(ox_type t);       /* activation format the dot uses */
-/* Bytes of a row of n elements; returns -1 (and sets err) if n is not a multiple of the
- * block size or the size overflows. */
+/* Bytes of a row of n elements; returns a negative OX_E_* code (and sets err) if the type
+ * is unknown (UNSUPPORTED), n is not a multiple of the block size (FORMAT) or the size
+ * overflows (RANGE). */
 int ox_row_bytes(ox_type t, uint64_t n, uint64_t *out, ox_err *err);
 
 /* fp16 / bf16 <-> f32 (bit-exact, round-to-nearest-even for the f32 -> half direction). */

@@ -10,6 +10,7 @@
 #ifndef OX_TENSORS_H
 #define OX_TENSORS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "err.h"
 #include "quant.h"
@@ -56,5 +57,15 @@ const struct ox_gguf *ox_files_gguf(const ox_model_files *mf);
 int ox_files_aux(const ox_model_files *mf, const char *basename); /* e.g. "tokenizer.json" */
 /* Precision recorded by a pre-quantized safetensors file ("q8"/"q4"), or NULL. */
 const char *ox_files_stored_quant(const ox_model_files *mf);
+
+/* Added by the formats helper: */
+/* Rows of a tensor (ne[1] * ne[2] * ne[3]). */
+uint64_t ox_tensor_rows(const ox_tensor *t);
+/* "a.gguf, config.json, ..." — the files, for messages. */
+const char *ox_files_describe(const ox_model_files *mf);
+/* HF name -> internal name into out (prefixes model.language_model. / model. / none).
+ * 0 = mapped (names already internal, and unknown names, are kept minus the prefix),
+ * 1 = not a text-decoder tensor (vision/audio towers: skip), -1 = out too small. */
+int ox_map_hf_name(const char *hf, char *out, size_t cap);
 
 #endif

@@ -1,0 +1,229 @@
+// Type declarations for oxinfer-web (js/index.js).
+
+/** Error codes, as in src/err.h. */
+export type OxErrorCode =
+  | 'IO' | 'FORMAT' | 'TRUNCATED' | 'UNSUPPORTED' | 'MISSING' | 'CONFIG'
+  | 'NOMEM' | 'RANGE' | 'ABORTED' | 'STATE';
+
+/** Every failure: `code` says what kind, `message` names the file and the problem.
+ *  Aborts are `code: 'ABORTED'` with `name: 'AbortError'`. */
+export class OxError extends Error {
+  code: OxErrorCode;
+}
+
+/** A model file: a Node path, an http(s) URL (read with Range requests; the server must answer
+ *  206), a File/Blob, an OPFS FileSystemFileHandle, or one of those with an explicit name (the
+ *  name decides how config.json / tokenizer.json / ... are recognised). In a browser a plain
+ *  string is a URL relative to the page. */
+export type ModelSource =
+  | string
+  | URL
+  | Blob
+  | FileSystemFileHandle
+  | { path: string; name?: string }
+  | { url: string | URL; name?: string }
+  | { blob: Blob; name?: string }
+  | { handle: FileSystemFileHandle; name?: string };
+
+export interface LoadProgress {
+  /** bytes of weights read so far */
+  loaded: number;
+  total: number;
+  /** loaded / total, 0..1 */
+  fraction: number;
+}
+
+export interface LoadOptions {
+  /** Threads for the matmuls (default: hardware threads, at most 8). The single-threaded build
+   *  always uses 1. */
+  threads?: number;
+  /** Precision of bf16/f16/f32 checkpoints in memory (GGUF quant types stay as stored). */
+  quant?: 'stored' | 'bf16' | 'q8' | 'q4';
+  /** Read token-embedding rows from the host per token too, not only the PLE table. */
+  tablesOnHost?: boolean;
+  /** Context length of the session (default: the model's maximum). */
+  maxContext?: number;
+  /** Fail before allocating if the weights need more than this many bytes. */
+  maxResident?: number;
+  /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
+   *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
+   *  and through `onWarning`. */
+  build?: 'auto' | 'mt' | 'st';
+  onProgress?: (p: LoadProgress) => void;
+  /** Called with a sentence when the engine runs with less than was asked (e.g. one thread). */
+  onWarning?: (message: string) => void;
+  /** Aborting rejects with an OxError ABORTED and frees the worker. */
+  signal?: AbortSignal;
+  /** Host-file table: LRU size for small reads (bytes, default 8 MiB), largest cached read
+   *  (default 64 KiB), HTTP read timeout (ms, default 60000). */
+  host?: { cacheBytes?: number; cacheMaxRead?: number; timeoutMs?: number };
+}
+
+export interface SamplingOptions {
+  /** 0 = greedy. Default 1. */
+  temperature?: number;
+  /** 0 = off. Default 64. */
+  topK?: number;
+  /** 1 = off. Default 0.95. */
+  topP?: number;
+  /** 0 = off. Default 0. */
+  minP?: number;
+  /** 1 = off. */
+  repetitionPenalty?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** How many recent tokens the penalties look at (default 64). */
+  penaltyWindow?: number;
+  /** Same seed, same prompt, same options: same tokens. Default: random (reported in stats). */
+  seed?: number;
+  /** token id -> added to its logit (-Infinity bans it). */
+  logitBias?: Record<number, number> | Map<number, number>;
+}
+
+export interface GenerateOptions extends SamplingOptions {
+  /** Default 256. */
+  maxTokens?: number;
+  /** Text that ends generation (not included in the output). */
+  stop?: string | string[];
+  /** Token ids that end generation; default: the checkpoint's (Gemma 4: [1, 106, 50]). */
+  stopIds?: number[];
+  /** Stream the text of control tokens (e.g. <|channel>) too. Default false. */
+  includeSpecial?: boolean;
+  /** Prompt tokens per forward call during prefill (default 256). */
+  prefillChunk?: number;
+  /** Stops generation within one token: the iterator throws an OxError ABORTED at once, the
+   *  model stays usable. Leaving a for-await loop early stops it too. */
+  signal?: AbortSignal;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'model';
+  content: string | Array<{ type: 'text'; text: string }>;
+}
+
+export interface ChatOptions extends GenerateOptions {
+  /** Thinking mode: `<|think|>` in the system turn; thought text streams with `thinking: true`. */
+  thinking?: boolean;
+  /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format). */
+  template?: string | null;
+  tools?: unknown[];
+  /** Extra variables for the template. */
+  vars?: Record<string, unknown>;
+}
+
+export interface TokenChunk {
+  /** The sampled token, or null for held-back text released at the end. */
+  token: number | null;
+  /** Text completed by this token ('' while a UTF-8 character or a possible stop string is
+   *  incomplete). */
+  text: string;
+  /** Inside the thought channel (<|channel> ... <channel|>). */
+  thinking: boolean;
+  stats?: undefined;
+}
+
+export interface GenerationStats {
+  reason: 'stop' | 'length' | 'context' | 'abort';
+  /** The stop string that ended it, if one did. */
+  stop?: string;
+  promptTokens: number;
+  /** Prompt tokens found in the KV cache already (not prefilled again). */
+  reusedTokens: number;
+  prefillTokens: number;
+  generatedTokens: number;
+  decodeSteps: number;
+  prefillMs: number;
+  decodeMs: number;
+  prefillTokPerSec: number;
+  decodeTokPerSec: number;
+  seed: number;
+  /** Tokens now in the KV cache. */
+  contextTokens: number;
+}
+
+/** The last item of a generation. */
+export interface StatsChunk {
+  token: null;
+  text: '';
+  stats: GenerationStats;
+}
+
+export interface ModelInfo {
+  name: string;
+  vocab: number;
+  hidden: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  contextSize: number;
+  slidingWindow: number;
+  pleDim: number;
+  experts: number;
+  bos: number;
+  pad: number;
+  eosIds: number[];
+  /** ids of <|channel> / <channel|>, -1 if the vocabulary has none */
+  channelOpen: number;
+  channelClose: number;
+  /** 'stored', or the precision recorded by a pre-quantized safetensors file */
+  quant: string;
+  /** display names of the files, in load order */
+  files: string[];
+}
+
+export interface ModelStats {
+  /** weights + KV caches held in wasm memory */
+  residentBytes: number;
+  /** table rows read through the host after load, and how many rows */
+  hostBytesRead: number;
+  rowsFetched: number;
+  /** every host read since start (load included) */
+  hostReadCalls: number;
+  hostBytesReadAll: number;
+  wasmMemoryBytes: number;
+  contextTokens: number;
+  /** the JS side of host reads: reads that reached the source, and LRU hits */
+  hostCache: { reads: number; bytesRead: number; cacheHits: number; cacheBytesServed: number };
+}
+
+export interface Model {
+  readonly info: ModelInfo;
+  /** The checkpoint's chat template (Jinja), or null (the built-in Gemma 4 format is used). */
+  readonly chatTemplate: string | null;
+  /** 'mt' (SIMD + threads) or 'st' (SIMD, one thread). */
+  readonly build: 'mt' | 'st';
+  readonly threads: number;
+  /** Why the engine runs with less than asked (single-threaded fallback), or null. */
+  readonly engineNote: string | null;
+
+  /** Text -> ids. special: match special tokens like `<bos>` in the text (default true);
+   *  addBos: prepend BOS unless the text starts with it. */
+  tokenize(text: string, opts?: { special?: boolean; addBos?: boolean }): Promise<number[]>;
+  detokenize(ids: ArrayLike<number>, opts?: { skipSpecial?: boolean }): Promise<string>;
+  /** Streaming: push ids, get the text completed so far (split UTF-8 is held back). */
+  detokenizer(opts?: { skipSpecial?: boolean }): { push(ids: ArrayLike<number>): Promise<string>; flush(): string };
+  /** Logits after the last token (vocab floats), or after every token (n * vocab) with all. */
+  logits(tokens: ArrayLike<number>, opts?: { all?: boolean }): Promise<Float32Array>;
+  /** Text (BOS added) or token ids. Reuses the KV cache for the prefix it shares with the
+   *  previous call. */
+  generate(prompt: string | ArrayLike<number>, opts?: GenerateOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
+  /** Renders the conversation with the chat template and generates the model's turn; only
+   *  the part not already in the KV cache is prefilled. */
+  chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
+  /** The prompt text chat() would run. */
+  renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
+  /** Empty the KV cache. */
+  resetChat(): Promise<boolean>;
+  stats(): Promise<ModelStats>;
+  /** Free the model and end its worker. */
+  unload(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** Load a model (one GGUF, GGUF splits, or safetensors shards + config.json + tokenizer files)
+ *  in a new worker. */
+export function loadModel(sources: ModelSource | ModelSource[], opts?: LoadOptions): Promise<Model>;
+
+/** Which build and thread count loadModel would use here. */
+export function chooseEngine(opts?: Pick<LoadOptions, 'build' | 'threads'>): Promise<{ build: 'mt' | 'st'; threads: number; note: string | null }>;

@@ -1,0 +1,12 @@
+/* cli.h — the oxinfer command line: one file per subcommand, each `int cli_NAME(argc, argv)`
+ * taking the arguments after the subcommand name and returning the process exit status. */
+#ifndef OX_CLI_H
+#define OX_CLI_H
+
+int cli_inspect(int argc, char **argv);   /* inspect.c  — config, per-layer values, tensor table */
+int cli_quantize(int argc, char **argv);  /* quantize.c — IN... -o OUT --quant q8|q4 */
+int cli_run(int argc, char **argv);       /* run.c      — forward over --tokens, top-K log-probs, --bench */
+int cli_synth(int argc, char **argv);     /* synth.c    — write a synthetic Gemma 4 model */
+int cli_tokenize(int argc, char **argv);  /* tokenize.c — text -> ids with a model's tokenizer */
+
+#endif

@@ -1,0 +1,24 @@
+/* main.c — `oxinfer SUBCOMMAND ...` dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
+    {"inspect", cli_inspect, "FILE...                      print config, per-layer values, tensors"},
+    {"quantize", cli_quantize, "IN... -o OUT --quant q8|q4   write a pre-quantized safetensors file"},
+    {"run", cli_run, "FILE... --tokens 2,105,... [--top K] [--threads N] [--json] [--bench]"},
+    {"synth", cli_synth, "--preset tiny|bench|e2b ... -o OUT   write a synthetic model"},
+    {"tokenize", cli_tokenize, "FILE... --text STR | --file F [--json]"},
+};
+
+int main(int argc, char **argv) {
+    if (argc >= 2) {
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 2, argv + 2);
+    }
+    fprintf(stderr, "usage: oxinfer COMMAND ...\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(stderr, "  oxinfer %-9s %s\n", cmds[i].name, cmds[i].help);
+    return 2;
+}

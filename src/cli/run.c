@@ -1,0 +1,228 @@
+/* run.c — `oxinfer run FILE... --tokens 2,105,...`: forward over the tokens and print the
+ * top-K log-probs (log-softmax of the logits) after every position; `--bench` times load,
+ * prefill and decode instead. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hostfile.h"
+#include "model.h"
+#include "pool.h"
+#include "tensors.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: oxinfer run FILE... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
+            "                  [--quant q8|q4|bf16] [--step] [--tables-on-host] [--ctx N]\n"
+            "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...]\n"
+            "  --all   every vocab entry instead of the top K (default K 5)\n"
+            "  --step  feed the tokens one at a time (decode path) instead of one batch\n");
+    return 2;
+}
+
+static int parse_tokens(const char *s, int32_t **out, int *n) {
+    int cap = 16, k = 0;
+    int32_t *t = malloc(sizeof *t * (size_t)cap);
+    while (t && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > INT32_MAX) break;
+        if (k == cap) {
+            int32_t *nt = realloc(t, sizeof *t * (size_t)(cap *= 2));
+            if (!nt) break;
+            t = nt;
+        }
+        t[k++] = (int32_t)v;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) break;
+    }
+    if (!t || *s || k == 0) {
+        free(t);
+        return -1;
+    }
+    *out = t;
+    *n = k;
+    return 0;
+}
+
+static const float *sort_logits; /* qsort has no context argument; the CLI is single-threaded here */
+static int by_logit_desc(const void *a, const void *b) {
+    float x = sort_logits[*(const int *)a], y = sort_logits[*(const int *)b];
+    if (x != y) return x < y ? 1 : -1;
+    return *(const int *)a - *(const int *)b;
+}
+
+static void print_top(const float *lg, int V, int pos, int K, int json, int *idx, int last) {
+    double mx = -INFINITY, sum = 0;
+    for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
+    for (int v = 0; v < V; v++) sum += exp((double)lg[v] - mx);
+    double lse = mx + log(sum);
+    for (int v = 0; v < V; v++) idx[v] = v;
+    sort_logits = lg;
+    qsort(idx, (size_t)V, sizeof *idx, by_logit_desc);
+    if (json) {
+        printf("%s{\"pos\":%d,\"top\":[", pos ? "," : "", pos);
+        for (int k = 0; k < K; k++) printf("%s[%d,%.9g]", k ? "," : "", idx[k], (double)lg[idx[k]] - lse);
+        printf("]}%s", last ? "" : "\n");
+    } else {
+        printf("pos %d:", pos);
+        for (int k = 0; k < K; k++) printf(" %d:%.6f", idx[k], (double)lg[idx[k]] - lse);
+        printf("\n");
+    }
+}
+
+static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_model **out, double *secs) {
+    ox_err err = {0};
+    int handles[64];
+    if (n_files > 64) n_files = 64;
+    double t0 = now_s();
+    for (int i = 0; i < n_files; i++) {
+        handles[i] = ox_host_open_path(files[i], &err);
+        if (handles[i] < 0) {
+            fprintf(stderr, "oxinfer run: %s\n", err.msg);
+            return 1;
+        }
+    }
+    ox_model_files *mf = ox_files_open(handles, n_files, &err);
+    ox_model *m = mf ? ox_model_load(mf, opts, &err) : NULL;
+    if (!m) {
+        fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
+        return 1;
+    }
+    *secs = now_s() - t0;
+    *out = m;
+    return 0;
+}
+
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json) {
+    const ox_config *c = ox_model_config(m);
+    ox_err err = {0};
+    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1, &err);
+    int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
+    float *lg = malloc(sizeof *lg * (size_t)c->vocab);
+    if (!s || !toks || !lg) {
+        fprintf(stderr, "oxinfer run: %s\n", s ? "out of memory" : err.msg);
+        free(toks), free(lg), ox_session_free(s);
+        return 1;
+    }
+    uint32_t r = 12345;
+    toks[0] = c->bos_id;
+    for (int i = 1; i < n_prompt; i++) toks[i] = (int32_t)((r = r * 1664525u + 1013904223u) >> 8) % c->vocab;
+    double t0 = now_s();
+    ox_forward_io io = {.tokens = toks, .n = n_prompt, .logits = lg};
+    int rc = ox_forward(s, &io, &err);
+    double t1 = now_s();
+    for (int i = 0; rc == 0 && i < n_gen; i++) {
+        int32_t best = 0;
+        for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
+        io = (ox_forward_io){.tokens = &best, .n = 1, .logits = lg};
+        rc = ox_forward(s, &io, &err);
+    }
+    double t2 = now_s();
+    if (rc) {
+        fprintf(stderr, "oxinfer run: %s\n", err.msg);
+    } else {
+        ox_model_stats st;
+        ox_model_stats_get(m, &st);
+        double pf = n_prompt / (t1 - t0), dc = n_gen / (t2 - t1);
+        if (json)
+            printf("{\"load_s\":%.3f,\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"prefill_tok_s\":%.3f,"
+                   "\"decode_tok_s\":%.3f,\"resident_bytes\":%llu,\"host_bytes_read\":%llu}\n",
+                   load_s, ox_pool_threads(), n_prompt, n_gen, pf, dc, (unsigned long long)st.resident_bytes,
+                   (unsigned long long)st.host_bytes_read);
+        else
+            printf("load %.3f s, threads %d\nprefill %d tokens: %.3f s, %.2f tok/s\ndecode %d tokens: %.3f s, "
+                   "%.2f tok/s\nresident %.1f MB, host reads %.1f MB\n",
+                   load_s, ox_pool_threads(), n_prompt, t1 - t0, pf, n_gen, t2 - t1, dc, st.resident_bytes / 1e6,
+                   st.host_bytes_read / 1e6);
+    }
+    free(toks), free(lg);
+    ox_session_free(s);
+    return rc ? 1 : 0;
+}
+
+int cli_run(int argc, char **argv) {
+    char *files[64];
+    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *tokens = NULL;
+    ox_load_opts opts = {0};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--tokens") && v) tokens = v, i++;
+        else if (!strcmp(a, "--top") && v) top = atoi(v), i++;
+        else if (!strcmp(a, "--threads") && v) threads = atol(v), i++;
+        else if (!strcmp(a, "--ctx") && v) ctx = atoi(v), i++;
+        else if (!strcmp(a, "--n-prompt") && v) n_prompt = atoi(v), i++;
+        else if (!strcmp(a, "--n-gen") && v) n_gen = atoi(v), i++;
+        else if (!strcmp(a, "--quant") && v) {
+            i++;
+            if (!strcmp(v, "q8")) opts.quant = OX_QUANT_Q8;
+            else if (!strcmp(v, "q4")) opts.quant = OX_QUANT_Q4;
+            else if (!strcmp(v, "bf16")) opts.quant = OX_QUANT_BF16;
+            else return usage();
+        } else if (!strcmp(a, "--all")) all = 1;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--step")) step = 1;
+        else if (!strcmp(a, "--bench")) do_bench = 1;
+        else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
+        else if (a[0] == '-' || n_files == 64) return usage();
+        else files[n_files++] = argv[i];
+    }
+    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0) return usage();
+    ox_err err = {0};
+    if (ox_pool_init((int)threads, &err)) {
+        fprintf(stderr, "oxinfer run: %s\n", err.msg);
+        return 1;
+    }
+    ox_model *m;
+    double load_s;
+    if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
+    if (do_bench) {
+        int rc = bench(m, load_s, n_prompt, n_gen, json);
+        ox_model_free(m);
+        return rc;
+    }
+    int32_t *tok;
+    int n;
+    if (parse_tokens(tokens, &tok, &n)) {
+        ox_model_free(m);
+        fprintf(stderr, "oxinfer run: bad --tokens list\n");
+        return 2;
+    }
+    int V = ox_model_config(m)->vocab;
+    if (all || top > V) top = V;
+    float *lg = malloc(sizeof *lg * (size_t)V * (size_t)n);
+    int *idx = malloc(sizeof *idx * (size_t)V);
+    ox_session *s = lg && idx ? ox_session_new(m, ctx > 0 ? ctx : 0, &err) : NULL;
+    int rc = s ? 0 : 1;
+    if (!s) fprintf(stderr, "oxinfer run: %s\n", lg && idx ? err.msg : "out of memory");
+    for (int i = 0; s && i < n && rc == 0; i += step ? 1 : n) {
+        ox_forward_io io = {.tokens = tok + i, .n = step ? 1 : n, .logits = lg + (size_t)i * V, .all_logits = 1};
+        if (ox_forward(s, &io, &err)) {
+            fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        if (json) printf("{\"positions\":[");
+        for (int i = 0; i < n; i++) print_top(lg + (size_t)i * V, V, i, top, json, idx, i == n - 1);
+        if (json) printf("]}\n");
+    }
+    ox_session_free(s);
+    free(lg), free(idx), free(tok);
+    ox_model_free(m);
+    return rc;
+}

@@ -1,0 +1,223 @@
+// The chat demo (web/) in headless Chromium: load a synthetic model through
+// the file input and through a URL, chat with streamed tokens, Stop, a second
+// message, the threaded build under COOP/COEP, one thread without them,
+// screenshots (not blank), and the page engine's logits against the Node run
+// of the same wasm.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startServer, ROOT } from '../../tools/serve.mjs';
+import { launchChromium, collectErrors } from '../oracle/browser.mjs';
+import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { engineLogprobs } from '../oracle/engine.mjs';
+
+const ART = path.join(ROOT, 'test-artifacts');
+const TIMEOUT = 120000;
+let dir, model, iso, plain, browser;
+
+before(async () => {
+  requireDist();
+  dir = tmpDir('browser');
+  model = synth(dir, { preset: 'tiny', type: 'q8_0' });
+  const files = { '/models/demo.gguf': model };
+  iso = await startServer({ files });
+  plain = await startServer({ files, isolate: false });
+  browser = await launchChromium();
+  fs.mkdirSync(ART, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  iso?.close();
+  plain?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function openDemo(server, { viewport = { width: 1280, height: 860 }, query = '' } = {}) {
+  const page = await browser.newPage({ viewport });
+  page.errors = [];
+  collectErrors(page, page.errors);
+  await page.goto(`${server.url}/${query}`);
+  await page.waitForFunction(() => window.oxinfer, null, { timeout: TIMEOUT });
+  return page;
+}
+
+// wait for a loaded model; fail with the page's error text if it shows one
+async function waitModel(page) {
+  await page.waitForFunction(
+    () => window.oxinfer.model || !document.getElementById('error').hidden, null, { timeout: TIMEOUT });
+  const err = await page.evaluate(() => (document.getElementById('error').hidden ? null : document.getElementById('error-text').textContent));
+  assert.equal(err, null, `page error while loading: ${err}\n${page.errors.join('\n')}`);
+  assert.equal(await page.isEnabled('#prompt'), true, 'composer enabled after load');
+}
+
+// count distinct lengths the streaming answer goes through
+async function watchStream(page) {
+  await page.evaluate(() => {
+    window.__lengths = [];
+    const box = document.getElementById('messages');
+    window.__obs?.disconnect();
+    window.__obs = new MutationObserver(() => {
+      const all = box.querySelectorAll('.msg.assistant .body');
+      const body = all[all.length - 1];
+      const n = body ? body.textContent.length : 0;
+      if (window.__lengths[window.__lengths.length - 1] !== n) window.__lengths.push(n);
+    });
+    window.__obs.observe(box, { childList: true, subtree: true, characterData: true });
+  });
+}
+
+async function send(page, text) {
+  const before = await page.locator('.msg.assistant').count();
+  await page.fill('#prompt', text);
+  await page.press('#prompt', 'Enter');  // Enter sends
+  await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant').length > n, before, { timeout: TIMEOUT });
+  return before;  // index of the new reply
+}
+
+async function waitReply(page, index) {
+  await page.waitForFunction((i) => document.querySelectorAll('.msg.assistant')[i]?.dataset.done, index, { timeout: TIMEOUT });
+  return page.evaluate((i) => {
+    const m = document.querySelectorAll('.msg.assistant')[i];
+    return { done: m.dataset.done, text: m.querySelector('.body').textContent, meta: m.querySelector('.meta').textContent, error: m.classList.contains('error') };
+  }, index);
+}
+
+// pixel variance of a PNG, computed by the browser's own decoder
+async function pngVariance(png) {
+  const p = await browser.newPage();
+  try {
+    return await p.evaluate(async (b64) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const c = new OffscreenCanvas(img.width, img.height);
+      const g = c.getContext('2d');
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, img.width, img.height).data;
+      let s = 0, s2 = 0, n = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        const y = 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2];
+        s += y; s2 += y * y; n++;
+      }
+      const mean = s / n;
+      return s2 / n - mean * mean;
+    }, png.toString('base64'));
+  } finally { await p.close(); }
+}
+
+test('file input load, streamed reply, Stop, second message, threaded build, screenshots', { timeout: 10 * TIMEOUT }, async () => {
+  const page = await openDemo(iso);
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'COOP/COEP page is cross-origin isolated');
+  assert.equal(await page.isVisible('#notice-isolation'), false, 'no single-thread notice when isolated');
+  await page.setInputFiles('#file-input', model);
+  await waitModel(page);
+  // the synthetic model is flagged as random weights
+  assert.equal(await page.isVisible('#notice-random'), true, 'random-weights notice shown for a synthetic model');
+  const threads = await page.evaluate(() => window.oxinfer.model.threads);
+  assert.ok(threads > 1, `threaded build in use (model.threads = ${threads})`);
+
+  // a long answer, stopped mid-way
+  await page.fill('#max-tokens', '4000');
+  await watchStream(page);
+  const i0 = await send(page, 'Tell me a long story.');
+  await page.waitForFunction((i) => (document.querySelectorAll('.msg.assistant')[i].querySelector('.body').textContent.length > 0), i0, { timeout: TIMEOUT });
+  await page.click('#stop');
+  const r0 = await waitReply(page, i0);
+  assert.equal(r0.done, 'stopped', `reply stopped by the Stop button (meta: ${r0.meta})`);
+  assert.match(r0.meta, /stopped/);
+  const lengths = await page.evaluate(() => window.__lengths);
+  assert.ok(lengths.filter((n) => n > 0).length >= 2, `tokens streamed in several steps (lengths seen: ${lengths.slice(0, 20)})`);
+  assert.equal(await page.isVisible('#send'), true, 'Send is back after Stop');
+
+  // another message after Stop
+  await page.fill('#max-tokens', '24');
+  await watchStream(page);
+  const i1 = await send(page, 'And another one?');
+  const r1 = await waitReply(page, i1);
+  assert.equal(r1.done, 'done');
+  assert.equal(r1.error, false, `second reply without error: ${r1.meta}`);
+  assert.ok(r1.text.length > 0, 'second reply has text');
+  const n1 = Number(/^(\d+) tokens/.exec(r1.meta)?.[1]);
+  assert.ok(n1 >= 1 && n1 <= 24, `second reply respects max tokens (${r1.meta})`);
+  const stats = await page.evaluate(() => [document.getElementById('stat-tps').textContent, document.getElementById('stat-mem').textContent]);
+  assert.notEqual(stats[1], '–', 'resident memory shown');
+
+  // Shift+Enter is a newline, not a send
+  await page.fill('#prompt', 'line one');
+  await page.press('#prompt', 'Shift+Enter');
+  await page.type('#prompt', 'line two');
+  assert.equal(await page.inputValue('#prompt'), 'line one\nline two');
+  assert.equal(await page.locator('.msg.user').count(), 2, 'Shift+Enter did not send');
+
+  const shot = await page.screenshot({ path: path.join(ART, 'demo-desktop.png') });
+  const v = await pngVariance(shot);
+  assert.ok(v > 50, `desktop screenshot is not blank (luma variance ${v.toFixed(1)})`);
+
+  // New chat clears the conversation
+  await page.click('#new-chat');
+  assert.equal(await page.locator('.msg').count(), 0);
+  assert.deepEqual(page.errors, [], 'no page errors');
+  await page.close();
+});
+
+test('URL load (?model=), phone width, and the page engine gives the Node logits', { timeout: 10 * TIMEOUT }, async () => {
+  const page = await openDemo(iso, { viewport: { width: 390, height: 844 }, query: '?model=/models/demo.gguf' });
+  await waitModel(page);
+  const i0 = await send(page, 'Hi!');
+  const r0 = await waitReply(page, i0);
+  assert.equal(r0.error, false, r0.meta);
+  assert.ok(r0.text.length > 0);
+  const shot = await page.screenshot({ path: path.join(ART, 'demo-phone.png'), fullPage: true });
+  const v = await pngVariance(shot);
+  assert.ok(v > 50, `phone screenshot is not blank (luma variance ${v.toFixed(1)})`);
+  // no horizontal scrolling at phone width
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `page fits 390 px (overflows by ${overflow} px)`);
+
+  // same tokens through the page's engine and through Node
+  const tokens = [2, 900, 901, 950, 1000, 910, 920, 1020];
+  const inPage = await page.evaluate(async (t) => {
+    const m = window.oxinfer.model;
+    const l = await m.logits(t, { all: true });
+    return Array.from(l, (x) => Number(x));
+  }, tokens);
+  const node = await engineLogprobs(model, tokens);
+  assert.equal(inPage.length, node.flat.length, 'same logits shape in page and Node');
+  let maxd = 0;
+  for (let i = 0; i < inPage.length; i++) maxd = Math.max(maxd, Math.abs(inPage[i] - node.flat[i]));
+  console.log(`page vs Node logits: ${tokens.length} positions x ${node.vocab}, max |diff| ${maxd.toExponential(2)}`);
+  assert.ok(maxd <= 1e-4, `page and Node logits agree (max |diff| ${maxd})`);
+  assert.deepEqual(page.errors, [], 'no page errors');
+  await page.close();
+});
+
+test('without COOP/COEP the page says so and still answers on one thread', { timeout: 10 * TIMEOUT }, async () => {
+  const page = await openDemo(plain);
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+  assert.equal(await page.isVisible('#notice-isolation'), true, 'single-thread notice visible');
+  await page.fill('#url-input', `${plain.url}/models/demo.gguf`);
+  await page.click('#url-form button[type=submit]');
+  await waitModel(page);
+  const threads = await page.evaluate(() => window.oxinfer.model.threads);
+  assert.equal(threads, 1, 'one thread without isolation');
+  const i0 = await send(page, 'Hello?');
+  const r0 = await waitReply(page, i0);
+  assert.equal(r0.error, false, r0.meta);
+  assert.ok(r0.text.length > 0, 'reply on one thread');
+  await page.screenshot({ path: path.join(ART, 'demo-single-thread.png') });
+  assert.deepEqual(page.errors, [], 'no page errors');
+  await page.close();
+});
+
+test('load errors are shown in the page', { timeout: TIMEOUT }, async () => {
+  const page = await openDemo(iso);
+  await page.fill('#url-input', `${iso.url}/models/missing.gguf`);
+  await page.click('#url-form button[type=submit]');
+  await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
+  const text = await page.textContent('#error-text');
+  assert.match(text, /missing\.gguf|404|not found/i, `error names the problem: ${text}`);
+  assert.equal(await page.isEnabled('#prompt'), false, 'no chat without a model');
+  await page.close();
+});

@@ -1,0 +1,21 @@
+/* ref_forward.h — an independent float64 Gemma 4 forward pass for the tests, written plainly
+ * from the spec (../shared/docs/gemma4-spec.md §b): whole sequence at once, no KV cache, every
+ * weight dequantized to double with ox_dequantize_row. Per-layer values are derived here from
+ * the config's base fields, not taken from config.c's derivation. */
+#ifndef OX_REF_FORWARD_H
+#define OX_REF_FORWARD_H
+
+#include <stdint.h>
+#include "tensors.h"
+
+typedef struct ref_model ref_model;
+
+/* NULL on error (message in msg). */
+ref_model *ref_load(const ox_model_files *mf, char *msg, size_t msg_cap);
+void ref_free(ref_model *r);
+
+/* logits: n * vocab doubles (soft-capped). soft / soft_mask as in ox_forward_io (may be NULL). */
+int ref_forward(const ref_model *r, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
+                double *logits);
+
+#endif

@@ -1,0 +1,511 @@
+/* test_model.c — the forward pass against an independent float64 reference (ref_forward.c),
+ * on synthetic models written by synth.c: F32/F16 and quantized GGUFs, HF checkpoints,
+ * sessions (truncate, clone, decode vs prefill), PLE host reads, load errors. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gguf.h"
+#include "hostfile.h"
+#include "model.h"
+#include "pool.h"
+#include "synth.h"
+
+#include "ref_forward.c" /* the test build makes one executable per test_*.c file */
+
+static char tmp[256];
+
+static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmp, name); }
+
+/* Write a synthetic GGUF (cached by name within the run). */
+static const char *fixture(const char *name, const ox_synth *s) {
+    static char paths[32][300];
+    static int n;
+    char p[300];
+    path_of(p, sizeof p, name);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(paths[i], p)) return paths[i];
+    ox_err err = {0};
+    if (ox_synth_write_gguf(s, p, &err)) {
+        fprintf(stderr, "synth %s: %s\n", name, err.msg);
+        return NULL;
+    }
+    snprintf(paths[n], sizeof paths[n], "%s", p);
+    return paths[n++];
+}
+
+static ox_synth preset(const char *name, ox_type type) {
+    ox_synth s;
+    ox_synth_preset(&s, name, NULL);
+    s.type = s.embd_type = type;
+    if (!strcmp(name, "benchlike")) s.window = 8; /* so the test sequence outruns the window */
+    if (!strcmp(name, "moe") || !strcmp(name, "keqv")) s.window = 8;
+    return s;
+}
+
+static ox_model *open_model(const char *const *paths, int n, const ox_load_opts *opts, ox_err *err) {
+    int h[16];
+    for (int i = 0; i < n; i++)
+        if ((h[i] = ox_host_open_path(paths[i], err)) < 0) return NULL;
+    ox_model_files *mf = ox_files_open(h, n, err);
+    if (!mf) return NULL;
+    return ox_model_load(mf, opts, err);
+}
+
+static ox_model *open1(const char *path, const ox_load_opts *opts) {
+    ox_err err = {0};
+    ox_model *m = path ? open_model(&path, 1, opts, &err) : NULL;
+    if (!m) fprintf(stderr, "load %s: %s\n", path ? path : "(no file)", err.msg);
+    return m;
+}
+
+static void seq(int32_t *t, int n, int vocab) {
+    uint32_t r = 777;
+    t[0] = 2;
+    for (int i = 1; i < n; i++) t[i] = (int32_t)((r = r * 1664525u + 1013904223u) >> 9) % vocab;
+}
+
+/* All-position logits from the engine, one batch (or step tokens at a time). */
+static float *engine_logits(ox_model *m, const int32_t *t, int n, int step) {
+    int V = ox_model_config(m)->vocab;
+    float *lg = malloc(sizeof *lg * (size_t)n * V);
+    ox_err err = {0};
+    ox_session *s = ox_session_new(m, 0, &err);
+    for (int i = 0; s && i < n; i += step) {
+        int k = n - i < step ? n - i : step;
+        ox_forward_io io = {.tokens = t + i, .n = k, .logits = lg + (size_t)i * V, .all_logits = 1};
+        if (ox_forward(s, &io, &err)) {
+            fprintf(stderr, "forward: %s\n", err.msg);
+            free(lg);
+            lg = NULL;
+            break;
+        }
+    }
+    ox_session_free(s);
+    return lg;
+}
+
+static void log_softmax_f(const float *x, double *y, int V) {
+    double mx = -INFINITY, s = 0;
+    for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+    for (int v = 0; v < V; v++) s += exp(x[v] - mx);
+    for (int v = 0; v < V; v++) y[v] = x[v] - mx - log(s);
+}
+static void log_softmax_d(const double *x, double *y, int V) {
+    double mx = -INFINITY, s = 0;
+    for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+    for (int v = 0; v < V; v++) s += exp(x[v] - mx);
+    for (int v = 0; v < V; v++) y[v] = x[v] - mx - log(s);
+}
+
+/* max |Δ log-prob| over every position and vocab entry */
+static double max_dlogp(const float *a, const double *b_d, const float *b_f, int n, int V) {
+    double *x = malloc(sizeof *x * V), *y = malloc(sizeof *y * V), worst = 0;
+    for (int i = 0; i < n; i++) {
+        log_softmax_f(a + (size_t)i * V, x, V);
+        if (b_d) log_softmax_d(b_d + (size_t)i * V, y, V);
+        else log_softmax_f(b_f + (size_t)i * V, y, V);
+        for (int v = 0; v < V; v++) worst = fmax(worst, fabs(x[v] - y[v]));
+    }
+    free(x), free(y);
+    return worst;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double w = 0;
+    for (size_t i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+    return w;
+}
+
+/* engine vs reference on one file; returns the max |Δ log p| (or 1e9 on failure) */
+static double vs_ref(const char *path, const ox_load_opts *opts, int n) {
+    ox_model *m = open1(path, opts);
+    if (!m) return 1e9;
+    int V = ox_model_config(m)->vocab;
+    char msg[256];
+    ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
+    if (!r) fprintf(stderr, "%s\n", msg);
+    int32_t t[64];
+    seq(t, n, V);
+    float *lg = engine_logits(m, t, n, n);
+    double *rl = malloc(sizeof *rl * (size_t)n * V), d = 1e9;
+    if (r && lg) {
+        ref_forward(r, t, n, NULL, NULL, rl);
+        d = max_dlogp(lg, rl, NULL, n, V);
+    }
+    free(lg), free(rl);
+    ref_free(r);
+    ox_model_free(m);
+    return d;
+}
+
+#define N_SEQ 24 /* > window 16 (tiny) and 8 (other fixtures) */
+
+static void test_float_vs_ref(void) {
+    const char *presets[] = {"tiny", "benchlike", "moe", "keqv"};
+    for (int i = 0; i < 4; i++) {
+        ox_synth s = preset(presets[i], OX_F32);
+        char name[64];
+        snprintf(name, sizeof name, "%s-f32.gguf", presets[i]);
+        double d = vs_ref(fixture(name, &s), NULL, N_SEQ);
+        printf("  %-10s F32 vs f64 reference: max |dlogp| = %.3g\n", presets[i], d);
+        CHECK_MSG(d <= 1e-3, "%s F32: %.3g", presets[i], d);
+    }
+    ox_synth s = preset("tiny", OX_F16);
+    double d = vs_ref(fixture("tiny-f16.gguf", &s), NULL, N_SEQ);
+    printf("  tiny       F16 vs f64 reference: max |dlogp| = %.3g\n", d);
+    CHECK_MSG(d <= 1e-3, "tiny F16: %.3g", d);
+}
+
+/* Quantized weights: the reference uses the same (dequantized) weights, so the difference is
+ * the engine's activation quantization to Q8_0/Q8_1/Q8_K before each dot (llama.cpp's scheme).
+ * Bounds are a few times the measured maxima (listed in the report) on this fixture. */
+static void test_quant_vs_ref(void) {
+    static const struct { ox_type t; const char *name; double bound; } q[] = {
+        {OX_Q8_0, "q8_0", 0.05}, {OX_Q4_0, "q4_0", 0.05}, {OX_Q4_1, "q4_1", 0.05}, {OX_Q5_0, "q5_0", 0.05},
+        {OX_Q5_1, "q5_1", 0.05}, {OX_Q2_K, "q2_k", 0.05}, {OX_Q3_K, "q3_k", 0.05}, {OX_Q4_K, "q4_k", 0.05},
+        {OX_Q5_K, "q5_k", 0.05}, {OX_Q6_K, "q6_k", 0.05}, {OX_BF16, "bf16", 1e-3},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        ox_synth s = preset("tiny", q[i].t);
+        s.branch_gain = 0.5f, s.qk_norm_scale = 0.5f;
+        char name[64];
+        snprintf(name, sizeof name, "tiny-calm-%s.gguf", q[i].name);
+        double d = vs_ref(fixture(name, &s), NULL, N_SEQ);
+        printf("  tiny (branch-gain 0.5, qk 0.5) %-5s vs f64 reference on the same weights: max |dlogp| = %.3g\n",
+               q[i].name, d);
+        CHECK_MSG(d <= q[i].bound, "%s: %.3g > %.3g", q[i].name, d, q[i].bound);
+    }
+}
+
+static void test_sessions(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    ox_model *m = open1(fixture("tiny-f32.gguf", &s), NULL);
+    if (!m) { CHECK(0); return; }
+    int V = ox_model_config(m)->vocab, n = N_SEQ, k = 10;
+    int32_t t[N_SEQ];
+    seq(t, n, V);
+    float *full = engine_logits(m, t, n, n), *step = engine_logits(m, t, n, 1), *chunk = engine_logits(m, t, n, 7);
+    double d1 = max_dlogp(step, NULL, full, n, V), d7 = max_dlogp(chunk, NULL, full, n, V);
+    printf("  decode one token at a time vs batched prefill: max |dlogp| = %.3g (chunks of 7: %.3g)\n", d1, d7);
+    CHECK(d1 <= 1e-4);
+    CHECK(d7 <= 1e-4);
+
+    ox_err err = {0};
+    ox_session *a = ox_session_new(m, 64, &err);
+    float *r1 = malloc(sizeof(float) * (size_t)n * V), *r2 = malloc(sizeof(float) * (size_t)n * V);
+    ox_forward_io io = {.tokens = t, .n = k, .logits = r1, .all_logits = 1};
+    CHECK(ox_forward(a, &io, &err) == 0);
+    ox_session *b = ox_session_clone(a, &err);
+    CHECK(b && ox_session_pos(b) == k);
+    io = (ox_forward_io){.tokens = t + k, .n = n - k, .logits = r1, .all_logits = 1};
+    CHECK(ox_forward(a, &io, &err) == 0);
+    CHECK(ox_session_pos(a) == n);
+    io.logits = r2;
+    CHECK(b && ox_forward(b, &io, &err) == 0);
+    CHECK(memcmp(r1, r2, sizeof(float) * (size_t)(n - k) * V) == 0); /* clone == original */
+    CHECK(ox_session_truncate(a, k, &err) == 0 && ox_session_pos(a) == k);
+    CHECK(ox_forward(a, &io, &err) == 0);
+    CHECK(memcmp(r1, r2, sizeof(float) * (size_t)(n - k) * V) == 0); /* truncate + re-run */
+    CHECK(max_abs_diff(r2, full + (size_t)k * V, (size_t)(n - k) * V) <= 1e-3);
+    CHECK(ox_session_truncate(a, n + 1, &err) == OX_E_RANGE);
+    /* errors leave the session where it was */
+    int32_t bad = V + 5;
+    io = (ox_forward_io){.tokens = &bad, .n = 1};
+    CHECK(ox_forward(a, &io, &err) == OX_E_RANGE && ox_session_pos(a) == n);
+    ox_session_reset(a);
+    CHECK(ox_session_pos(a) == 0);
+    io = (ox_forward_io){.tokens = t, .n = n, .logits = r1, .all_logits = 1};
+    CHECK(ox_forward(a, &io, &err) == 0 && memcmp(r1, full, sizeof(float) * (size_t)n * V) == 0);
+    /* context limit */
+    ox_session *c = ox_session_new(m, 4, &err);
+    io = (ox_forward_io){.tokens = t, .n = 5};
+    CHECK(c && ox_forward(c, &io, &err) == OX_E_STATE && ox_session_pos(c) == 0);
+    /* hidden output and last-token logits agree with the all-logits run */
+    float *hid = malloc(sizeof(float) * (size_t)n * 256), *last = malloc(sizeof(float) * V);
+    ox_session_reset(a);
+    io = (ox_forward_io){.tokens = t, .n = n, .logits = last, .hidden = hid};
+    CHECK(ox_forward(a, &io, &err) == 0);
+    CHECK(memcmp(last, full + (size_t)(n - 1) * V, sizeof(float) * V) == 0);
+    double hs = 0;
+    for (int i = 0; i < 256; i++) hs += (double)hid[i] * hid[i];
+    CHECK(hs > 1); /* final-normed, not zeros */
+    ox_session_free(a), ox_session_free(b), ox_session_free(c);
+    free(full), free(step), free(chunk), free(r1), free(r2), free(hid), free(last);
+    ox_model_free(m);
+}
+
+static void test_soft_tokens(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    ox_model *m = open1(fixture("tiny-f32.gguf", &s), NULL);
+    if (!m) { CHECK(0); return; }
+    int V = ox_model_config(m)->vocab, H = 256, n = 6;
+    char msg[256];
+    ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
+    int32_t t[6];
+    seq(t, n, V);
+    float *soft = calloc((size_t)n * H, sizeof(float));
+    uint8_t mask[6] = {0, 0, 1, 1, 0, 0};
+    for (int i = 0; i < n * H; i++) soft[i] = (float)sin(i * 0.37) * 2.0f;
+    float *lg = malloc(sizeof(float) * (size_t)n * V);
+    double *rl = malloc(sizeof(double) * (size_t)n * V);
+    ox_err err = {0};
+    ox_session *se = ox_session_new(m, 0, &err);
+    ox_forward_io io = {.tokens = t, .n = n, .soft = soft, .soft_mask = mask, .logits = lg, .all_logits = 1};
+    CHECK(ox_forward(se, &io, &err) == 0);
+    ref_forward(r, t, n, soft, mask, rl);
+    double d = max_dlogp(lg, rl, NULL, n, V);
+    printf("  soft tokens (pad PLE row) vs reference: max |dlogp| = %.3g\n", d);
+    CHECK(d <= 1e-3);
+    ox_session_free(se);
+    free(soft), free(lg), free(rl);
+    ref_free(r);
+    ox_model_free(m);
+}
+
+static void test_ple_reads_and_host_tables(void) {
+    ox_synth s = preset("tiny", OX_Q8_0);
+    const char *p = fixture("tiny-q8_0.gguf", &s);
+    ox_model *m = open1(p, NULL);
+    if (!m) { CHECK(0); return; }
+    const ox_tensor *ple = ox_files_find(ox_model_files_of(m), "per_layer_token_embd.weight");
+    uint64_t rb = 0;
+    CHECK(ple && ox_row_bytes(ple->type, ple->ne[0], &rb, NULL) == 0);
+    int32_t t[8] = {2, 500, 501, 500, 2, 77, 501, 77}; /* 4 distinct rows */
+    ox_model_stats st0, st1;
+    ox_model_stats_get(m, &st0);
+    CHECK(st0.host_bytes_read == 0 && st0.rows_fetched == 0);
+    ox_err err = {0};
+    ox_session *se = ox_session_new(m, 0, &err);
+    float *lg = malloc(sizeof(float) * 8 * 1024), *lg2 = malloc(sizeof(float) * 8 * 1024);
+    ox_forward_io io = {.tokens = t, .n = 8, .logits = lg, .all_logits = 1};
+    CHECK(ox_forward(se, &io, &err) == 0);
+    ox_model_stats_get(m, &st1);
+    CHECK(st1.rows_fetched == 4);
+    CHECK(st1.host_bytes_read == 4 * rb);
+    CHECK(st1.resident_bytes > 0);
+    uint64_t file = (uint64_t)ox_host_size(ple->file);
+    CHECK(st1.resident_bytes < file); /* the PLE table is not resident */
+    printf("  PLE: 8 tokens, 4 distinct -> %llu rows, %llu bytes read (row %llu B); resident %llu of file %llu B\n",
+           (unsigned long long)st1.rows_fetched, (unsigned long long)st1.host_bytes_read, (unsigned long long)rb,
+           (unsigned long long)st1.resident_bytes, (unsigned long long)file);
+    ox_session_free(se);
+    ox_model_free(m);
+    /* tables_on_host: embedding rows come from the host too; same logits */
+    ox_load_opts o = {.tables_on_host = 1};
+    m = open1(p, &o);
+    se = m ? ox_session_new(m, 0, &err) : NULL;
+    io.logits = lg2;
+    CHECK(se && ox_forward(se, &io, &err) == 0);
+    ox_model_stats_get(m, &st1);
+    const ox_tensor *te = ox_files_find(ox_model_files_of(m), "token_embd.weight");
+    uint64_t erb = 0;
+    ox_row_bytes(te->type, te->ne[0], &erb, NULL);
+    CHECK(st1.host_bytes_read == 4 * rb + 8 * erb);
+    CHECK(memcmp(lg, lg2, sizeof(float) * 8 * 1024) == 0);
+    ox_session_free(se);
+    ox_model_free(m);
+    free(lg), free(lg2);
+}
+
+static int dir_of(const char *name, char *out, size_t cap) {
+    path_of(out, cap, name);
+    return mkdir(out, 0777) == 0 ? 0 : -1;
+}
+
+/* Paths of an HF dir's files for ox_files_open. */
+static int hf_paths(const char *dir, int shards, char paths[][300]) {
+    int n = 0;
+    snprintf(paths[n++], 300, "%s/config.json", dir);
+    snprintf(paths[n++], 300, "%s/tokenizer.json", dir);
+    if (shards == 1) snprintf(paths[n++], 300, "%s/model.safetensors", dir);
+    for (int i = 0; shards > 1 && i < shards; i++) snprintf(paths[n++], 300, "%s/model-%05d-of-%05d.safetensors", dir, i + 1, shards);
+    if (shards > 1) snprintf(paths[n++], 300, "%s/model.safetensors.index.json", dir);
+    return n;
+}
+
+static float *hf_logits(const char *dirname, ox_type dtype, int shards, const ox_load_opts *o, const int32_t *t, int n) {
+    ox_synth s = preset("tiny", OX_F32);
+    char dir[300], paths[8][300];
+    const char *pp[8];
+    ox_err err = {0};
+    if (dir_of(dirname, dir, sizeof dir) || ox_synth_write_hf(&s, dir, dtype, shards, &err)) {
+        fprintf(stderr, "synth hf %s: %s\n", dirname, err.msg);
+        return NULL;
+    }
+    int np = hf_paths(dir, shards, paths);
+    for (int i = 0; i < np; i++) pp[i] = paths[i];
+    ox_model *m = open_model(pp, np, o, &err);
+    if (!m) {
+        fprintf(stderr, "load hf %s: %s\n", dirname, err.msg);
+        return NULL;
+    }
+    float *lg = engine_logits(m, t, n, n);
+    ox_model_free(m);
+    return lg;
+}
+
+static void test_hf(void) {
+    int n = N_SEQ, V = 1024;
+    int32_t t[N_SEQ];
+    seq(t, n, V);
+    ox_synth s = preset("tiny", OX_F32);
+    ox_model *m = open1(fixture("tiny-f32.gguf", &s), NULL);
+    float *g32 = m ? engine_logits(m, t, n, n) : NULL;
+    ox_model_free(m);
+    s = preset("tiny", OX_BF16);
+    m = open1(fixture("tiny-bf16.gguf", &s), NULL);
+    float *g16 = m ? engine_logits(m, t, n, n) : NULL;
+    ox_model_free(m);
+    s = preset("tiny", OX_Q8_0);
+    m = open1(fixture("tiny-q8_0.gguf", &s), NULL);
+    float *gq8 = m ? engine_logits(m, t, n, n) : NULL;
+    ox_model_free(m);
+
+    float *h32 = hf_logits("hf-f32", OX_F32, 1, NULL, t, n);
+    float *h16 = hf_logits("hf-bf16-sharded", OX_BF16, 3, NULL, t, n);
+    ox_load_opts q8 = {.quant = OX_QUANT_Q8};
+    float *hq8 = hf_logits("hf-f32-q8", OX_F32, 1, &q8, t, n);
+    CHECK(g32 && g16 && gq8 && h32 && h16 && hq8);
+    if (g32 && g16 && gq8 && h32 && h16 && hq8) {
+        double a = max_abs_diff(h32, g32, (size_t)n * V), b = max_abs_diff(h16, g16, (size_t)n * V);
+        double c = max_abs_diff(hq8, gq8, (size_t)n * V);
+        printf("  HF f32 vs GGUF f32: max |dlogit| %.3g; HF bf16 (3 shards) vs GGUF bf16: %.3g; "
+               "HF f32 quantized on load q8 vs GGUF q8_0: %.3g\n", a, b, c);
+        CHECK(a <= 1e-5);
+        CHECK(b <= 1e-5);
+        CHECK(c <= 1e-5);
+    }
+    free(g32), free(g16), free(gq8), free(h32), free(h16), free(hq8);
+}
+
+static void test_quant_on_load(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    s.branch_gain = 0.5f, s.qk_norm_scale = 0.5f;
+    const char *p = fixture("tiny-calm-f32.gguf", &s);
+    ox_load_opts o8 = {.quant = OX_QUANT_Q8}, o4 = {.quant = OX_QUANT_Q4}, ob = {.quant = OX_QUANT_BF16};
+    ox_model *m32 = open1(p, NULL), *m8 = open1(p, &o8), *m4 = open1(p, &o4);
+    if (!m32 || !m8 || !m4) { CHECK(0); return; }
+    ox_model_stats a, b, c;
+    ox_model_stats_get(m32, &a), ox_model_stats_get(m8, &b), ox_model_stats_get(m4, &c);
+    printf("  resident bytes: f32 %llu, q8 %llu, q4 %llu\n", (unsigned long long)a.resident_bytes,
+           (unsigned long long)b.resident_bytes, (unsigned long long)c.resident_bytes);
+    CHECK(b.resident_bytes < a.resident_bytes / 3 && c.resident_bytes < b.resident_bytes);
+    ox_model_free(m32), ox_model_free(m8), ox_model_free(m4);
+    double d8 = vs_ref(p, &o8, N_SEQ), d4 = vs_ref(p, &o4, N_SEQ), db = vs_ref(p, &ob, N_SEQ);
+    printf("  quantize on load vs f64 reference on the f32 weights: q8 %.3g, q4 %.3g, bf16 %.3g\n", d8, d4, db);
+    CHECK(d8 <= 0.05);
+    CHECK(d4 <= 0.5);
+    CHECK(db <= 0.05);
+}
+
+/* Copy a GGUF, dropping / reshaping / retyping one tensor. */
+static int rewrite(const char *src, const char *dst, const char *target, int mode) {
+    ox_err err = {0};
+    int h = ox_host_open_path(src, &err);
+    ox_gguf *g = h >= 0 ? ox_gguf_open(h, &err) : NULL;
+    if (!g) return -1;
+    ox_gguf_writer *w = ox_gguf_writer_new();
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kv[i].key, "general.alignment")) ox_gguf_w_value(w, g->kv[i].key, &g->kv[i].val);
+    void **bufs = calloc(g->n_tensors, sizeof *bufs);
+    int rc = 0;
+    for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
+        const ox_gguf_tensor *t = &g->tensors[i];
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        ox_type type = t->type;
+        int hit = !strcmp(t->name, target);
+        if (hit && mode == 0) continue;         /* drop */
+        if (hit && mode == 1) ne[1] += 32;      /* wrong shape */
+        if (hit && mode == 2) type = OX_Q8_K;   /* a type the engine does not take as a weight */
+        uint64_t rb, rows = ne[1] * ne[2] * ne[3];
+        ox_row_bytes(type, ne[0], &rb, NULL);
+        bufs[i] = calloc(1, rows * rb);
+        if (!hit) ox_host_read(g->file, t->offset, t->nbytes, bufs[i], NULL);
+        rc = ox_gguf_w_tensor(w, t->name, type, t->n_dims, ne, bufs[i], &err);
+    }
+    if (!rc) rc = ox_gguf_w_write(w, dst, NULL, NULL, &err);
+    if (rc) fprintf(stderr, "rewrite: %s\n", err.msg);
+    for (uint64_t i = 0; i < g->n_tensors; i++) free(bufs[i]);
+    free(bufs);
+    ox_gguf_writer_free(w);
+    ox_gguf_free(g);
+    ox_host_close(h);
+    return rc;
+}
+
+static void test_errors(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    const char *p = fixture("tiny-f32.gguf", &s);
+    static const struct { const char *tensor; int mode, code; const char *needle; } cases[] = {
+        {"blk.1.ffn_up.weight", 0, OX_E_MISSING, "blk.1.ffn_up.weight"},
+        {"blk.2.attn_q.weight", 1, OX_E_CONFIG, "blk.2.attn_q.weight"},
+        {"blk.0.attn_output.weight", 2, OX_E_UNSUPPORTED, "blk.0.attn_output.weight"},
+        {"blk.4.attn_q_norm.weight", 0, OX_E_MISSING, "blk.4.attn_q_norm.weight"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char q[300];
+        snprintf(q, sizeof q, "%s/bad%zu.gguf", tmp, i);
+        CHECK(rewrite(p, q, cases[i].tensor, cases[i].mode) == 0);
+        ox_err err = {0};
+        const char *pp = q;
+        ox_model *m = open_model(&pp, 1, NULL, &err);
+        CHECK(m == NULL);
+        CHECK_MSG(err.code == cases[i].code, "case %zu: code %d (%s)", i, err.code, err.msg);
+        CHECK_STR_CONTAINS(err.msg, cases[i].needle);
+        printf("  error case %zu: %s: %s\n", i, ox_err_code_name(err.code), err.msg);
+        ox_model_free(m);
+    }
+    ox_load_opts o = {.max_resident = 100000};
+    ox_err err = {0};
+    ox_model *m = open_model(&p, 1, &o, &err);
+    CHECK(m == NULL && err.code == OX_E_NOMEM);
+    CHECK_STR_CONTAINS(err.msg, "needs");
+    printf("  max_resident: %s\n", err.msg);
+}
+
+static int stop_early(void *ud, uint64_t done, uint64_t total) {
+    int *calls = ud;
+    ++*calls;
+    return done * 2 > total;
+}
+
+static void test_progress(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    const char *p = fixture("tiny-f32.gguf", &s);
+    int calls = 0;
+    ox_load_opts o = {.progress = stop_early, .progress_ud = &calls};
+    ox_err err = {0};
+    ox_model *m = open_model(&p, 1, &o, &err);
+    CHECK(m == NULL && err.code == OX_E_ABORTED && calls > 1);
+    ox_model_free(m);
+}
+
+static void cleanup(void) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);
+}
+
+int main(void) {
+    snprintf(tmp, sizeof tmp, "/tmp/oxtest_model_XXXXXX");
+    if (!mkdtemp(tmp)) return 1;
+    ox_pool_init(2, NULL);
+    RUN(test_float_vs_ref);
+    RUN(test_quant_vs_ref);
+    RUN(test_sessions);
+    RUN(test_soft_tokens);
+    RUN(test_ple_reads_and_host_tables);
+    RUN(test_hf);
+    RUN(test_quant_on_load);
+    RUN(test_errors);
+    RUN(test_progress);
+    cleanup();
+    ox_pool_shutdown();
+    return check_summary("test_model");
+}

@@ -1,0 +1,88 @@
+/* test_pool.c — the thread pool: every task runs exactly once, back-to-back jobs, resizing,
+ * bad sizes, and more than one thread really taking part. */
+#include "check.h"
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct {
+    _Atomic int hits[1000];
+    _Atomic int total;
+    int n_seen;
+} counts;
+
+static void count_task(void *ctx, int task, int n_tasks) {
+    counts *c = ctx;
+    atomic_fetch_add(&c->hits[task], 1);
+    atomic_fetch_add(&c->total, task + 1);
+    c->n_seen = n_tasks; /* same value from every task */
+}
+
+static int run_and_check(int n_tasks) {
+    static counts c;
+    memset(&c, 0, sizeof c);
+    ox_pool_run(count_task, &c, n_tasks);
+    int ok = atomic_load(&c.total) == n_tasks * (n_tasks + 1) / 2 && (n_tasks == 0 || c.n_seen == n_tasks);
+    for (int i = 0; i < n_tasks; i++) ok &= atomic_load(&c.hits[i]) == 1;
+    return ok;
+}
+
+static void test_inline(void) {
+    CHECK(ox_pool_threads() == 1);
+    CHECK(run_and_check(0));
+    CHECK(run_and_check(1));
+    CHECK(run_and_check(17));
+}
+
+static void test_threads(void) {
+    ox_err e = {0};
+    for (int n = 2; n <= 4; n++) {
+        CHECK(ox_pool_init(n, &e) == 0);
+        CHECK(ox_pool_threads() == n);
+        int ok = 1;
+        for (int rep = 0; rep < 2000; rep++) ok &= run_and_check(1 + rep % 40);
+        CHECK_MSG(ok, "%d threads: a task ran zero or several times", n);
+        CHECK(run_and_check(1000));
+    }
+    CHECK(ox_pool_init(2, &e) == 0);
+    CHECK(run_and_check(5));
+}
+
+/* Tasks that wait until two distinct threads are inside: proves the workers take tasks
+ * (with a bound, so a broken pool fails instead of hanging). */
+typedef struct { _Atomic int inside; _Atomic int met; pthread_t first; } meet_ctx;
+
+static void meet_task(void *ctx, int task, int n_tasks) {
+    meet_ctx *m = ctx;
+    atomic_fetch_add(&m->inside, 1);
+    for (long i = 0; i < 200000000L && atomic_load(&m->inside) < 2; i++) {}
+    if (atomic_load(&m->inside) >= 2) atomic_store(&m->met, 1);
+}
+
+static void test_parallel(void) {
+    ox_err e = {0};
+    CHECK(ox_pool_init(2, &e) == 0);
+    meet_ctx m = {0};
+    ox_pool_run(meet_task, &m, 2);
+    CHECK_MSG(atomic_load(&m.met), "two tasks never ran at the same time");
+}
+
+static void test_errors(void) {
+    ox_err e = {0};
+    CHECK(ox_pool_init(0, &e) == OX_E_RANGE);
+    CHECK_STR_CONTAINS(e.msg, "thread count 0");
+    CHECK(ox_pool_init(100000, &e) == OX_E_RANGE);
+    ox_pool_shutdown();
+    CHECK(ox_pool_threads() == 1);
+    CHECK(run_and_check(9));
+    ox_pool_shutdown(); /* twice is fine */
+}
+
+int main(void) {
+    RUN(test_inline);
+    RUN(test_threads);
+    RUN(test_parallel);
+    RUN(test_errors);
+    return check_summary("test_pool");
+}

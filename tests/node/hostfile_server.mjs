@@ -1,0 +1,64 @@
+// hostfile_server.mjs — a local HTTP server with Range support for the Node tests, run in its
+// own thread (the host-file table blocks its thread in Atomics.wait during a read, so a server
+// on the same thread would never answer). startServer(files) -> {base, close()}.
+//   /f/NAME        the file, with Range support (206), ETag and Last-Modified
+//   /norange/NAME  ignores Range (200 with the whole body)
+//   /short/NAME    206 whose body stops halfway (the connection is cut)
+//   /changing/NAME ETag changes after the first request
+//   /shrinking/NAME answers the probe, then 416 for every range
+//   anything else  404
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import http from 'node:http';
+import fs from 'node:fs';
+
+export async function startServer(files) {
+  const w = new Worker(new URL(import.meta.url), { workerData: { files } });
+  const port = await new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  return { base: `http://127.0.0.1:${port}`, close: () => w.terminate() };
+}
+
+function serve(files) {
+  const hits = new Map(); // per url
+  const server = http.createServer((req, res) => {
+    const m = /^\/(f|norange|short|changing|shrinking)\/([^/]+)$/.exec(req.url);
+    const path = m && files[decodeURIComponent(m[2])];
+    if (!path) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    const mode = m[1];
+    const size = fs.statSync(path).size;
+    const n = hits.get(req.url) ?? 0;
+    hits.set(req.url, n + 1);
+    const etag = mode === 'changing' ? `"v${n}"` : '"v0"';
+    const common = { ETag: etag, 'Last-Modified': 'Mon, 01 Jan 2024 00:00:00 GMT', 'Accept-Ranges': 'bytes' };
+    const r = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (mode === 'norange' || !r) {
+      res.writeHead(200, { ...common, 'Content-Length': size });
+      fs.createReadStream(path).pipe(res);
+      return;
+    }
+    const first = Number(r[1]), last = Math.min(Number(r[2]), size - 1);
+    if (first >= size || (mode === 'shrinking' && first > 0)) {
+      res.writeHead(416, { 'Content-Range': `bytes */${size}` }).end();
+      return;
+    }
+    const len = last - first + 1;
+    res.writeHead(206, { ...common, 'Content-Length': len, 'Content-Range': `bytes ${first}-${last}/${size}` });
+    if (mode === 'short' && first > 0) {
+      const fd = fs.openSync(path, 'r');
+      const half = Buffer.alloc(Math.max(1, len >> 1));
+      fs.readSync(fd, half, 0, half.length, first);
+      fs.closeSync(fd);
+      res.write(half, () => res.destroy());
+      return;
+    }
+    fs.createReadStream(path, { start: first, end: last }).pipe(res);
+  });
+  server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
+}
+
+if (!isMainThread && workerData?.files) serve(workerData.files);

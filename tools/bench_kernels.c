@@ -1,0 +1,74 @@
+/* bench_kernels.c — matmul micro-benchmark (not a test): a 1536-column x 6144-row weight
+ * matrix (Gemma 4 E2B's FFN gate/up shape) in Q8_0 and Q4_0, 1 and 64 tokens, 1 and 2
+ * threads. Prints GB/s of weights streamed and GFLOP/s. Enough copies of the matrix are
+ * cycled through that the weights come from memory, not from the last-level cache.
+ *   native: cc -O3 -march=native -Isrc tools/bench_kernels.c src/{quant,kernels,kernels_x86,kernels_simd128,pool,err}.c -lm -lpthread
+ *   wasm:   emcc -O3 -msimd128 -pthread -sPTHREAD_POOL_SIZE=4 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB ... ; node --no-experimental-fetch
+ * Usage: bench_kernels [seconds per case, default 1] */
+#include "kernels.h"
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    double secs = argc > 1 ? atof(argv[1]) : 1.0;
+    const int rows = 6144, cols = 1536;
+    static const ox_type types[] = {OX_Q8_0, OX_Q4_0};
+    static const int toks[] = {1, 64};
+    ox_err e = {0};
+    ox_scratch ws = {0};
+    float *x = malloc(sizeof(float) * cols * 64), *y = malloc(sizeof(float) * rows * 64), *row = malloc(sizeof(float) * cols);
+    for (int i = 0; i < cols * 64; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+#ifdef __wasm_simd128__
+    const char *where = "wasm SIMD128";
+#else
+    const char *where = "native";
+#endif
+    for (size_t k = 0; k < 2; k++) {
+        ox_type t = types[k];
+        uint64_t rb;
+        ox_row_bytes(t, cols, &rb, &e);
+        size_t bytes = (size_t)rb * rows;
+        int copies = (int)((256u << 20) / bytes) + 1;
+        ox_matrix *W = malloc(sizeof(ox_matrix) * copies);
+        for (int c = 0; c < copies; c++) {
+            W[c] = (ox_matrix){t, rows, cols, (size_t)rb, malloc(bytes)};
+            for (int r = 0; r < rows; r++) {
+                for (int i = 0; i < cols; i++) row[i] = (float)(((r + c) * 31 + i * 17) % 255 - 127) / 127.0f;
+                ox_quantize_row(t, row, (uint8_t *)W[c].data + (size_t)r * rb, cols);
+            }
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            if (ox_pool_init(threads, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+            for (int ti = 0; ti < 2; ti++) {
+                int n_tok = toks[ti], iters = 0;
+                ox_matmul(&ws, &W[0], x, n_tok, y, &e); /* warm-up */
+                double t0 = now(), t1;
+                do {
+                    if (ox_matmul(&ws, &W[iters % copies], x, n_tok, y, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+                    iters++;
+                    t1 = now();
+                } while (t1 - t0 < secs);
+                double per = (t1 - t0) / iters;
+                printf("%s %s %dx%d n_tok %2d threads %d: %8.3f ms/call  %6.2f GB/s weights  %7.2f GFLOP/s\n", where,
+                       ox_type_name(t), cols, rows, n_tok, threads, per * 1e3, bytes / per / 1e9,
+                       2.0 * rows * cols * n_tok / per / 1e9);
+                fflush(stdout);
+            }
+        }
+        for (int c = 0; c < copies; c++) free(W[c].data);
+        free(W);
+    }
+    ox_pool_shutdown();
+    ox_scratch_free(&ws);
+    free(x); free(y); free(row);
+    return 0;
+}
