@@ -39,8 +39,10 @@ function baseName(s) {
 // Normalize what a caller passed into a structured-cloneable descriptor
 // {kind: 'path'|'url'|'blob'|'opfs', name, path|url|blob|handle}. Strings are URLs when they
 // have an http(s) scheme, or always in a browser (resolved against `base`); else Node paths.
+const KINDS = ['path', 'url', 'blob', 'opfs'];
+
 export function describeSource(src, base) {
-  if (src && typeof src === 'object' && typeof src.kind === 'string' && !(src instanceof URL)) return src;
+  if (src && typeof src === 'object' && KINDS.includes(src.kind)) return src; // already described
   if (typeof src === 'string' || src instanceof URL) {
     const s = String(src);
     if (/^https?:\/\//i.test(s)) return { kind: 'url', url: s, name: baseName(new URL(s).pathname) };

@@ -99,9 +99,14 @@ class Engine {
     const id = this.next++;
     const done = new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
+      try {
+        this.w.post({ ...args, id, op });
+      } catch (e) {
+        // e.g. a Node file-backed Blob (fs.openAsBlob), which cannot be sent to a thread
+        return reject(new OxError('UNSUPPORTED', `${op}: cannot send the request to the engine worker: ${e.message}`));
+      }
       this.pending.set(id, { resolve, reject, onEvent });
       this.w.hold(true);
-      this.w.post({ ...args, id, op });
     });
     return { id, done };
   }

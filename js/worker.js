@@ -21,6 +21,8 @@
   let logitsPtr = 0;
   let abortFlag = null;       // Int32Array over a SharedArrayBuffer (load abort), or null
   const jobs = new Map();     // request id -> {aborted}
+  const abortedEarly = new Set(); // ids aborted before their request ran
+  let lastStarted = 0;          // ids grow: a smaller one has run already
   let chain = Promise.resolve();
 
   const queued = [];
@@ -221,27 +223,33 @@
   }
 
   function tokenize(text, special) {
-    return withString(text, (s) => {
-      let cap = text.length + 16;
+    const bytes = new TextEncoder().encode(text);
+    const s = alloc(bytes.length + 1);
+    try {
+      new Uint8Array(buffer(), s, bytes.length).set(bytes);
+      let cap = bytes.length + 16;
       for (;;) {
         const p = alloc(cap * 4);
         try {
-          const n = check(M._ox_wasm_tokenize(engine, s, special ? 1 : 0, p, cap));
+          const n = check(M._ox_wasm_tokenize(engine, s, bytes.length, special ? 1 : 0, p, cap));
           if (n <= cap) return Array.from(i32(p, n));
           cap = n;
         } finally {
           M._free(p);
         }
       }
-    });
+    } finally {
+      M._free(s);
+    }
   }
 
-  // bytes of a token's text (special tokens: their text, or nothing when skipped)
-  function tokenBytes(id, skipSpecial) {
-    const n = check(M._ox_wasm_token_bytes(engine, id, skipSpecial ? 1 : 0, scratch.ptr, scratch.cap));
+  // bytes of a token's text (control tokens: nothing, unless showSpecial)
+  function tokenBytes(id, showSpecial) {
+    if (!scratch.ptr) scratch.grow(256);
+    const n = check(M._ox_wasm_token_bytes(engine, id, showSpecial ? 1 : 0, scratch.ptr, scratch.cap));
     if (n > scratch.cap) {
       scratch.grow(n);
-      return tokenBytes(id, skipSpecial);
+      return tokenBytes(id, showSpecial);
     }
     return new Uint8Array(buffer(), scratch.ptr, n).slice();
   }
@@ -250,16 +258,16 @@
     cap: 0,
     grow(n) {
       if (this.ptr) M._free(this.ptr);
+      this.ptr = 0;
       this.cap = Math.max(n, 256);
       this.ptr = alloc(this.cap);
     },
   };
 
-  function detokenize(ids, skipSpecial) {
-    if (!scratch.ptr) scratch.grow(256);
+  function detokenize(ids, showSpecial) {
     const d = new TextDecoder();
     let s = '';
-    for (const id of ids) s += d.decode(tokenBytes(id, skipSpecial), { stream: true });
+    for (const id of ids) s += d.decode(tokenBytes(id, showSpecial), { stream: true });
     return s + d.decode();
   }
 
@@ -291,7 +299,7 @@
       const vals = alloc(bias.length * 4);
       try {
         f32(vals, bias.length).set(bias.map(([, v]) => v));
-        const s = M._ox_wasm_sampler_new(engine, o.temperature ?? 1, o.topK ?? 64, o.topP ?? 0.95, o.minP ?? 0,
+        const s = M._ox_wasm_sampler_new(o.temperature ?? 1, o.topK ?? 64, o.topP ?? 0.95, o.minP ?? 0,
           o.repetitionPenalty ?? 1, o.frequencyPenalty ?? 0, o.presencePenalty ?? 0, o.penaltyWindow ?? 64,
           seed, ids, vals, bias.length) >>> 0;
         if (!s) throw lastError();
@@ -304,8 +312,6 @@
 
   async function generate(m, id) {
     needModel();
-    const job = { aborted: false };
-    jobs.set(id, job);
     const o = m.opts ?? {};
     const tokens = m.tokens;
     checkTokens(tokens);
@@ -314,13 +320,17 @@
     const stops = (o.stop ?? []).filter((s) => s.length);
     const match = stopMatcher(stops);
     const seed = o.seed ?? Math.floor(Math.random() * 2 ** 32);
+    if (!Number.isInteger(seed) || seed < 0 || seed > Number.MAX_SAFE_INTEGER) throw new EngineError('RANGE', `seed must be an integer from 0 to 2^53-1, not ${seed}`);
+    const window = o.penaltyWindow ?? 64;
     const st = { promptTokens: tokens.length, reusedTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeSteps: 0, decodeMs: 0, reason: 'length' };
-    if (!scratch.ptr) scratch.grow(256);
     const decoder = new TextDecoder();
     const think = [info.channelOpen, info.channelClose];
     let thinking = false;
     let sampler = 0;
+    const job = { aborted: abortedEarly.delete(id) };
+    jobs.set(id, job);
     try {
+      if (job.aborted) return done('abort');
       let t = performance.now();
       st.reusedTokens = reuse(tokens);
       const chunk = Math.max(1, o.prefillChunk ?? 256);
@@ -334,18 +344,20 @@
         }
       }
       st.prefillMs = performance.now() - t;
-      sampler = newSampler(o, seed >>> 0);
-      const history = tokens.slice(-Math.max(0, o.penaltyWindow ?? 64));
+      if (maxTokens <= 0) return done('length');
+      sampler = newSampler(o, seed);
+      // the penalties look at the last `window` tokens, prompt included (all when window <= 0)
+      const history = window > 0 ? tokens.slice(-window) : tokens.slice();
       t = performance.now();
       for (;;) {
         await nextTask();
         if (job.aborted) return done('abort');
-        const tok = withInts(history, (h) => check(M._ox_wasm_sample(sampler, logitsPtr, h, history.length)));
+        const tok = withInts(history, (h) => check(M._ox_wasm_sample(engine, sampler, logitsPtr, h, history.length)));
         if (stopIds.has(tok)) return done('stop');
         history.push(tok);
-        if (history.length > (o.penaltyWindow ?? 64)) history.shift();
+        if (window > 0 && history.length > window) history.shift();
         st.generatedTokens++;
-        const piece = decoder.decode(tokenBytes(tok, !o.includeSpecial), { stream: true });
+        const piece = decoder.decode(tokenBytes(tok, !!o.includeSpecial), { stream: true });
         if (tok === think[0]) thinking = true;
         const r = match(piece);
         post({ id, event: 'token', token: tok, text: r.text, thinking });
@@ -367,7 +379,7 @@
       if (stop) st.stop = stop;
       st.prefillTokPerSec = st.prefillMs > 0 ? (st.prefillTokens * 1000) / st.prefillMs : 0;
       st.decodeTokPerSec = st.decodeMs > 0 ? (st.decodeSteps * 1000) / st.decodeMs : 0;
-      st.seed = seed >>> 0;
+      st.seed = seed;
       st.contextTokens = sessionTokens.length;
       return st;
     }
@@ -414,7 +426,8 @@
     if (session) M._ox_wasm_session_free(session);
     if (engine) M._ox_wasm_free(engine);
     if (logitsPtr) M._free(logitsPtr);
-    session = engine = logitsPtr = 0;
+    if (scratch.ptr) M._free(scratch.ptr);
+    session = engine = logitsPtr = scratch.ptr = scratch.cap = 0;
     sessionTokens = [];
     host?.closeAll();
     return true;
@@ -427,12 +440,13 @@
     logits,
     stats: () => (needModel(), stats()),
     tokenize: (m) => (needModel(), tokenize(m.text, m.special !== false)),
-    detokenize: (m) => (needModel(), detokenize(m.ids, !!m.skipSpecial)),
+    detokenize: (m) => (needModel(), detokenize(m.ids, !m.skipSpecial)),
     reset: () => (needModel(), truncate(0), true),
     unload,
   };
 
   async function handle(m) {
+    lastStarted = m.id;
     try {
       if (dead) throw new EngineError('STATE', dead);
       const f = ops[m.op];
@@ -456,6 +470,7 @@
     if (m.op === 'abort') {
       const job = jobs.get(m.target);
       if (job) job.aborted = true;
+      else if (m.target > lastStarted) abortedEarly.add(m.target); // still queued behind another request
       return;
     }
     chain = chain.then(() => handle(m));

@@ -328,6 +328,9 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
         (rc = g_layer_ints(g, K("attention.head_count_kv"), L, kv, err)) ||
         (rc = g_layer_ints(g, K("feed_forward_length"), L, ff, err)))
         return rc;
+    if (c->n_kv_shared >= L) /* checked here too: the loops below index layers from L - n_kv_shared */
+        return ox_errf(err, OX_E_CONFIG, "%s: gemma4.attention.shared_kv_layers = %d must be in [0, %d)", fn,
+                       c->n_kv_shared, L);
     c->moe = c->n_experts > 0;
     c->rope_factor = 1.0f;
     c->bos_id = bos, c->pad_id = pad;

@@ -7,6 +7,7 @@
 #include "gguf.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,8 @@ static int rd_str(reader *r, ox_gguf_str *s, uint64_t max, const char *what) {
     if (len > r->size - r->pos)
         return ox_errf(r->err, OX_E_TRUNCATED, "%s: header truncated: %s of %llu bytes at offset %llu, file has %llu",
                        r->fname, what, (unsigned long long)len, (unsigned long long)r->pos, (unsigned long long)r->size);
+    if (len >= SIZE_MAX) /* 32-bit (wasm) address space */
+        return ox_errf(r->err, OX_E_NOMEM, "%s: %s of %llu bytes does not fit in memory", r->fname, what, (unsigned long long)len);
     s->s = malloc((size_t)len + 1);
     if (!s->s) return ox_errf(r->err, OX_E_NOMEM, "%s: out of memory (%llu-byte string)", r->fname, (unsigned long long)len);
     s->len = len;
@@ -152,6 +155,9 @@ static int rd_array_body(reader *r, ox_gguf_value *v, const char *key, int depth
         return ox_errf(r->err, OX_E_TRUNCATED, "%s: key %s: array of %llu %s elements cannot fit in the remaining %llu bytes",
                        r->fname, key, (unsigned long long)n, type_names[et], (unsigned long long)rest);
     size_t esz = et == OX_GGUF_STRING ? sizeof(ox_gguf_str) : et == OX_GGUF_ARRAY ? sizeof(ox_gguf_value) : type_size[et];
+    if (n > SIZE_MAX / esz)
+        return ox_errf(r->err, OX_E_NOMEM, "%s: key %s: array of %llu elements does not fit in memory", r->fname, key,
+                       (unsigned long long)n);
     v->v.arr.type = et;
     v->v.arr.data = calloc(n ? (size_t)n : 1, esz);
     if (!v->v.arr.data)

@@ -10,6 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 8-lane vectors: two v128 in wasm, one ymm with AVX */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+static inline v8f splat8(float f) { return (v8f){f, f, f, f, f, f, f, f}; }
+static inline v8f select8(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
+static inline float hsum8(v8f v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
 /* ------------------------------------------------------------------ scratch */
 
 void *ox_scratch_get(ox_scratch *s, size_t bytes, ox_err *err) {
@@ -64,9 +74,11 @@ static void tile_generic(const ox_matrix *W, const ox_act *a, int r0, int r1, fl
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
         for (int c = 0; c < W->cols; c += CHUNK) {
             int n = W->cols - c < CHUNK ? W->cols - c : CHUNK;
-            ox_dequantize_row(W->type, row + (size_t)c / be * bb, wf, (size_t)n);
+            const float *w = wf;
+            if (W->type == OX_F32) w = (const float *)row + c; /* already f32: no copy */
+            else ox_dequantize_row(W->type, row + (size_t)c / be * bb, wf, (size_t)n);
             for (int t = 0; t < a->n_tok; t++)
-                y[(size_t)t * W->rows + r] += ox_dot_f32(wf, act + (size_t)t * a->cols + c, n);
+                y[(size_t)t * W->rows + r] += ox_dot_f32(w, act + (size_t)t * a->cols + c, n);
         }
     }
 }
@@ -94,7 +106,13 @@ static ox_tile_fn tile_for(ox_type t) {
 #define MAX_MULTI 16
 #define MAX_ACT 4 /* distinct vec-dot types: F32, Q8_0, Q8_1, Q8_K */
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+/* Appends a 64-byte aligned region of n bytes at *off; nonzero on overflow. */
+static int region(size_t *off, size_t n) {
+    size_t end;
+    if (ox_add_size(*off, n, &end) || ox_add_size(end, 63, &end)) return 1;
+    *off = end & ~(size_t)63;
+    return 0;
+}
 
 typedef struct {
     ox_act act[MAX_ACT];
@@ -125,6 +143,7 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
         }
         if (tile_for(Ws[i]->type) == tile_generic && at != OX_F32) p->needs_deq[k] = 1;
     }
+    int overflow = 0;
     for (int k = 0; k < p->n_act; k++) {
         ox_act *a = &p->act[k];
         if (a->type == OX_F32) continue;
@@ -132,23 +151,54 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
         int rc = ox_row_bytes(a->type, (uint64_t)cols, &rb, err);
         if (rc) return rc;
         a->q_stride = (size_t)rb;
-        size_t sz, n_el, tok_pad = ((size_t)n_tok + 3) & ~(size_t)3;
-        if (ox_mul_size(rb, (size_t)n_tok, &sz) || ox_mul_size((size_t)cols, (size_t)n_tok, &n_el) ||
-            n_el > SIZE_MAX / 8)
-            return ox_errf(err, OX_E_RANGE, "matmul activations: %d tokens x %d: size overflows", n_tok, cols);
+        size_t sz = 0, n_el = 0, tok_pad = ((size_t)n_tok + 3) & ~(size_t)3, nb_pad = 0;
+        overflow |= rb > SIZE_MAX || ox_mul_size((size_t)rb, (size_t)n_tok, &sz) ||
+                    ox_mul_size((size_t)cols, (size_t)n_tok, &n_el) || n_el > SIZE_MAX / 8 ||
+                    ox_mul_size((size_t)cols / OX_QK, tok_pad * 4, &nb_pad);
         p->off_q[k] = off;
-        off += align64(sz);
-        if (p->needs_deq[k]) { p->off_deq[k] = off; off += align64(n_el * 4); }
+        overflow |= region(&off, sz);
+        if (p->needs_deq[k]) { p->off_deq[k] = off; overflow |= region(&off, n_el * 4); }
+        if (a->type == OX_Q8_0 || a->type == OX_Q8_K) { p->off_q16[k] = off; overflow |= region(&off, n_el * 2); }
         if (a->type == OX_Q8_0) {
             a->tok_pad = (int)tok_pad;
-            p->off_q16[k] = off;
-            off += align64(n_el * 2);
             p->off_dT[k] = off;
-            off += align64((size_t)cols / OX_QK * tok_pad * 4);
+            overflow |= region(&off, nb_pad);
         }
     }
+    if (overflow)
+        return ox_errf(err, OX_E_RANGE, "matmul activations: %d tokens x %d columns: size overflows", n_tok, cols);
     *total = off;
     return 0;
+}
+
+/* ggml's quantize_row_q8_0_ref, 8 lanes at a time: d = amax/127, q = roundf(x * (1/d)).
+ * roundf (halves away from zero) is trunc(v + copysign(0.5, v)) for 0.5 <= |v| <= 127 (the
+ * sum is exact there, or rounds without crossing an integer), and 0 below 0.5. */
+void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, size_t d_stride) {
+    const v8i abs_mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+    for (int b = 0; b < n / OX_QK; b++, x += OX_QK) {
+        v8f v[4], m = splat8(0);
+        for (int k = 0; k < 4; k++) {
+            v[k] = load8(x + 8 * k);
+            v8f av = (v8f)((v8i)v[k] & abs_mask);
+            m = select8(av > m, av, m);
+        }
+        float amax = 0;
+        for (int l = 0; l < 8; l++) amax = m[l] > amax ? m[l] : amax;
+        float dd = amax / 127, id = dd ? 1.0f / dd : 0.0f;
+        q[b].d = ox_f32_to_f16(dd);
+        d[(size_t)b * d_stride] = ox_f16_to_f32(q[b].d);
+        for (int k = 0; k < 4; k++) {
+            v8f s = v[k] * splat8(id);
+            v8f half = (v8f)(((v8i)s & ~abs_mask) | (v8i)splat8(0.5f));
+            v8i r = __builtin_convertvector(s + half, v8i);
+            r = r & ((v8f)((v8i)s & abs_mask) >= splat8(0.5f));
+            for (int l = 0; l < 8; l++) {
+                q[b].qs[8 * k + l] = (int8_t)r[l];
+                q16[b * OX_QK + 8 * k + l] = (int16_t)r[l];
+            }
+        }
+    }
 }
 
 static void fill_act(ox_act *a, uint8_t *base, const act_plan *p, int k, const float *x) {
@@ -156,29 +206,34 @@ static void fill_act(ox_act *a, uint8_t *base, const act_plan *p, int k, const f
     if (a->type == OX_F32) return;
     uint8_t *q = base + p->off_q[k];
     a->q = q;
-    for (int t = 0; t < a->n_tok; t++)
-        ox_quantize_row(a->type, x + (size_t)t * a->cols, q + (size_t)t * a->q_stride, (size_t)a->cols);
+    if (a->type == OX_Q8_0) {
+        int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
+        float *dT = (float *)(base + p->off_dT[k]);
+        memset(dT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
+        for (int t = 0; t < a->n_tok; t++)
+            ox_quantize_q8_0_act(x + (size_t)t * a->cols, a->cols, (ox_block_q8_0 *)(q + (size_t)t * a->q_stride),
+                                 q16 + (size_t)t * a->cols, dT + t, (size_t)a->tok_pad);
+        a->q16 = q16;
+        a->dT = dT;
+    } else {
+        for (int t = 0; t < a->n_tok; t++)
+            ox_quantize_row(a->type, x + (size_t)t * a->cols, q + (size_t)t * a->q_stride, (size_t)a->cols);
+    }
+    if (a->type == OX_Q8_K) {
+        int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
+        for (int t = 0; t < a->n_tok; t++) {
+            const ox_block_q8_K *b = (const ox_block_q8_K *)(q + (size_t)t * a->q_stride);
+            int16_t *o = q16 + (size_t)t * a->cols;
+            for (int i = 0; i < a->cols / OX_QK_K; i++, o += OX_QK_K)
+                for (int j = 0; j < OX_QK_K; j++) o[j] = b[i].qs[j];
+        }
+        a->q16 = q16;
+    }
     if (p->needs_deq[k]) {
         float *deq = (float *)(base + p->off_deq[k]);
         for (int t = 0; t < a->n_tok; t++)
             ox_dequantize_row(a->type, q + (size_t)t * a->q_stride, deq + (size_t)t * a->cols, (size_t)a->cols);
         a->deq = deq;
-    }
-    if (a->type == OX_Q8_0) {
-        int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
-        float *dT = (float *)(base + p->off_dT[k]);
-        int nb = a->cols / OX_QK;
-        memset(dT, 0, (size_t)nb * a->tok_pad * 4);
-        for (int t = 0; t < a->n_tok; t++) {
-            const ox_block_q8_0 *b = (const ox_block_q8_0 *)(q + (size_t)t * a->q_stride);
-            int16_t *o = q16 + (size_t)t * a->cols;
-            for (int i = 0; i < nb; i++) {
-                for (int j = 0; j < OX_QK; j++) o[i * OX_QK + j] = b[i].qs[j];
-                dT[(size_t)i * a->tok_pad + t] = ox_f16_to_f32(b[i].d);
-            }
-        }
-        a->q16 = q16;
-        a->dT = dT;
     }
 }
 
@@ -268,15 +323,6 @@ int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, flo
 
 /* ------------------------------------------------------------------ row kernels */
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
-static inline v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof v); return v; }
-static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
-static inline v8f splat8(float f) { return (v8f){f, f, f, f, f, f, f, f}; }
-static inline v8f select8(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
-static inline float hsum8(v8f v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
-
 /* exp for x in float range, ~2 ulp: 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2]. */
 static inline v8f exp8(v8f x) {
     x = select8(x < splat8(-87.3f), splat8(-87.3f), x); /* keep 2^n a normal float */
@@ -333,30 +379,21 @@ void ox_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
     for (; i < n; i++) y[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
 }
 
-/* cos/sin of pos * base^(-2i/hd) / factor for the turning pairs, angles in double so
- * large positions keep their precision. */
-static void rope_angles(float *c, float *s, int hd, int pos, int n_pairs, float base, float factor) {
-    for (int i = 0; i < n_pairs; i++) {
-        double th = (double)pos * pow((double)base, -2.0 * i / hd) / factor;
-        c[i] = (float)cos(th);
-        s[i] = (float)sin(th);
-    }
+/* angle of pair i: pos * base^(-2i/hd) / factor, in double so large positions keep their
+ * precision */
+static double rope_angle(int i, int hd, int pos, float base, float factor) {
+    return (double)pos * pow((double)base, -2.0 * i / hd) / factor;
 }
 
-#define ROPE_MAX_PAIRS 1024
-
 static int rope_pairs(int hd, int n_pairs) {
-    int half = hd / 2;
-    if (n_pairs > half) n_pairs = half;
-    if (n_pairs > ROPE_MAX_PAIRS) n_pairs = ROPE_MAX_PAIRS;
-    return n_pairs < 0 ? 0 : n_pairs;
+    return n_pairs < 0 ? 0 : n_pairs > hd / 2 ? hd / 2 : n_pairs;
 }
 
 void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float factor) {
     int half = hd / 2;
     n_pairs = rope_pairs(hd, n_pairs);
     for (int i = 0; i < n_pairs; i++) {
-        double th = (double)pos * pow((double)base, -2.0 * i / hd) / factor;
+        double th = rope_angle(i, hd, pos, base, factor);
         float c = (float)cos(th), s = (float)sin(th);
         float x0 = x[i], x1 = x[i + half];
         x[i] = x0 * c - x1 * s;
@@ -365,19 +402,28 @@ void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float facto
 }
 
 void ox_rope(float *x, int hd, int pos, int n_pairs, float base, float factor) {
-    float c[ROPE_MAX_PAIRS], s[ROPE_MAX_PAIRS];
-    int half = hd / 2, i = 0;
+    enum { STEP = 64 };
+    float c[STEP], s[STEP];
+    int half = hd / 2;
     n_pairs = rope_pairs(hd, n_pairs);
-    rope_angles(c, s, hd, pos, n_pairs, base, factor);
-    for (; i + 8 <= n_pairs; i += 8) {
-        v8f x0 = load8(x + i), x1 = load8(x + i + half), vc = load8(c + i), vs = load8(s + i);
-        store8(x + i, x0 * vc - x1 * vs);
-        store8(x + i + half, x0 * vs + x1 * vc);
-    }
-    for (; i < n_pairs; i++) {
-        float x0 = x[i], x1 = x[i + half];
-        x[i] = x0 * c[i] - x1 * s[i];
-        x[i + half] = x0 * s[i] + x1 * c[i];
+    for (int i0 = 0; i0 < n_pairs; i0 += STEP) {
+        int n = n_pairs - i0 < STEP ? n_pairs - i0 : STEP, i = 0;
+        for (int k = 0; k < n; k++) {
+            double th = rope_angle(i0 + k, hd, pos, base, factor);
+            c[k] = (float)cos(th);
+            s[k] = (float)sin(th);
+        }
+        float *p = x + i0;
+        for (; i + 8 <= n; i += 8) {
+            v8f x0 = load8(p + i), x1 = load8(p + i + half), vc = load8(c + i), vs = load8(s + i);
+            store8(p + i, x0 * vc - x1 * vs);
+            store8(p + i + half, x0 * vs + x1 * vc);
+        }
+        for (; i < n; i++) {
+            float x0 = p[i], x1 = p[i + half];
+            p[i] = x0 * c[i] - x1 * s[i];
+            p[i + half] = x0 * s[i] + x1 * c[i];
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 #include "kernels.h"
 
-#if defined(__wasm_simd128__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__wasm_simd128__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #define OX_HAVE_SIMD_TILES 1
 #endif
 
@@ -19,13 +19,39 @@ typedef struct ox_act {
     size_t q_stride;
     const float *deq;      /* dequantize(q): n_tok x cols, only when some weight takes the
                               generic path (NULL otherwise) */
-    /* Q8_0 only, for the SIMD tiles: int16 copies of the quants (n_tok x cols) and the
-     * block scales token-minor, dT[b * tok_pad + t] (tok_pad = n_tok rounded up to 4,
-     * padding 0), so one vector load gives a block's scale for 4 tokens. */
+    /* Q8_0 and Q8_K, for the SIMD tiles: int16 copies of the quants (n_tok x cols). */
     const int16_t *q16;
+    /* Q8_0 only: the block scales token-minor, dT[b * tok_pad + t] (tok_pad = n_tok
+     * rounded up to 4, padding 0), so one vector load gives a block's scale for 4 tokens. */
     const float *dT;
     int tok_pad;
 } ox_act;
+
+/* A K-quant super-block unpacked for the integer dot: 256 int16 quants, per-16 integer
+ * scales and mins; value k = d * sc[k/16] * q[k] - dmin * mn[k/16]. The dot with a Q8_K
+ * block is a->d * (d * sum(sc * q.a) - dmin * sum(mn * bsums)), as in quant.c. */
+typedef struct {
+    int16_t q[256];
+    int32_t sc[16], mn[16];
+    float d, dmin;
+} ox_kblock;
+
+/* Scalar parts of the unpacking shared by the architectures (the quants are unpacked with
+ * SIMD in each kernels_*.c): Q4_K/Q5_K's 6-bit scale/min pairs. */
+static inline void ox_kblock_scales_k4(const uint8_t *s, ox_kblock *k) {
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        if (j < 4) { sc = s[j] & 63; m = s[j + 4] & 63; }
+        else { sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4); m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+        k->sc[2 * j] = k->sc[2 * j + 1] = sc;
+        k->mn[2 * j] = k->mn[2 * j + 1] = m;
+    }
+}
+
+/* Q8_0 activations of one row (n a multiple of 32): the same blocks as
+ * ox_quantize_row(OX_Q8_0) (vectorized), plus the int16 copy of the quants and the block
+ * scales as f32, d_stride floats apart. */
+void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, size_t d_stride);
 
 /* Computes y[t * W->rows + r] for every token t and rows r in [r0, r1). */
 typedef void (*ox_tile_fn)(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y);

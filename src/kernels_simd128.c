@@ -1,23 +1,25 @@
-/* kernels_simd128.c — wasm SIMD128 matmul tiles for Q8_0 and Q4_0 weights.
+/* kernels_simd128.c — wasm SIMD128 matmul tiles for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K.
  *
  * A weight block is widened once to 4 x i16x8 (nibbles unpacked, -8 applied) and dotted
  * with the int16 copy of the Q8_0 activations (ox_act.q16) by i32x4.dot_i16x8: each
  * block's integer sum is exact, then scaled by d_w * d_a in f32 like ggml. Prefill takes
  * 4 tokens per pass over a weight row (the widening is shared, and the 4 per-token sums
  * are reduced into one vector whose lanes are the tokens, scaled by one vector multiply);
- * decode is one row x one token. */
+ * decode is one row x one token. K-quant super-blocks are unpacked once per row to int16
+ * (ox_kblock) and dotted with each token's int16 Q8_K quants, per-16 integer scales applied
+ * to exact integer sums. */
 #ifdef __wasm_simd128__
 #include "kernels_impl.h"
 
 #include <string.h>
 #include <wasm_simd128.h>
 
+/* load8x8_s sign-extends while loading: one instruction per 8 weights */
 static inline void widen_q8_0(const uint8_t *blk, v128_t *w) {
-    v128_t lo = wasm_v128_load(blk + 2), hi = wasm_v128_load(blk + 18);
-    w[0] = wasm_i16x8_extend_low_i8x16(lo);
-    w[1] = wasm_i16x8_extend_high_i8x16(lo);
-    w[2] = wasm_i16x8_extend_low_i8x16(hi);
-    w[3] = wasm_i16x8_extend_high_i8x16(hi);
+    w[0] = wasm_i16x8_load8x8(blk + 2);
+    w[1] = wasm_i16x8_load8x8(blk + 10);
+    w[2] = wasm_i16x8_load8x8(blk + 18);
+    w[3] = wasm_i16x8_load8x8(blk + 26);
 }
 
 static inline void widen_q4_0(const uint8_t *blk, v128_t *w) {
@@ -44,6 +46,14 @@ static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
     v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
     v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
     return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/* 4 halves (in the low 16 bits of each i32 lane) to f32, as ox_f16_fast */
+static inline v128_t f16x4(v128_t h) {
+    v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
+    v128_t f = wasm_f32x4_mul(wasm_i32x4_shl(em, 13), wasm_f32x4_splat(0x1p112f));
+    f = wasm_v128_or(f, wasm_v128_and(wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7f800000)));
+    return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
 }
 
 static inline float hsumf(v128_t v) {
@@ -80,7 +90,30 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
     for (; t < a->n_tok; t++) {
         const int16_t *at = a->q16 + (size_t)t * cols;
-        for (int r = r0; r < r1; r++) {
+        int r = r0;
+        /* 4 rows per pass: the activation block is loaded once, the 4 block sums land in
+         * one vector (lanes = rows), scaled by the 4 weight scales converted together. */
+        for (; r + 4 <= r1; r += 4) {
+            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+            const size_t rs = W->row_bytes;
+            v128_t acc = wasm_f32x4_splat(0);
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = row + b * bb;
+                const int16_t *ab = at + b * OX_QK;
+                v128_t w[4], s[4];
+                for (int k = 0; k < 4; k++) {
+                    if (q4) widen_q4_0(blk + k * rs, w); else widen_q8_0(blk + k * rs, w);
+                    s[k] = dot_block(w, ab);
+                }
+                uint16_t h[4];
+                for (int k = 0; k < 4; k++) memcpy(&h[k], blk + k * rs, 2);
+                v128_t dw = f16x4(wasm_i32x4_make(h[0], h[1], h[2], h[3]));
+                v128_t scale = wasm_f32x4_mul(dw, wasm_f32x4_splat(a->dT[(size_t)b * tp + t]));
+                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hsum4(s[0], s[1], s[2], s[3])), scale));
+            }
+            wasm_v128_store(y + (size_t)t * rows + r, acc);
+        }
+        for (; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
             v128_t acc = wasm_f32x4_splat(0);
             for (int b = 0; b < nb; b++) {
@@ -98,6 +131,121 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
 }
 
+/* ---------------------------------------------------------------- K-quants */
+
+static inline void store_i8_as_i16(int16_t *dst, v128_t v) {
+    wasm_v128_store(dst, wasm_i16x8_extend_low_i8x16(v));
+    wasm_v128_store(dst + 8, wasm_i16x8_extend_high_i8x16(v));
+}
+
+/* Q4_K/Q5_K: sub-block 2i = low nibbles of qs[32i..32i+31], 2i+1 = high nibbles; Q5_K's
+ * fifth bit of sub-block j is bit j of qh[l]. */
+static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock *k) {
+    const v128_t m4 = wasm_i8x16_splat(0x0F), one = wasm_i8x16_splat(1);
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            v128_t v = wasm_v128_load(qs + 32 * i + 16 * h);
+            v128_t lo = wasm_v128_and(v, m4), hi = wasm_u8x16_shr(v, 4);
+            if (qh) {
+                v128_t b = wasm_v128_load(qh + 16 * h);
+                lo = wasm_v128_or(lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(b, 2 * i), one), 4));
+                hi = wasm_v128_or(hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(b, 2 * i + 1), one), 4));
+            }
+            store_i8_as_i16(k->q + 64 * i + 16 * h, lo);
+            store_i8_as_i16(k->q + 64 * i + 32 + 16 * h, hi);
+        }
+}
+
+static void unpack_q4_k(const void *blk, ox_kblock *k) {
+    const ox_block_q4_K *b = blk;
+    unpack_q45_k(b->qs, NULL, k);
+    ox_kblock_scales_k4(b->scales, k);
+    k->d = ox_f16_fast(b->d);
+    k->dmin = ox_f16_fast(b->dmin);
+}
+
+static void unpack_q5_k(const void *blk, ox_kblock *k) {
+    const ox_block_q5_K *b = blk;
+    unpack_q45_k(b->qs, b->qh, k);
+    ox_kblock_scales_k4(b->scales, k);
+    k->d = ox_f16_fast(b->d);
+    k->dmin = ox_f16_fast(b->dmin);
+}
+
+/* Q6_K: per half of 128, quarter 0..3 = ql[l] low, ql[l+32] low, ql[l] high, ql[l+32]
+ * high, with 2 high bits from qh[l] at shift 2*quarter; minus 32. */
+static void unpack_q6_k(const void *blk, ox_kblock *k) {
+    const ox_block_q6_K *b = blk;
+    const v128_t m4 = wasm_i8x16_splat(0x0F), m2 = wasm_i8x16_splat(3), off = wasm_i8x16_splat(32);
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l += 16) {
+            v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
+            v128_t qh = wasm_v128_load(b->qh + 32 * h + l);
+            v128_t q[4] = {wasm_v128_and(ql0, m4), wasm_v128_and(ql1, m4), wasm_u8x16_shr(ql0, 4), wasm_u8x16_shr(ql1, 4)};
+            for (int j = 0; j < 4; j++) {
+                v128_t hi = wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(qh, 2 * j), m2), 4);
+                store_i8_as_i16(k->q + 128 * h + 32 * j + l, wasm_i8x16_sub(wasm_v128_or(q[j], hi), off));
+            }
+        }
+    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
+    k->d = ox_f16_fast(b->d);
+    k->dmin = 0;
+}
+
+/* a->d * (d * sum_g sc[g] * (q . a)_g - dmin * sum_g mn[g] * bsums[g]) */
+static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int g = 0; g < 16; g++) {
+        v128_t s = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + 16 * g), wasm_v128_load(a + 16 * g)),
+                                  wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + 16 * g + 8), wasm_v128_load(a + 16 * g + 8)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, wasm_i32x4_splat(k->sc[g])));
+    }
+    int32_t isum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
+                   wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
+    float v = k->d * (float)isum;
+    if (has_min) {
+        v128_t bs0 = wasm_v128_load(ab->bsums), bs1 = wasm_v128_load(ab->bsums + 8);
+        v128_t m = wasm_i32x4_add(
+            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs0), wasm_v128_load(k->mn)),
+                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs0), wasm_v128_load(k->mn + 4))),
+            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs1), wasm_v128_load(k->mn + 8)),
+                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs1), wasm_v128_load(k->mn + 12))));
+        int32_t msum = wasm_i32x4_extract_lane(m, 0) + wasm_i32x4_extract_lane(m, 1) +
+                       wasm_i32x4_extract_lane(m, 2) + wasm_i32x4_extract_lane(m, 3);
+        v = ab->d * v - ab->d * (k->dmin * (float)msum);
+        return v;
+    }
+    return ab->d * v;
+}
+
+/* Each super-block of a row is unpacked once and dotted with every token. */
+static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
+                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
+    ox_kblock k __attribute__((aligned(16)));
+    const int nb = W->cols / OX_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
+        for (int b = 0; b < nb; b++) {
+            unpack(row + b * bb, &k);
+            for (int t = 0; t < a->n_tok; t++) {
+                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
+                y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);
+            }
+        }
+    }
+}
+
+static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
+}
+static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
+}
+static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
+}
+
 static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
 static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }
 
@@ -105,6 +253,9 @@ ox_tile_fn ox_simd_tile(ox_type t) {
     switch (t) {
     case OX_Q8_0: return tile_q8_0;
     case OX_Q4_0: return tile_q4_0;
+    case OX_Q4_K: return tile_q4_k;
+    case OX_Q5_K: return tile_q5_k;
+    case OX_Q6_K: return tile_q6_k;
     default: return NULL;
     }
 }

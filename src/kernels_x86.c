@@ -1,7 +1,8 @@
-/* kernels_x86.c — AVX2 matmul tiles for Q8_0 and Q4_0 weights (native builds; the same
- * scheme as kernels_simd128.c: a block widened once to 2 x i16x16, madd with the int16
- * activations, exact integer block sums scaled by d_w * d_a; 4 tokens per pass). */
-#if defined(__AVX2__) && defined(__FMA__) && !defined(__wasm_simd128__)
+/* kernels_x86.c — AVX2 matmul tiles for Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (native builds; the
+ * same scheme as kernels_simd128.c: a block widened once to int16, madd with the int16
+ * activations, exact integer block sums scaled by d_w * d_a; 4 tokens per pass for the
+ * legacy formats, K-quant super-blocks unpacked once per row for all tokens). */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__wasm_simd128__)
 #include "kernels_impl.h"
 
 #include <immintrin.h>
@@ -65,7 +66,28 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
     for (; t < a->n_tok; t++) {
         const int16_t *at = a->q16 + (size_t)t * cols;
-        for (int r = r0; r < r1; r++) {
+        int r = r0;
+        for (; r + 4 <= r1; r += 4) { /* 4 rows per pass, lanes = rows (see kernels_simd128.c) */
+            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+            const size_t rs = W->row_bytes;
+            __m128 acc = _mm_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = row + b * bb;
+                const int16_t *ab = at + b * OX_QK;
+                __m256i w[2], s[4];
+                uint16_t h[4];
+                for (int k = 0; k < 4; k++) {
+                    if (q4) widen_q4_0(blk + k * rs, w); else widen_q8_0(blk + k * rs, w);
+                    s[k] = dot_block(w, ab);
+                    memcpy(&h[k], blk + k * rs, 2);
+                }
+                __m128 dw = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, (short)h[3], (short)h[2], (short)h[1], (short)h[0]));
+                __m128 scale = _mm_mul_ps(dw, _mm_set1_ps(a->dT[(size_t)b * tp + t]));
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(hsum4(s[0], s[1], s[2], s[3])), scale));
+            }
+            _mm_storeu_ps(y + (size_t)t * rows + r, acc);
+        }
+        for (; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
             __m256 acc = _mm256_setzero_ps();
             for (int b = 0; b < nb; b++) {
@@ -83,6 +105,117 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
 }
 
+/* ---------------------------------------------------------------- K-quants */
+
+static inline void store_i8_as_i16(int16_t *dst, __m128i v) {
+    _mm256_storeu_si256((__m256i *)dst, _mm256_cvtepi8_epi16(v));
+}
+
+/* byte-wise (v >> n) & mask, for masks that keep only bits below 8 - n */
+static inline __m128i shr_mask(__m128i v, int n, __m128i mask) { return _mm_and_si128(_mm_srli_epi16(v, n), mask); }
+
+static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock *k) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), one = _mm_set1_epi8(1);
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(qs + 32 * i + 16 * h));
+            __m128i lo = _mm_and_si128(v, m4), hi = shr_mask(v, 4, m4);
+            if (qh) {
+                __m128i b = _mm_loadu_si128((const __m128i *)(qh + 16 * h));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(shr_mask(b, 2 * i, one), 4));
+                hi = _mm_or_si128(hi, _mm_slli_epi16(shr_mask(b, 2 * i + 1, one), 4));
+            }
+            store_i8_as_i16(k->q + 64 * i + 16 * h, lo);
+            store_i8_as_i16(k->q + 64 * i + 32 + 16 * h, hi);
+        }
+}
+
+static void unpack_q4_k(const void *blk, ox_kblock *k) {
+    const ox_block_q4_K *b = blk;
+    unpack_q45_k(b->qs, NULL, k);
+    ox_kblock_scales_k4(b->scales, k);
+    k->d = ox_f16_fast(b->d);
+    k->dmin = ox_f16_fast(b->dmin);
+}
+
+static void unpack_q5_k(const void *blk, ox_kblock *k) {
+    const ox_block_q5_K *b = blk;
+    unpack_q45_k(b->qs, b->qh, k);
+    ox_kblock_scales_k4(b->scales, k);
+    k->d = ox_f16_fast(b->d);
+    k->dmin = ox_f16_fast(b->dmin);
+}
+
+static void unpack_q6_k(const void *blk, ox_kblock *k) {
+    const ox_block_q6_K *b = blk;
+    const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(3), off = _mm_set1_epi8(32);
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l += 16) {
+            __m128i ql0 = _mm_loadu_si128((const __m128i *)(b->ql + 64 * h + l));
+            __m128i ql1 = _mm_loadu_si128((const __m128i *)(b->ql + 64 * h + 32 + l));
+            __m128i qh = _mm_loadu_si128((const __m128i *)(b->qh + 32 * h + l));
+            __m128i q[4] = {_mm_and_si128(ql0, m4), _mm_and_si128(ql1, m4), shr_mask(ql0, 4, m4), shr_mask(ql1, 4, m4)};
+            for (int j = 0; j < 4; j++) {
+                __m128i hi = _mm_slli_epi16(shr_mask(qh, 2 * j, m2), 4);
+                store_i8_as_i16(k->q + 128 * h + 32 * j + l, _mm_sub_epi8(_mm_or_si128(q[j], hi), off));
+            }
+        }
+    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
+    k->d = ox_f16_fast(b->d);
+    k->dmin = 0;
+}
+
+static inline int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1)));
+}
+
+static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int g = 0; g < 16; g++) {
+        __m256i s = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(k->q + 16 * g)),
+                                      _mm256_loadu_si256((const __m256i *)(a + 16 * g)));
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(s, _mm256_set1_epi32(k->sc[g])));
+    }
+    float v = k->d * (float)hsum_i32(acc);
+    if (has_min) {
+        __m256i b0 = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)ab->bsums));
+        __m256i b1 = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(ab->bsums + 8)));
+        __m256i m = _mm256_add_epi32(_mm256_mullo_epi32(b0, _mm256_loadu_si256((const __m256i *)k->mn)),
+                                     _mm256_mullo_epi32(b1, _mm256_loadu_si256((const __m256i *)(k->mn + 8))));
+        return ab->d * v - ab->d * (k->dmin * (float)hsum_i32(m));
+    }
+    return ab->d * v;
+}
+
+static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
+                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
+    ox_kblock k __attribute__((aligned(32)));
+    const int nb = W->cols / OX_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
+        for (int b = 0; b < nb; b++) {
+            unpack(row + b * bb, &k);
+            for (int t = 0; t < a->n_tok; t++) {
+                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
+                y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);
+            }
+        }
+    }
+}
+
+static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
+}
+static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
+}
+static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
+}
+
 static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
 static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }
 
@@ -90,6 +223,9 @@ ox_tile_fn ox_simd_tile(ox_type t) {
     switch (t) {
     case OX_Q8_0: return tile_q8_0;
     case OX_Q4_0: return tile_q4_0;
+    case OX_Q4_K: return tile_q4_k;
+    case OX_Q5_K: return tile_q5_k;
+    case OX_Q6_K: return tile_q6_k;
     default: return NULL;
     }
 }

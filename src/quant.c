@@ -78,14 +78,13 @@ static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 float ox_f16_to_f32(ox_f16 h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000 | (man << 13)); /* inf / nan */
-    if (exp == 0) {
-        /* subnormal (or zero): man * 2^-24, exact in f32 */
-        float v = (float)man * (1.0f / 16777216.0f);
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+    /* exponent/mantissa moved into f32 position, then * 2^112 rebiases the exponent (and
+     * normalizes subnormals exactly); inf/nan get the all-ones exponent. Branch-free so
+     * row conversions vectorize. */
+    uint32_t em = (uint32_t)(h & 0x7fff) << 13;
+    uint32_t u = f32_bits(bits_f32(em) * 0x1p112f);
+    u |= (h & 0x7c00) == 0x7c00 ? 0x7f800000u : 0;
+    return bits_f32(u | (uint32_t)(h & 0x8000) << 16);
 }
 
 ox_f16 ox_f32_to_f16(float f) {
@@ -287,12 +286,18 @@ static void deq_q8_k(const ox_block_q8_K *b, float *y) {
 void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
     const uint8_t *p = src;
     size_t be = ox_type_block_elems(t), bb = ox_type_block_bytes(t);
+    if (t == OX_F32) { memcpy(dst, src, n * 4); return; }
+    if (t == OX_F16 || t == OX_BF16) { /* separate loops so each vectorizes */
+        uint16_t h;
+        if (t == OX_F16)
+            for (size_t i = 0; i < n; i++) { memcpy(&h, p + 2 * i, 2); dst[i] = ox_f16_to_f32(h); }
+        else
+            for (size_t i = 0; i < n; i++) { memcpy(&h, p + 2 * i, 2); dst[i] = ox_bf16_to_f32(h); }
+        return;
+    }
     if (!be) return;
     for (size_t i = 0; i < n / be; i++, p += bb, dst += be) {
         switch (t) {
-        case OX_F32: memcpy(dst, p, 4); break;
-        case OX_F16: { uint16_t h; memcpy(&h, p, 2); dst[0] = ox_f16_to_f32(h); } break;
-        case OX_BF16: { uint16_t h; memcpy(&h, p, 2); dst[0] = ox_bf16_to_f32(h); } break;
         case OX_Q4_0: deq_q4_0((const void *)p, dst); break;
         case OX_Q4_1: deq_q4_1((const void *)p, dst); break;
         case OX_Q5_0: deq_q5_0((const void *)p, dst); break;
@@ -334,17 +339,21 @@ static int nearest_int(float v) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* |v| <= 127 unless the block holds Inf/NaN (corrupt weights) or a subnormal absmax (1/d
+ * overflows): converting those to an integer is undefined behaviour, so clamp; NaN -> 0. */
+static int8_t round_q8(float v) { return v >= 127.f ? 127 : v <= -127.f ? -127 : v == v ? (int8_t)roundf(v) : 0; }
+
 static void quant_q8_0(const float *x, ox_block_q8_0 *b) {
     float d = absmax(x, 32, NULL) / 127, id = d ? 1.0f / d : 0.0f;
     b->d = ox_f32_to_f16(d);
-    for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)roundf(x[j] * id);
+    for (int j = 0; j < 32; j++) b->qs[j] = round_q8(x[j] * id);
 }
 
 static void quant_q8_1(const float *x, ox_block_q8_1 *b) {
     float d = absmax(x, 32, NULL) / 127, id = d ? 1.0f / d : 0.0f;
     int sum = 0;
     b->d = ox_f32_to_f16(d);
-    for (int j = 0; j < 32; j++) { b->qs[j] = (int8_t)roundf(x[j] * id); sum += b->qs[j]; }
+    for (int j = 0; j < 32; j++) { b->qs[j] = round_q8(x[j] * id); sum += b->qs[j]; }
     b->s = ox_f32_to_f16(sum * d);
 }
 

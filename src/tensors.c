@@ -327,8 +327,11 @@ static int build_config(ox_model_files *mf, ox_err *err) {
 
 static int check_splits(ox_model_files *mf, ox_err *err) {
     uint32_t count;
-    if (ox_gguf_get_u32(mf->gguf[0], "general.split.count", &count, NULL) != 0) count = 1;
-    if (count <= 1 && mf->n_gguf == 1) return 0;
+    if (ox_gguf_get_u32(mf->gguf[0], "general.split.count", &count, NULL) != 0) {
+        if (mf->n_gguf == 1) return 0;
+        return ox_errf(err, OX_E_FORMAT, "%d GGUF files given, but %s is not split (no general.split.count)", mf->n_gguf,
+                       ox_gguf_name(mf->gguf[0]));
+    }
     if ((int)count != mf->n_gguf)
         return ox_errf(err, OX_E_MISSING, "%s: the model is split into %u GGUF files, %d given", ox_gguf_name(mf->gguf[0]),
                        count, mf->n_gguf);
@@ -391,9 +394,11 @@ ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
         size_t dup;
         int r = ox_names_sort(mf->t, (size_t)mf->n, sizeof *mf->t, offsetof(ox_tensor, name), mf->by_name, &dup);
         if (r > 0) {
-            const ox_tensor *a = &mf->t[dup];
-            rc = ox_errf(err, OX_E_FORMAT, "tensor %s appears twice in the model files (%s, in %s)", a->name, mf->what,
-                         ox_host_name(a->file));
+            const ox_tensor *a = &mf->t[dup], *b = a;
+            for (int i = 0; i < mf->n && b == a; i++)
+                if (i != (int)dup && strcmp(mf->t[i].name, a->name) == 0) b = &mf->t[i];
+            rc = ox_errf(err, OX_E_FORMAT, "tensor %s appears twice in the model files: in %s and in %s", a->name,
+                         ox_host_name(b->file), ox_host_name(a->file));
         } else if (r < 0) {
             rc = ox_errf(err, OX_E_NOMEM, "out of memory");
         }
@@ -441,7 +446,7 @@ int ox_tensor_read_rows(const ox_tensor *t, uint64_t row0, uint64_t nrows, void 
                        (unsigned long long)row0, (unsigned long long)(row0 + nrows), (unsigned long long)rows);
     if (ox_row_bytes(t->type, t->ne[0], &rb, err)) return ox_err_prefix(err, "tensor %s", t->name);
     size_t total;
-    if (ox_mul_size((size_t)rb, (size_t)nrows, &total) || (uint64_t)total != rb * nrows)
+    if (nrows > SIZE_MAX || rb > SIZE_MAX || ox_mul_size((size_t)rb, (size_t)nrows, &total))
         return ox_errf(err, OX_E_RANGE, "tensor %s: %llu rows do not fit in memory", t->name, (unsigned long long)nrows);
     if (!nrows) return 0;
     if (t->scale_file < 0) return ox_host_read(t->file, t->offset + row0 * rb, total, dst, err);

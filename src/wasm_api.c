@@ -143,6 +143,35 @@ API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logi
     return ox_forward(s, &io, &last);
 }
 
+/* len bytes of UTF-8; special: match control tokens (<bos>, <|turn>, ...) in the text.
+ * Returns the number of ids (> cap: call again with a larger buffer) or <0. */
+API int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out, int cap) {
+    return ox_tokenize(e->tok, text, (size_t)len, special ? OX_TOK_SPECIAL : 0, out, cap, &last);
+}
+
+/* Bytes of one token (control tokens: none, unless show_special). Same return convention. */
+API int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap) {
+    return ox_token_bytes(e->tok, id, show_special ? OX_TOK_SHOW_SPECIAL : 0, out, cap, &last);
+}
+
+/* A sampler (sampler.h); seed as a double (integers up to 2^53). Bias arrays are copied. */
+API ox_sampler *ox_wasm_sampler_new(float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
+                                    float frequency_penalty, float presence_penalty, int penalty_window, double seed,
+                                    const int32_t *bias_ids, const float *bias, int n_bias) {
+    ox_sampler_params p = {temperature, top_k, top_p, min_p, repeat_penalty, frequency_penalty, presence_penalty,
+                           penalty_window, (uint64_t)seed, bias_ids, bias, n_bias};
+    return ox_sampler_new(&p, &last);
+}
+
+API void ox_wasm_sampler_free(ox_sampler *s) { ox_sampler_free(s); }
+
+/* Next token from the vocab logits (changed in place); recent: the tokens so far. */
+API int ox_wasm_sample(const ox_wasm_engine *e, ox_sampler *s, float *logits, const int32_t *recent, int n_recent) {
+    int rc = ox_sample(s, logits, ox_model_config(e->m)->vocab, recent, n_recent);
+    if (rc < 0) ox_errf(&last, rc, "sample: %s", rc == OX_E_NOMEM ? "out of memory" : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
+    return rc;
+}
+
 API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     ox_model_stats st;
     ox_model_stats_get(e->m, &st);

@@ -1,15 +1,18 @@
 /* bench_kernels.c — matmul micro-benchmark (not a test): a 1536-column x 6144-row weight
  * matrix (Gemma 4 E2B's FFN gate/up shape) in Q8_0 and Q4_0, 1 and 64 tokens, 1 and 2
- * threads. Prints GB/s of weights streamed and GFLOP/s. Enough copies of the matrix are
- * cycled through that the weights come from memory, not from the last-level cache.
+ * threads. Prints GB/s of weights streamed and GFLOP/s for the fastest call and the median
+ * one (the fastest is the figure on a shared, noisy machine). Enough copies of the matrix
+ * are cycled through that the weights come from memory, not from the last-level cache.
  *   native: cc -O3 -march=native -Isrc tools/bench_kernels.c src/{quant,kernels,kernels_x86,kernels_simd128,pool,err}.c -lm -lpthread
  *   wasm:   emcc -O3 -msimd128 -pthread -sPTHREAD_POOL_SIZE=4 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB ... ; node --no-experimental-fetch
- * Usage: bench_kernels [seconds per case, default 1] */
+ * Usage: bench_kernels [seconds per case (default 1) [Q8_0|Q4_0 n_tok threads]] — the second
+ * form runs one case (for perf stat). */
 #include "kernels.h"
 #include "pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void) {
@@ -18,8 +21,15 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 1.0;
+    const char *only_type = argc > 4 ? argv[2] : NULL;
+    int only_tok = argc > 4 ? atoi(argv[3]) : 0, only_threads = argc > 4 ? atoi(argv[4]) : 0;
     const int rows = 6144, cols = 1536;
     static const ox_type types[] = {OX_Q8_0, OX_Q4_0};
     static const int toks[] = {1, 64};
@@ -34,6 +44,7 @@ int main(int argc, char **argv) {
 #endif
     for (size_t k = 0; k < 2; k++) {
         ox_type t = types[k];
+        if (only_type && strcmp(only_type, ox_type_name(t))) continue;
         uint64_t rb;
         ox_row_bytes(t, cols, &rb, &e);
         size_t bytes = (size_t)rb * rows;
@@ -47,20 +58,25 @@ int main(int argc, char **argv) {
             }
         }
         for (int threads = 1; threads <= 2; threads++) {
+            if (only_threads && threads != only_threads) continue;
             if (ox_pool_init(threads, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
             for (int ti = 0; ti < 2; ti++) {
                 int n_tok = toks[ti], iters = 0;
+                if (only_tok && n_tok != only_tok) continue;
                 ox_matmul(&ws, &W[0], x, n_tok, y, &e); /* warm-up */
-                double t0 = now(), t1;
+                double t0 = now(), t1 = t0;
+                static double dt[100000];
                 do {
+                    double c0 = t1;
                     if (ox_matmul(&ws, &W[iters % copies], x, n_tok, y, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
-                    iters++;
                     t1 = now();
-                } while (t1 - t0 < secs);
-                double per = (t1 - t0) / iters;
-                printf("%s %s %dx%d n_tok %2d threads %d: %8.3f ms/call  %6.2f GB/s weights  %7.2f GFLOP/s\n", where,
-                       ox_type_name(t), cols, rows, n_tok, threads, per * 1e3, bytes / per / 1e9,
-                       2.0 * rows * cols * n_tok / per / 1e9);
+                    dt[iters++] = t1 - c0;
+                } while (t1 - t0 < secs && iters < 100000);
+                qsort(dt, (size_t)iters, sizeof dt[0], cmp_double);
+                double best = dt[0], med = dt[iters / 2], flop = 2.0 * rows * cols * n_tok;
+                printf("%s %s %dx%d n_tok %2d threads %d: best %7.3f ms %6.2f GB/s %6.2f GFLOP/s | median %7.3f ms %6.2f GFLOP/s (%d calls)\n",
+                       where, ox_type_name(t), cols, rows, n_tok, threads, best * 1e3, bytes / best / 1e9, flop / best / 1e9,
+                       med * 1e3, flop / med / 1e9, iters);
                 fflush(stdout);
             }
         }

@@ -120,8 +120,8 @@ async function load(sources) {
   ui.badgeModel.textContent = `loading ${describeSources(sources)}…`;
   ui.badgeModel.className = 'badge muted';
   setProgress(0, 0);
-  const threads = isolated ? Math.round(num(ui.threads, 1, 64, 'Threads')) : 1;
   try {
+    const threads = isolated ? Math.round(num(ui.threads, 1, 64, 'Threads')) : 1;
     await engineReady;
     if (!ox) throw new Error('The engine failed to load (see above); reload the page after building it.');
     if (state.model) { const old = state.model; state.model = null; await old.dispose?.(); }
@@ -129,28 +129,29 @@ async function load(sources) {
     const model = await ox.loadModel(sources, {
       threads,
       signal: ctl.signal,
-      onProgress: (p, total) => {
-        // accept (done, total) or ({ loaded|done, total })
-        if (typeof p === 'object' && p) setProgress(p.loaded ?? p.done ?? p.bytes ?? 0, p.total ?? 0);
-        else setProgress(p, total);
-      },
+      onProgress: (p) => { if (state.loading === ctl) setProgress(p.loaded, p.total); },
     });
     if (ctl.signal.aborted) { await model.dispose?.(); return; }
     state.model = model;
     window.oxinfer.model = model;
     const secs = (performance.now() - t0) / 1000;
     showModelInfo(model, sources, secs);
-    showThreadBadge(model.threads ?? threads);
+    showThreadBadge(model.threads);
     setComposerEnabled(true);
     updateStats();
     ui.prompt.focus();
   } catch (e) {
-    if (ctl.signal.aborted) { ui.badgeModel.textContent = 'load cancelled'; return; }
+    if (ctl.signal.aborted) {
+      if (state.loading === ctl) ui.badgeModel.textContent = 'load cancelled';
+      return;
+    }
     ui.badgeModel.textContent = 'no model';
     showError(e);
   } finally {
-    if (state.loading === ctl) state.loading = null;
-    ui.progress.hidden = true;
+    if (state.loading === ctl) {
+      state.loading = null;
+      ui.progress.hidden = true;
+    }
   }
 }
 ui.loadCancel.addEventListener('click', () => state.loading?.abort());
@@ -158,13 +159,11 @@ ui.loadCancel.addEventListener('click', () => state.loading?.abort());
 function modelMeta(model) {
   const info = model.info ?? {};
   return {
-    name: info.name ?? info.arch ?? 'Gemma 4',
-    synthetic: info.synthetic ?? info.random ?? false,
-    layers: info.layers ?? info.n_layer ?? info.config?.n_layer,
-    hidden: info.hidden ?? info.n_embd ?? info.config?.n_embd,
-    vocab: info.vocab ?? info.n_vocab ?? info.config?.n_vocab,
-    params: info.params,
-    quant: info.quant ?? info.type,
+    name: info.name || 'model',
+    // oxinfer synth names its models "synthetic-gemma4-..."
+    synthetic: info.synthetic ?? /^synthetic/i.test(info.name || ''),
+    layers: info.layers, hidden: info.hidden, vocab: info.vocab, context: info.contextSize,
+    quant: info.quant && info.quant !== 'stored' ? info.quant : null,
   };
 }
 
@@ -173,14 +172,16 @@ function showModelInfo(model, sources, secs) {
   ui.noticeRandom.hidden = !m.synthetic;
   ui.badgeModel.textContent = describeSources(sources);
   ui.badgeModel.className = 'badge';
-  const parts = [`<b>${escapeHtml(describeSources(sources))}</b>`];
+  const parts = [`<b>${escapeHtml(m.name)}</b>`, escapeHtml(describeSources(sources))];
   const dims = [];
   if (m.layers) dims.push(`${m.layers} layers`);
   if (m.hidden) dims.push(`hidden ${m.hidden}`);
   if (m.vocab) dims.push(`vocab ${m.vocab}`);
+  if (m.context) dims.push(`context ${m.context}`);
   if (m.quant) dims.push(String(m.quant));
   if (dims.length) parts.push(escapeHtml(dims.join(' · ')));
-  parts.push(`loaded in ${secs.toFixed(1)} s${m.synthetic ? ' · <b>random weights</b>' : ''}`);
+  parts.push(`loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic ? ' · <b>random weights</b>' : ''}`);
+  if (model.engineNote) parts.push(escapeHtml(model.engineNote));
   ui.modelInfo.innerHTML = parts.join('<br>');
   ui.modelInfo.hidden = false;
 }
@@ -272,32 +273,36 @@ async function send(text) {
   let opts;
   try { opts = samplingOptions(); } catch (e) { showError(e); return; }
   ui.error.hidden = true;
-  state.history.push({ role: 'user', content: text });
+  const history = state.history;  // New chat swaps in a new array
+  history.push({ role: 'user', content: text });
   addMessage('user', text);
   const div = addMessage('assistant');
   div.classList.add('streaming');
   const body = div.querySelector('.body'), think = div.querySelector('.thinking'), meta = div.querySelector('.meta');
   const ctl = new AbortController();
   state.generating = ctl;
-  ui.send.hidden = true; ui.stop.hidden = false; ui.prompt.disabled = false;
+  ui.send.hidden = true; ui.stop.hidden = false;
   const messages = [];
   const sys = ui.systemPrompt.value.trim();
   if (sys) messages.push({ role: 'system', content: sys });
-  messages.push(...state.history);
-  let answer = '', n = 0, t0 = 0, stopped = false;
+  messages.push(...history);
+  let answer = '', n = 0, t0 = 0, stopped = false, final = null;
   const tick = setInterval(() => updateStats(n > 1 ? (n - 1) / ((performance.now() - t0) / 1000) : undefined, n), 500);
   try {
-    const stream = state.model.chat(messages, { ...opts, signal: ctl.signal });
-    for await (const c of stream) {
+    for await (const c of state.model.chat(messages, { ...opts, signal: ctl.signal })) {
+      if (c && c.stats) { final = c.stats; continue; }
+      if (c && c.token != null) {
+        if (n === 0) t0 = performance.now();
+        n++;
+      }
       const { text: piece, thinking } = chunkText(c);
-      if (n === 0) t0 = performance.now();
-      n++;
+      if (!piece) continue;
+      const atBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
       if (thinking) { think.hidden = false; think.textContent += piece; }
       else { answer += piece; body.textContent = answer; }
-      const atBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 60;
       if (atBottom) ui.messages.scrollTop = ui.messages.scrollHeight;
-      if (ctl.signal.aborted) { stopped = true; break; }
     }
+    if (ctl.signal.aborted) stopped = true;
   } catch (e) {
     if (ctl.signal.aborted || e?.name === 'AbortError') stopped = true;
     else {
@@ -312,11 +317,18 @@ async function send(text) {
     clearInterval(tick);
     div.classList.remove('streaming');
     const secs = t0 ? (performance.now() - t0) / 1000 : 0;
-    const tps = n > 1 && secs > 0 ? (n - 1) / secs : NaN;
-    updateStats(tps, n);
+    const tps = final?.decodeTokPerSec ?? (n > 1 && secs > 0 ? (n - 1) / secs : NaN);
+    const count = final?.generatedTokens ?? n;
+    updateStats(tps, count);
     meta.hidden = false;
-    meta.textContent = `${n} tokens${Number.isFinite(tps) ? ` · ${tps.toFixed(1)} tok/s` : ''}${stopped ? ' · stopped' : ''}`;
-    state.history.push({ role: 'assistant', content: answer });
+    const bits = [`${count} tokens`];
+    if (Number.isFinite(tps) && tps > 0) bits.push(`${tps.toFixed(1)} tok/s`);
+    if (final?.prefillTokens) bits.push(`prompt ${final.prefillTokens} tok at ${Math.round(final.prefillTokPerSec)} tok/s`);
+    if (stopped) bits.push('stopped');
+    else if (final?.reason === 'length') bits.push('max tokens reached');
+    else if (final?.reason === 'context') bits.push('context full');
+    meta.textContent = bits.join(' · ');
+    history.push({ role: 'assistant', content: answer });
     state.generating = null;
     ui.stop.hidden = true; ui.send.hidden = false;
     setComposerEnabled(!!state.model);

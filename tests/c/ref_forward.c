@@ -9,29 +9,33 @@
 
 #include "quant.h"
 
+/* A weight matrix as doubles, with the type it is stored in (for activation rounding). */
+typedef struct rmat { double *w; ox_type t; } rmat;
+
 typedef struct ref_layer {
     int full, hd, nkv, kev, shared, src, ffn, window, pairs;
     double base;
-    double *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *post_attn_norm;
-    double *ffn_norm, *gate, *up, *down, *post_ffw_norm;
-    double *router, *router_scale, *expert_scale, *exp_gate_up, *exp_down;
-    double *pre_ffw_norm_2, *post_ffw_norm_1, *post_ffw_norm_2;
-    double *ple_gate, *ple_proj, *ple_post_norm;
+    rmat wq, wk, wv, wo, gate, up, down, router, exp_gate_up, exp_down, ple_gate, ple_proj;
+    double *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
+    double *router_scale, *expert_scale, *pre_ffw_norm_2, *post_ffw_norm_1, *post_ffw_norm_2, *ple_post_norm;
     double out_scale;
 } ref_layer;
 
 struct ref_model {
     int V, H, L, nh, P, ple_vocab, E, K, Ie, moe, bidir, pad;
+    int act_round;
     double eps, softcap, factor;
-    double *embd, *ple_table, *ple_model_proj, *ple_proj_norm, *out_norm;
+    rmat embd, ple_model_proj;
+    double *ple_table, *ple_proj_norm, *out_norm;
     ref_layer *lay;
     double **owned;
     int n_owned;
 };
 
 static double *load(ref_model *r, const ox_model_files *mf, const char *name, uint64_t want, int optional,
-                    char *msg, size_t cap) {
+                    char *msg, size_t cap, ox_type *type) {
     const ox_tensor *t = ox_files_find(mf, name);
+    if (t && type) *type = t->type;
     if (!t) {
         if (!optional) snprintf(msg, cap, "ref: missing %s", name);
         return NULL;
@@ -81,12 +85,13 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
     r->owned = calloc(64 + 40 * (size_t)r->L, sizeof *r->owned);
     uint64_t H = r->H, V = r->V, LP = (uint64_t)r->L * r->P;
     int first_shared = r->L - c->n_kv_shared;
-#define NEED(dst, name, n) do { if (!((dst) = load(r, mf, (name), (n), 0, msg, cap))) goto fail; } while (0)
-    NEED(r->embd, "token_embd.weight", V * H);
+#define NEED(dst, name, n) do { if (!((dst) = load(r, mf, (name), (n), 0, msg, cap, NULL))) goto fail; } while (0)
+#define MNEED(dst, name, n) do { if (!((dst).w = load(r, mf, (name), (n), 0, msg, cap, &(dst).t))) goto fail; } while (0)
+    MNEED(r->embd, "token_embd.weight", V * H);
     NEED(r->out_norm, "output_norm.weight", H);
     if (r->P) {
         NEED(r->ple_table, "per_layer_token_embd.weight", (uint64_t)r->ple_vocab * LP);
-        NEED(r->ple_model_proj, "per_layer_model_proj.weight", LP * H);
+        MNEED(r->ple_model_proj, "per_layer_model_proj.weight", LP * H);
         NEED(r->ple_proj_norm, "per_layer_proj_norm.weight", (uint64_t)r->P);
     }
     for (int l = 0; l < r->L; l++) {
@@ -107,39 +112,40 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
         uint64_t hd = y->hd, qw = (uint64_t)r->nh * hd, kw = (uint64_t)y->nkv * hd, I = y->ffn;
         char nm[128];
 #define LNEED(dst, s, n) do { snprintf(nm, sizeof nm, "blk.%d.%s", l, s); NEED(dst, nm, n); } while (0)
+#define LMNEED(dst, s, n) do { snprintf(nm, sizeof nm, "blk.%d.%s", l, s); MNEED(dst, nm, n); } while (0)
         LNEED(y->attn_norm, "attn_norm.weight", H);
-        LNEED(y->wq, "attn_q.weight", qw * H);
+        LMNEED(y->wq, "attn_q.weight", qw * H);
         LNEED(y->q_norm, "attn_q_norm.weight", hd);
         if (!y->shared) {
-            LNEED(y->wk, "attn_k.weight", kw * H);
-            if (!y->kev) LNEED(y->wv, "attn_v.weight", kw * H);
+            LMNEED(y->wk, "attn_k.weight", kw * H);
+            if (!y->kev) LMNEED(y->wv, "attn_v.weight", kw * H);
             LNEED(y->k_norm, "attn_k_norm.weight", hd);
         }
-        LNEED(y->wo, "attn_output.weight", H * qw);
+        LMNEED(y->wo, "attn_output.weight", H * qw);
         LNEED(y->post_attn_norm, "post_attention_norm.weight", H);
         LNEED(y->ffn_norm, "ffn_norm.weight", H);
-        LNEED(y->gate, "ffn_gate.weight", I * H);
-        LNEED(y->up, "ffn_up.weight", I * H);
-        LNEED(y->down, "ffn_down.weight", H * I);
+        LMNEED(y->gate, "ffn_gate.weight", I * H);
+        LMNEED(y->up, "ffn_up.weight", I * H);
+        LMNEED(y->down, "ffn_down.weight", H * I);
         LNEED(y->post_ffw_norm, "post_ffw_norm.weight", H);
         if (r->moe) {
             uint64_t E = r->E, Ie = r->Ie;
-            LNEED(y->router, "ffn_gate_inp.weight", E * H);
+            LMNEED(y->router, "ffn_gate_inp.weight", E * H);
             LNEED(y->router_scale, "ffn_gate_inp.scale", H);
             LNEED(y->expert_scale, "ffn_down_exps.scale", E);
-            LNEED(y->exp_gate_up, "ffn_gate_up_exps.weight", E * 2 * Ie * H);
-            LNEED(y->exp_down, "ffn_down_exps.weight", E * H * Ie);
+            LMNEED(y->exp_gate_up, "ffn_gate_up_exps.weight", E * 2 * Ie * H);
+            LMNEED(y->exp_down, "ffn_down_exps.weight", E * H * Ie);
             LNEED(y->pre_ffw_norm_2, "pre_ffw_norm_2.weight", H);
             LNEED(y->post_ffw_norm_1, "post_ffw_norm_1.weight", H);
             LNEED(y->post_ffw_norm_2, "post_ffw_norm_2.weight", H);
         }
         if (r->P) {
-            LNEED(y->ple_gate, "inp_gate.weight", (uint64_t)r->P * H);
-            LNEED(y->ple_proj, "proj.weight", H * r->P);
+            LMNEED(y->ple_gate, "inp_gate.weight", (uint64_t)r->P * H);
+            LMNEED(y->ple_proj, "proj.weight", H * r->P);
             LNEED(y->ple_post_norm, "post_norm.weight", H);
         }
         snprintf(nm, sizeof nm, "blk.%d.layer_output_scale.weight", l);
-        double *sc = load(r, mf, nm, 1, 1, msg, cap);
+        double *sc = load(r, mf, nm, 1, 1, msg, cap, NULL);
         y->out_scale = sc ? sc[0] : 1.0;
     }
     return r;
@@ -157,13 +163,36 @@ static void rms(double *y, const double *x, const double *w, int n, double eps) 
     for (int i = 0; i < n; i++) y[i] = x[i] * inv * (w ? w[i] : 1.0);
 }
 
-static void matvec(double *y, const double *W, const double *x, int rows, int cols) {
+static void matvec_d(double *y, const double *W, const double *x, int rows, int cols) {
     for (int r = 0; r < rows; r++) {
         double s = 0;
         for (int c = 0; c < cols; c++) s += W[(size_t)r * cols + c] * x[c];
         y[r] = s;
     }
 }
+
+/* y = W x; with act_round, x first goes through the activation format the engine's dot uses
+ * for W's type (Q8_0 / Q8_1 / Q8_K; f32 for float weights), as llama.cpp does. */
+static void matvec(const ref_model *r, double *y, const rmat *W, const double *x, int rows, int cols) {
+    ox_type at = ox_type_vec_dot(W->t);
+    if (!r->act_round || at == OX_F32) {
+        matvec_d(y, W->w, x, rows, cols);
+        return;
+    }
+    float *f = malloc(sizeof(float) * cols);
+    double *xr = malloc(sizeof(double) * cols);
+    uint64_t rb;
+    ox_row_bytes(at, (uint64_t)cols, &rb, NULL);
+    void *q = malloc(rb);
+    for (int c = 0; c < cols; c++) f[c] = (float)x[c];
+    ox_quantize_row(at, f, q, (size_t)cols);
+    ox_dequantize_row(at, q, f, (size_t)cols);
+    for (int c = 0; c < cols; c++) xr[c] = f[c];
+    matvec_d(y, W->w, xr, rows, cols);
+    free(f), free(xr), free(q);
+}
+
+void ref_set_act_round(ref_model *r, int on) { r->act_round = on; }
 
 static double gelu(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
@@ -178,13 +207,13 @@ static void rope(double *x, int hd, int pos, int pairs, double base, double fact
     }
 }
 
-static void ffn(double *out, const double *gate, const double *up, const double *down, const double *x, int H,
-                int I) {
+static void ffn(const ref_model *r, double *out, const rmat *gate, const rmat *up, const rmat *down,
+                const double *x, int H, int I) {
     double *g = malloc(sizeof(double) * I), *u = malloc(sizeof(double) * I);
-    matvec(g, gate, x, I, H);
-    matvec(u, up, x, I, H);
+    matvec(r, g, gate, x, I, H);
+    matvec(r, u, up, x, I, H);
     for (int i = 0; i < I; i++) g[i] = gelu(g[i]) * u[i];
-    matvec(out, down, g, H, I);
+    matvec(r, out, down, g, H, I);
     free(g), free(u);
 }
 
@@ -200,10 +229,10 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
         int is_soft = soft && soft_mask && soft_mask[i];
         int row = is_soft ? r->pad : tok[i];
         for (int j = 0; j < H; j++)
-            x[(size_t)i * H + j] = is_soft ? soft[(size_t)i * H + j] : r->embd[(size_t)tok[i] * H + j] * sqrt((double)H);
+            x[(size_t)i * H + j] = is_soft ? soft[(size_t)i * H + j] : r->embd.w[(size_t)tok[i] * H + j] * sqrt((double)H);
         if (P) {
             double *pl = ple + (size_t)i * LP, *proj = malloc(sizeof(double) * LP);
-            matvec(proj, r->ple_model_proj, x + (size_t)i * H, (int)LP, H);
+            matvec(r, proj, &r->ple_model_proj, x + (size_t)i * H, (int)LP, H);
             for (int l = 0; l < L; l++) {
                 for (int j = 0; j < P; j++) proj[l * P + j] /= sqrt((double)H);
                 rms(pl + (size_t)l * P, proj + (size_t)l * P, r->ple_proj_norm, P, r->eps);
@@ -222,7 +251,7 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
         }
         for (int i = 0; i < n; i++) {
             rms(a, x + (size_t)i * H, y->attn_norm, H, r->eps);
-            matvec(q + (size_t)i * qw, y->wq, a, qw, H);
+            matvec(r, q + (size_t)i * qw, &y->wq, a, qw, H);
             for (int h = 0; h < nh; h++) {
                 double *qh = q + (size_t)i * qw + h * hd;
                 rms(qh, qh, y->q_norm, hd, r->eps);
@@ -230,9 +259,9 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
             }
             if (!y->shared) {
                 double *k = K[l] + (size_t)i * kw, *v = Vc[l] + (size_t)i * kw;
-                matvec(k, y->wk, a, kw, H);
+                matvec(r, k, &y->wk, a, kw, H);
                 if (y->kev) memcpy(v, k, sizeof(double) * kw);
-                else matvec(v, y->wv, a, kw, H);
+                else matvec(r, v, &y->wv, a, kw, H);
                 for (int h = 0; h < y->nkv; h++) {
                     rms(k + h * hd, k + h * hd, y->k_norm, hd, r->eps);
                     rope(k + h * hd, hd, i, y->pairs, y->base, r->factor);
@@ -265,18 +294,18 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
             }
         for (int i = 0; i < n; i++) {
             double *xi = x + (size_t)i * H;
-            matvec(t1, y->wo, att + (size_t)i * qw, H, qw);
+            matvec(r, t1, &y->wo, att + (size_t)i * qw, H, qw);
             rms(t1, t1, y->post_attn_norm, H, r->eps);
             for (int j = 0; j < H; j++) xi[j] += t1[j];
             rms(a, xi, y->ffn_norm, H, r->eps);
-            ffn(t1, y->gate, y->up, y->down, a, H, y->ffn);
+            ffn(r, t1, &y->gate, &y->up, &y->down, a, H, y->ffn);
             if (r->moe) {
                 rms(t1, t1, y->post_ffw_norm_1, H, r->eps);
                 /* router on the un-normed residual */
                 double *z = malloc(sizeof(double) * r->E), mx = -INFINITY, sum = 0;
                 rms(a, xi, NULL, H, r->eps);
                 for (int j = 0; j < H; j++) a[j] *= y->router_scale[j] / sqrt((double)H);
-                matvec(z, y->router, a, r->E, H);
+                matvec(r, z, &y->router, a, r->E, H);
                 for (int e = 0; e < r->E; e++) mx = z[e] > mx ? z[e] : mx;
                 for (int e = 0; e < r->E; e++) sum += (z[e] = exp(z[e] - mx));
                 for (int e = 0; e < r->E; e++) z[e] /= sum;
@@ -298,9 +327,11 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
                 for (int k = 0; k < r->K; k++) {
                     int e = sel[k];
                     double we = z[e] / wsum * y->expert_scale[e];
-                    matvec(gu, y->exp_gate_up + (size_t)e * 2 * r->Ie * H, a, 2 * r->Ie, H);
+                    rmat gu_e = {y->exp_gate_up.w + (size_t)e * 2 * r->Ie * H, y->exp_gate_up.t};
+                    rmat dn_e = {y->exp_down.w + (size_t)e * H * r->Ie, y->exp_down.t};
+                    matvec(r, gu, &gu_e, a, 2 * r->Ie, H);
                     for (int j = 0; j < r->Ie; j++) gu[j] = gelu(gu[j]) * gu[r->Ie + j];
-                    matvec(ye, y->exp_down + (size_t)e * H * r->Ie, gu, H, r->Ie);
+                    matvec(r, ye, &dn_e, gu, H, r->Ie);
                     for (int j = 0; j < H; j++) t2[j] += we * ye[j];
                 }
                 rms(t2, t2, y->post_ffw_norm_2, H, r->eps);
@@ -311,9 +342,9 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
             for (int j = 0; j < H; j++) xi[j] += t1[j];
             if (P) {
                 double *pg = malloc(sizeof(double) * P);
-                matvec(pg, y->ple_gate, xi, P, H);
+                matvec(r, pg, &y->ple_gate, xi, P, H);
                 for (int j = 0; j < P; j++) pg[j] = gelu(pg[j]) * ple[(size_t)i * LP + (size_t)l * P + j];
-                matvec(t1, y->ple_proj, pg, H, P);
+                matvec(r, t1, &y->ple_proj, pg, H, P);
                 rms(t1, t1, y->ple_post_norm, H, r->eps);
                 for (int j = 0; j < H; j++) xi[j] += t1[j];
                 free(pg);
@@ -325,7 +356,7 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
     for (int i = 0; i < n; i++) {
         rms(a, x + (size_t)i * H, r->out_norm, H, r->eps);
         double *lg = logits + (size_t)i * r->V;
-        matvec(lg, r->embd, a, r->V, H);
+        matvec(r, lg, &r->embd, a, r->V, H);
         if (r->softcap > 0)
             for (int v = 0; v < r->V; v++) lg[v] = r->softcap * tanh(lg[v] / r->softcap);
     }

@@ -14,6 +14,10 @@ typedef struct ref_model ref_model;
 ref_model *ref_load(const ox_model_files *mf, char *msg, size_t msg_cap);
 void ref_free(ref_model *r);
 
+/* Round each matmul input through the engine's activation format for the weight's type
+ * (Q8_0 / Q8_1 / Q8_K), as llama.cpp does: then quantized files match to float rounding. */
+void ref_set_act_round(ref_model *r, int on);
+
 /* logits: n * vocab doubles (soft-capped). soft / soft_mask as in ox_forward_io (may be NULL). */
 int ref_forward(const ref_model *r, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
                 double *logits);

@@ -3,6 +3,7 @@
  * the matmul argument checks. */
 #include "check.h"
 #include "kernels.h"
+#include "kernels_impl.h" /* private: the vectorized Q8_0 activation quantizer, ox_f16_fast */
 #include "pool.h"
 
 #include <stdint.h>
@@ -59,7 +60,7 @@ static int compare(const ox_matrix *W, const float *x, int n_tok, const float *y
     return bad;
 }
 
-static const ox_type TYPES[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
+static const ox_type TYPES[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0, OX_Q8_1, OX_Q8_K,
                                 OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
 
 static void test_matmul_types(void) {
@@ -138,6 +139,38 @@ static void test_matmul_multi(void) {
     ox_pool_shutdown();
 }
 
+/* The vectorized activation quantizer writes the same bytes as ox_quantize_row, including
+ * halfway cases (roundf rounds them away from zero) and values just below 0.5. */
+static void test_q8_0_act(void) {
+    enum { N = 32 * 64 };
+    static float x[N], d[64];
+    static ox_block_q8_0 want[64], got[64];
+    static int16_t q16[N];
+    int bad = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        for (int i = 0; i < N; i++) x[i] = frand() * (float)(1 + rep % 7) * (rep % 11 == 0 ? 1e-30f : 1.0f);
+        for (int b = 0; b < 64; b++) {
+            x[32 * b + 31] = (rep & 1 ? -127.0f : 127.0f) / 8; /* d = 1/8 exactly: x*id exact */
+            x[32 * b + 1] = (float)((int)(rnd() % 255) - 127) / 8 + 1.0f / 16;  /* ties */
+            x[32 * b + 2] = nextafterf(0.5f, 0) / 8;                           /* just below 0.5 */
+        }
+        if (rep == 5) memset(x, 0, sizeof x);
+        ox_quantize_row(OX_Q8_0, x, want, N);
+        ox_quantize_q8_0_act(x, N, got, q16, d, 1);
+        bad += memcmp(want, got, sizeof want) != 0;
+        for (int i = 0; i < N; i++) bad += q16[i] != got[i / 32].qs[i % 32];
+        for (int b = 0; b < 64; b++) bad += d[b] != ox_f16_to_f32(got[b].d);
+    }
+    CHECK_MSG(bad == 0, "%d mismatches with ox_quantize_row", bad);
+    /* ox_f16_fast is ox_f16_to_f32 */
+    bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float a = ox_f16_fast((uint16_t)h), b = ox_f16_to_f32((uint16_t)h);
+        bad += isnan(b) ? !isnan(a) : memcmp(&a, &b, 4) != 0;
+    }
+    CHECK(bad == 0);
+}
+
 /* ---------------------------------------------------------------- row kernels */
 
 static void test_rmsnorm(void) {
@@ -174,6 +207,20 @@ static void test_rope(void) {
         CHECK_MSG(same, "pairs >= n_pairs must be identity");
         if (pos) CHECK(y[1] != x[1] && y[257] != x[257]);
     }
+    /* all pairs turning (several angle chunks), large position */
+    memcpy(y, x, sizeof x);
+    memcpy(r, x, sizeof x);
+    ox_rope(y, 512, 100000, 256, 1e4f, 1.0f);
+    ox_rope_ref(r, 512, 100000, 256, 1e4f, 1.0f);
+    int bad = 0;
+    for (int i = 0; i < 512; i++) bad += fabs(y[i] - r[i]) > 1e-6;
+    CHECK(bad == 0);
+    double n0 = 0, n1 = 0;
+    for (int i = 0; i < 256; i++) {
+        n0 += (double)x[i] * x[i] + (double)x[i + 256] * x[i + 256];
+        n1 += (double)y[i] * y[i] + (double)y[i + 256] * y[i + 256];
+    }
+    CHECK_NEAR(n1, n0, 1e-4 * n0); /* rotations keep the norm */
     /* hand value: hd 4, pos 1, pair 0 turns 1 rad, pair 1 turns base^(-1/2) = 0.01 rad */
     float v[4] = {1, 2, 3, 4};
     ox_rope(v, 4, 1, 2, 10000.0f, 1.0f);
@@ -240,6 +287,7 @@ int main(void) {
 #ifdef __wasm_simd128__
     printf("wasm SIMD128 build\n");
 #endif
+    RUN(test_q8_0_act);
     RUN(test_matmul_types);
     RUN(test_matmul_multi);
     RUN(test_rmsnorm);

@@ -9,14 +9,14 @@
 typedef struct {
     _Atomic int hits[1000];
     _Atomic int total;
-    int n_seen;
+    _Atomic int n_seen;
 } counts;
 
 static void count_task(void *ctx, int task, int n_tasks) {
     counts *c = ctx;
     atomic_fetch_add(&c->hits[task], 1);
     atomic_fetch_add(&c->total, task + 1);
-    c->n_seen = n_tasks; /* same value from every task */
+    atomic_store(&c->n_seen, n_tasks); /* same value from every task */
 }
 
 static int run_and_check(int n_tasks) {

@@ -82,23 +82,23 @@ const TEXTS = [
   ' leading space and trailing ',
 ];
 
-test('tokenizer: synthetic vocab tokenizes like llama.cpp', { timeout: 600000 }, async () => {
-  const file = synth(dir, { preset: 'tiny', type: 'q8_0', extra: SYNTH });
-  const theirs = await oracle.tokenize(file, TEXTS);
-  for (let i = 0; i < TEXTS.length; i++) {
-    const r = cli(['tokenize', file, '--text', TEXTS[i], '--json'], { json: true });
-    let ours = Array.isArray(r) ? r : r.ids ?? r.tokens;
-    assert.ok(Array.isArray(ours), `oxinfer tokenize --json gave ${JSON.stringify(r).slice(0, 200)}`);
-    if (ours[0] === 2 && theirs[i][0] !== 2) ours = ours.slice(1);  // llama.cpp's probe has no BOS
-    assert.deepEqual(ours, theirs[i], `tokens of ${JSON.stringify(TEXTS[i])}`);
-    assert.ok(theirs[i].length > 0);
-  }
-  // the package's tokenizer (wasm) agrees too
-  const { loadPackage } = await import('../oracle/engine.mjs');
-  const { loadModel } = await loadPackage();
-  const m = await loadModel(file, { threads: 1 });
-  try {
-    for (let i = 0; i < TEXTS.length; i++)
-      assert.deepEqual(await m.tokenize(TEXTS[i], { addBos: false, special: false }), theirs[i], `wasm tokens of ${JSON.stringify(TEXTS[i])}`);
-  } finally { await m.dispose(); }
-});
+// default vocab: byte tokens <0x80>..<0xFF> typed UNUSED (see synth.c), which
+// llama.cpp still uses for byte fallback; --all-byte-tokens types them BYTE
+for (const [label, extra] of [['default vocab', []], ['--all-byte-tokens', ['--all-byte-tokens']]]) {
+  test(`tokenizer (${label}): native and wasm tokenize like llama.cpp`, { timeout: 600000 }, async () => {
+    const file = synth(dir, { preset: 'tiny', type: 'q8_0', extra });
+    const theirs = await oracle.tokenize(file, TEXTS);
+    const { loadPackage } = await import('../oracle/engine.mjs');
+    const { loadModel } = await loadPackage();
+    const m = await loadModel(file, { threads: 1 });
+    try {
+      for (let i = 0; i < TEXTS.length; i++) {
+        assert.ok(theirs[i].length > 0);
+        // like llama.cpp's probe: no BOS, special-token text not parsed
+        const ours = cli(['tokenize', file, '--text', TEXTS[i], '--json', '--no-bos', '--no-special'], { json: true });
+        assert.deepEqual(ours, theirs[i], `native tokens of ${JSON.stringify(TEXTS[i])}`);
+        assert.deepEqual(await m.tokenize(TEXTS[i], { addBos: false, special: false }), theirs[i], `wasm tokens of ${JSON.stringify(TEXTS[i])}`);
+      }
+    } finally { await m.dispose(); }
+  });
+}

@@ -1,0 +1,80 @@
+/* inspect.c — `oxinfer inspect FILE...`: the config, the derived per-layer values and the
+ * tensor directory (name, type, shape, bytes) with totals. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hostfile.h"
+#include "quant.h"
+#include "tensors.h"
+
+static void print_config(const ox_config *c, const char *stored) {
+    printf("config:\n");
+    printf("  vocab %d  hidden %d  layers %d  heads %d  kv_heads %d  global_kv_heads %d\n", c->vocab, c->hidden,
+           c->n_layers, c->n_heads, c->n_kv_heads, c->n_global_kv_heads);
+    printf("  head_dim %d  global_head_dim %d  intermediate %d  double_wide %d  sliding_window %d\n", c->head_dim,
+           c->global_head_dim, c->intermediate, c->double_wide, c->sliding_window);
+    printf("  ple_dim %d  ple_vocab %d  kv_shared %d  k_eq_v %d  moe %d (experts %d, top-k %d, ffn %d)\n", c->ple_dim,
+           c->ple_vocab, c->n_kv_shared, c->k_eq_v, c->moe, c->n_experts, c->top_k_experts, c->moe_ffn);
+    printf("  rope theta sliding %g full %g  partial_rotary %g  factor %g  rms_eps %g  softcap %g  ctx %d\n",
+           c->rope_base_sliding, c->rope_base_full, c->partial_rotary, c->rope_factor, c->rms_eps, c->softcap, c->ctx_max);
+    printf("  bos %d  pad %d  eos", c->bos_id, c->pad_id);
+    for (int i = 0; i < c->n_eos; i++) printf("%s%d", i ? "," : " ", c->eos_ids[i]);
+    printf("  bidirectional %d", c->bidirectional);
+    if (stored) printf("  stored quant %s", stored);
+    printf("\n\nlayers:\n  %5s %-7s %4s %4s %6s %6s %6s %6s %6s %10s %5s\n", "layer", "type", "hd", "nkv", "k_eq_v",
+           "shared", "kv_src", "ffn", "window", "rope_theta", "pairs");
+    for (int l = 0; l < c->n_layers; l++) {
+        const ox_layer_cfg *y = &c->layers[l];
+        printf("  %5d %-7s %4d %4d %6d %6d %6d %6d %6d %10g %5d\n", l, y->full ? "full" : "sliding", y->head_dim,
+               y->n_kv_heads, y->k_eq_v, y->shared, y->kv_src, y->ffn, y->window, y->rope_base, y->rope_pairs);
+    }
+}
+
+int cli_inspect(int argc, char **argv) {
+    int *files = calloc((size_t)argc + 1, sizeof *files), n = 0, rc = 1;
+    ox_err err = {0};
+    ox_model_files *mf = NULL;
+    if (!files) return 1;
+    for (int i = 0; i < argc; i++) {
+        if ((files[n] = ox_host_open_path(argv[i], &err)) < 0) {
+            fprintf(stderr, "inspect: %s\n", err.msg);
+            goto done;
+        }
+        n++;
+    }
+    if (!n) {
+        fprintf(stderr, "usage: oxinfer inspect FILE...\n");
+        goto done;
+    }
+    if (!(mf = ox_files_open(files, n, &err))) {
+        fprintf(stderr, "inspect: %s: %s\n", ox_err_code_name(err.code), err.msg);
+        goto done;
+    }
+    printf("files: %s\n", ox_files_describe(mf));
+    print_config(ox_files_config(mf), ox_files_stored_quant(mf));
+    printf("\ntensors:\n  %-44s %-5s %-28s %14s\n", "name", "type", "shape (ne)", "bytes");
+    uint64_t params = 0, bytes = 0;
+    int nt = ox_files_count(mf);
+    for (int i = 0; i < nt; i++) {
+        const ox_tensor *t = ox_files_tensor(mf, i);
+        char shape[64];
+        int k = snprintf(shape, sizeof shape, "[");
+        for (int d = 0; d < t->n_dims && k < (int)sizeof shape; d++)
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%llu", d ? ", " : "", (unsigned long long)t->ne[d]);
+        if (k < (int)sizeof shape) snprintf(shape + k, sizeof shape - (size_t)k, "]");
+        const char *tn = ox_type_name(t->type);
+        printf("  %-44s %-5s %-28s %14llu\n", t->name, tn ? tn : "?", shape, (unsigned long long)t->nbytes);
+        params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        bytes += t->nbytes;
+    }
+    printf("total: %d tensors, %llu parameters, %llu bytes (%.2f GiB)\n", nt, (unsigned long long)params,
+           (unsigned long long)bytes, (double)bytes / (1 << 30));
+    rc = 0;
+done:
+    ox_files_free(mf);
+    for (int i = 0; i < n; i++) ox_host_close(files[i]);
+    free(files);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* quantize.c — `oxinfer quantize IN... -o OUT.safetensors --quant q8|q4`: write a model as a
+ * pre-quantized safetensors file (format in prequant.h) that loads on its own next to the
+ * tokenizer files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hostfile.h"
+#include "prequant.h"
+#include "tensors.h"
+
+static void progress(void *ud, uint64_t done, uint64_t total) {
+    int *last = ud, pct = total ? (int)(done * 100 / total) : 100;
+    if (pct / 10 != *last / 10) fprintf(stderr, "quantize: %d%%\n", pct);
+    *last = pct;
+}
+
+int cli_quantize(int argc, char **argv) {
+    const char *out = NULL, *quant = NULL;
+    int *files = calloc((size_t)argc + 1, sizeof *files), n = 0, rc = 1;
+    ox_err err = {0};
+    ox_model_files *mf = NULL;
+    if (!files) return 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else if (strcmp(argv[i], "--quant") == 0 && i + 1 < argc) quant = argv[++i];
+        else if (argv[i][0] == '-') { fprintf(stderr, "quantize: unknown option %s\n", argv[i]); goto done; }
+        else if ((files[n] = ox_host_open_path(argv[i], &err)) < 0) { fprintf(stderr, "quantize: %s\n", err.msg); goto done; }
+        else n++;
+    }
+    if (!n || !out || !quant) {
+        fprintf(stderr, "usage: oxinfer quantize IN... -o OUT.safetensors --quant q8|q4\n");
+        goto done;
+    }
+    if (!(mf = ox_files_open(files, n, &err))) {
+        fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
+        goto done;
+    }
+    int last = -1;
+    if (ox_prequant_write(mf, out, quant, progress, &last, &err)) {
+        fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
+        remove(out);
+        goto done;
+    }
+    fprintf(stderr, "quantize: wrote %s (%s)\n", out, quant);
+    rc = 0;
+done:
+    ox_files_free(mf);
+    for (int i = 0; i < n; i++) ox_host_close(files[i]);
+    free(files);
+    return rc;
+}

@@ -1,0 +1,247 @@
+/* make_corpus.c — writes the fuzzers' seed corpus with the project's own writers (nothing
+ * binary is committed): a miniature synthetic model as GGUF and as an HF checkpoint (sharded
+ * and not), a GGUF holding every metadata type and tensor type, JSON, config and tokenizer
+ * inputs. Usage: make_corpus OUTDIR  (creates OUTDIR/<target>/ for every fuzz target). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "safetensors.h"
+#include "synth.h"
+
+static const char *out;
+
+static void die(const char *what, const ox_err *e) {
+    fprintf(stderr, "make_corpus: %s: %s\n", what, e ? e->msg : "failed");
+    exit(1);
+}
+
+static void dir(const char *sub) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", out, sub);
+    mkdir(p, 0777);
+}
+
+static void put(const char *target, const char *name, const void *data, size_t n) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s/%s", out, target, name);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f)) die(p, NULL);
+}
+static void put_s(const char *target, const char *name, const char *s) { put(target, name, s, strlen(s)); }
+
+/* Write the file at src with its first `from` replaced by `to` (if present). */
+static void copy_edit(const char *src, const char *target, const char *name, const char *from, const char *to) {
+    FILE *f = fopen(src, "rb");
+    if (!f) die(src, NULL);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) die(src, NULL);
+    fclose(f);
+    b[n] = 0;
+    char *at = from ? strstr(b, from) : NULL;
+    if (!at) {
+        put(target, name, b, (size_t)n);
+    } else {
+        size_t pre = (size_t)(at - b), fl = strlen(from), tl = strlen(to);
+        char *o = malloc((size_t)n - fl + tl);
+        memcpy(o, b, pre), memcpy(o + pre, to, tl), memcpy(o + pre + tl, at + fl, (size_t)n - pre - fl);
+        put(target, name, o, (size_t)n - fl + tl);
+        free(o);
+    }
+    free(b);
+}
+
+static void copy(const char *src, const char *target, const char *name) {
+    FILE *f = fopen(src, "rb");
+    if (!f) die(src, NULL);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) die(src, NULL);
+    fclose(f);
+    put(target, name, b, (size_t)n);
+    free(b);
+}
+
+/* The smallest model synth.c accepts, so the seeds stay a few tens of KB. */
+static ox_synth mini(const char *preset) {
+    ox_synth s;
+    ox_synth_preset(&s, preset, NULL);
+    s.hidden = 32, s.layers = 2, s.heads = 2, s.kv_heads = 1, s.head_dim = 16, s.global_head_dim = 32;
+    s.ffn = 64, s.ple = s.ple ? 16 : 0, s.vocab = 384, s.user_tokens = 4, s.swa_period = 2, s.kv_shared = 0;
+    s.window = 4, s.ctx = 64, s.global_kv_heads = 1, s.moe_ffn = 32, s.n_experts = 4, s.top_k = 2;
+    s.type = OX_Q8_0, s.embd_type = OX_Q8_0;
+    return s;
+}
+
+static void models(void) {
+    ox_err e = {0};
+    char p[4096], d[4096];
+    static const char *presets[] = {"tiny", "moe", "keqv"};
+    for (int i = 0; i < 3; i++) {
+        ox_synth s = mini(presets[i]);
+        snprintf(p, sizeof p, "%s/tmp-%s.gguf", out, presets[i]);
+        if (ox_synth_write_gguf(&s, p, &e)) die(p, &e);
+        char name[64];
+        snprintf(name, sizeof name, "mini-%s.gguf", presets[i]);
+        copy(p, "fuzz_gguf", name);
+        copy(p, "fuzz_model", name);
+        remove(p);
+    }
+    ox_synth s = mini("tiny");
+    s.type = s.embd_type = OX_F32;
+    snprintf(p, sizeof p, "%s/tmp-f32.gguf", out);
+    if (ox_synth_write_gguf(&s, p, &e)) die(p, &e);
+    copy(p, "fuzz_model", "mini-f32.gguf");
+    remove(p);
+
+    snprintf(d, sizeof d, "%s/tmp-hf", out);
+    mkdir(d, 0777);
+    s = mini("tiny");
+    if (ox_synth_write_hf(&s, d, OX_BF16, 2, &e)) die(d, &e);
+    snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", d), copy(p, "fuzz_safetensors", "shard1.safetensors");
+    snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", d), copy(p, "fuzz_safetensors", "shard2.safetensors");
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", d), copy(p, "fuzz_st_index", "index.json");
+    snprintf(p, sizeof p, "%s/config.json", d), copy(p, "fuzz_config", "tiny.json"), copy(p, "fuzz_json", "config.json");
+    snprintf(p, sizeof p, "%s/tokenizer.json", d), copy(p, "fuzz_tokenizer_json", "tokenizer.json");
+    /* the same vocabulary with the other pre-tokenizers tokenizer.c accepts */
+    static const char split_nl[] = "{\"type\": \"Split\", \"pattern\": {\"String\": \"\\n\"}, \"behavior\": \"Isolated\", \"invert\": false}";
+    copy_edit(p, "fuzz_tokenizer_json", "tokenizer-nopre.json", split_nl, "null");
+    copy_edit(p, "fuzz_tokenizer_json", "tokenizer-metaspace.json", split_nl,
+              "{\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", \"prepend_scheme\": \"first\", \"split\": false}");
+    copy(p, "fuzz_json", "tokenizer.json");
+    static const char *names[] = {"config.json", "tokenizer.json", "model-00001-of-00002.safetensors",
+                                  "model-00002-of-00002.safetensors", "model.safetensors.index.json"};
+    for (int i = 0; i < 5; i++) snprintf(p, sizeof p, "%s/%s", d, names[i]), remove(p);
+    static const char *cfgs[] = {"moe", "keqv"};
+    for (int i = 0; i < 2; i++) {
+        s = mini(cfgs[i]);
+        if (ox_synth_write_hf(&s, d, OX_BF16, 1, &e)) die(d, &e);
+        char name[64];
+        snprintf(name, sizeof name, "%s.json", cfgs[i]);
+        snprintf(p, sizeof p, "%s/config.json", d), copy(p, "fuzz_config", name);
+        snprintf(p, sizeof p, "%s/model.safetensors", d);
+        snprintf(name, sizeof name, "%s.safetensors", cfgs[i]), copy(p, "fuzz_safetensors", name);
+        for (int k = 0; k < 2; k++) snprintf(p, sizeof p, "%s/%s", d, names[k]), remove(p);
+        snprintf(p, sizeof p, "%s/model.safetensors", d), remove(p);
+    }
+    rmdir(d);
+}
+
+/* Every metadata value type (nested arrays too) and one small tensor of every type. */
+static void gguf_all_types(void) {
+    ox_err e = {0};
+    ox_gguf_writer *w = ox_gguf_writer_new();
+    ox_gguf_value v;
+    static const ox_gguf_type scalars[] = {OX_GGUF_U8, OX_GGUF_I8, OX_GGUF_U16, OX_GGUF_I16, OX_GGUF_U32, OX_GGUF_I32,
+                                           OX_GGUF_F32, OX_GGUF_BOOL, OX_GGUF_U64, OX_GGUF_I64, OX_GGUF_F64};
+    char key[64];
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+        memset(&v, 0, sizeof v);
+        v.type = scalars[i];
+        v.v.u64 = 1;
+        snprintf(key, sizeof key, "t.%s", ox_gguf_type_name(scalars[i]));
+        ox_gguf_w_value(w, key, &v);
+    }
+    ox_gguf_w_str(w, "general.architecture", "gemma4");
+    ox_gguf_w_str(w, "t.utf8", "h\xc3\xa9llo \xe2\x96\x81");
+    int32_t ints[4] = {1, -2, 3, -4};
+    ox_gguf_w_arr(w, "t.arr_i32", OX_GGUF_I32, ints, 4);
+    uint8_t bools[3] = {0, 1, 1};
+    ox_gguf_w_arr(w, "t.arr_bool", OX_GGUF_BOOL, bools, 3);
+    const char *strs[] = {"a", "", "<|turn>"};
+    ox_gguf_w_arr_str(w, "t.arr_str", strs, 3);
+    ox_gguf_value inner[2], outer;
+    memset(inner, 0, sizeof inner), memset(&outer, 0, sizeof outer);
+    for (int i = 0; i < 2; i++) inner[i].type = OX_GGUF_ARRAY, inner[i].v.arr.type = OX_GGUF_I32, inner[i].v.arr.n = 2,
+                                inner[i].v.arr.data = ints + 2 * i;
+    outer.type = OX_GGUF_ARRAY, outer.v.arr.type = OX_GGUF_ARRAY, outer.v.arr.n = 2, outer.v.arr.data = inner;
+    ox_gguf_w_value(w, "t.arr_arr", &outer);
+    static const ox_type types[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
+                                    OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
+    static uint8_t zeros[4096];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        uint64_t ne[2] = {ox_type_block_elems(types[i]) == 1 ? 4 : ox_type_block_elems(types[i]), 2};
+        snprintf(key, sizeof key, "t.%s", ox_type_name(types[i]));
+        if (ox_gguf_w_tensor(w, key, types[i], 2, ne, zeros, &e)) die(key, &e);
+    }
+    char p[4096];
+    snprintf(p, sizeof p, "%s/fuzz_gguf/all-types.gguf", out);
+    if (ox_gguf_w_write(w, p, NULL, NULL, &e)) die(p, &e);
+    ox_gguf_writer_free(w);
+}
+
+static void safetensors_small(void) {
+    ox_err e = {0};
+    ox_st_writer *w = ox_st_writer_new();
+    static uint8_t zeros[256];
+    ox_st_w_meta(w, "format", "pt", &e);
+    ox_st_w_meta(w, "oxinfer_quant", "q8", &e);
+    uint64_t sh[2] = {2, 32}, sc[2] = {2, 1}, one[1] = {3};
+    ox_st_w_tensor(w, "model.layers.0.mlp.up_proj.weight", OX_ST_I8, 2, sh, zeros, &e);
+    ox_st_w_tensor(w, "model.layers.0.mlp.up_proj.weight.scales", OX_ST_F16, 2, sc, zeros, &e);
+    ox_st_w_tensor(w, "scalar", OX_ST_F32, 0, NULL, zeros, &e);
+    ox_st_w_tensor(w, "vec", OX_ST_U32, 1, one, zeros, &e);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/fuzz_safetensors/small-q8.safetensors", out);
+    if (ox_st_w_write(w, p, NULL, NULL, &e)) die(p, &e);
+    ox_st_writer_free(w);
+}
+
+static void texts(void) {
+    static const char *json[] = {
+        "{}", "[]", "null", "true", "-0.5e-3", "\"\\u00e9\\ud83d\\ude00\\n\\\"\"", "[1, -2, 3.25, 1e308, 9223372036854775807]",
+        "{\"a\": {\"b\": [true, false, null, {\"c\": \"\xe2\x96\x81x\"}]}, \"a\": 2}", "\xef\xbb\xbf{\"bom\": 1}",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"};
+    for (size_t i = 0; i < sizeof json / sizeof json[0]; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "j%zu.json", i);
+        put_s("fuzz_json", n, json[i]);
+    }
+    put_s("fuzz_config", "wrapped.json",
+          "{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"eos_token_id\": [1, 106],"
+          " \"text_config\": {\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
+          " \"num_key_value_heads\": 1, \"head_dim\": 32, \"global_head_dim\": 64, \"intermediate_size\": 128,"
+          " \"vocab_size\": 400, \"sliding_window\": 8, \"layer_types\": [\"sliding_attention\", \"full_attention\"],"
+          " \"hidden_size_per_layer_input\": 16, \"vocab_size_per_layer_input\": 400, \"num_kv_shared_layers\": 0,"
+          " \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-6, \"final_logit_softcapping\": 30.0,"
+          " \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"proportional\", \"rope_theta\": 1000000.0,"
+          " \"partial_rotary_factor\": 0.25}, \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}}}");
+    put_s("fuzz_st_index", "small.json",
+          "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {\"a\": \"x/model-1.safetensors\", \"b\": \"model-2.safetensors\","
+          " \"c\": \"model-1.safetensors\"}}");
+    static const char *tok[] = {
+        "Hello world", "  leading  spaces\n\n\ttabs", "<bos><|turn>user\nhi<turn|>\n<|turn>model\n",
+        "h\xc3\xa9llo \xe2\x96\x81 \xf0\x9f\x98\x80 \xe4\xb8\xad\xe6\x96\x87", "\xff\xfe\x80\xc0\xaf invalid utf8 \xed\xa0\x80",
+        "<unused0><unused3>text<unused1>", "\x00\x01\x02 nul and controls", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    for (size_t i = 0; i < sizeof tok / sizeof tok[0]; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "t%zu.txt", i);
+        put("fuzz_tokenizer", n, tok[i], i == 6 ? 20 : strlen(tok[i]));
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_corpus OUTDIR\n");
+        return 2;
+    }
+    out = argv[1];
+    mkdir(out, 0777);
+    static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
+                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
+    models();
+    gguf_all_types();
+    safetensors_small();
+    texts();
+    return 0;
+}

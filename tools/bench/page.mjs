@@ -1,0 +1,74 @@
+// page.mjs — one engine per page, driven by tools/bench.mjs through page.evaluate():
+// window.bench.fetchModel(url), .load(engine, opts), .run(prompt), .memory(), .unload().
+// Both engines load the model from the same in-memory Blob (the fetch is timed apart) and
+// run the same prompts: prefill of the whole prompt (no cache reuse), then nGen greedy tokens
+// with end-of-sequence ignored.
+let blob = null;
+let engine = null; // {name, run(p), memory(), unload()}
+
+async function fetchModel(url) {
+  const t0 = performance.now();
+  blob = await (await fetch(url)).blob();
+  return { fetch_ms: performance.now() - t0, bytes: blob.size, isolated: self.crossOriginIsolated, cores: navigator.hardwareConcurrency, ua: navigator.userAgent };
+}
+
+async function loadOxinfer({ threads, nCtx }) {
+  const { loadModel } = await import('/js/index.js');
+  const t0 = performance.now();
+  const model = await loadModel({ blob, name: 'model.gguf' }, { threads, maxContext: nCtx });
+  const load_ms = performance.now() - t0;
+  engine = {
+    async run({ tokens, nGen }) {
+      await model.resetChat();
+      const t = performance.now();
+      let stats = null, n = 0;
+      for await (const c of model.generate(tokens, { maxTokens: nGen, temperature: 0, stopIds: [] })) {
+        if (c.stats) stats = c.stats;
+        else n++;
+      }
+      return { wall_ms: performance.now() - t, generated: n, prompt_n: stats.prefillTokens, prefill_tps: stats.prefillTokPerSec,
+        decode_tps: stats.decodeTokPerSec, decode_n: stats.decodeSteps, stats };
+    },
+    async memory() {
+      const s = await model.stats();
+      return { wasm_bytes: s.wasmMemoryBytes, resident_bytes: s.residentBytes, host_bytes_read: s.hostBytesRead };
+    },
+    unload: () => model.unload(),
+  };
+  return { load_ms, build: model.build, threads: model.threads, note: model.engineNote, info: model.info };
+}
+
+async function loadWllama({ threads, nCtx }) {
+  const { Wllama } = await import('/wllama/esm/index.js');
+  const w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: { ...console, debug: () => {}, log: () => {} } });
+  const t0 = performance.now();
+  await w.loadModel([blob], { n_threads: threads, n_ctx: nCtx, n_batch: 512, n_ubatch: 512, n_parallel: 1, n_gpu_layers: 0, seed: 1 });
+  const load_ms = performance.now() - t0;
+  engine = {
+    async run({ text, tokens, nGen }) {
+      const t = performance.now();
+      const res = await w.createCompletion({ prompt: text, max_tokens: nGen, temperature: 0, ignore_eos: true, cache_prompt: false });
+      const tm = res.timings ?? {};
+      if (tm.prompt_n !== tokens.length) throw new Error(`wllama prefilled ${tm.prompt_n} tokens, expected ${tokens.length}`);
+      return { wall_ms: performance.now() - t, generated: tm.predicted_n, prompt_n: tm.prompt_n, prefill_tps: tm.prompt_n / (tm.prompt_ms / 1000),
+        decode_tps: tm.predicted_n / (tm.predicted_ms / 1000), decode_n: tm.predicted_n };
+    },
+    // wllama's wasm memory lives in its worker: tools/bench.mjs reads it there
+    memory: async () => ({}),
+    unload: () => w.exit(),
+  };
+  return { load_ms, build: w.isMultithread() ? 'mt' : 'st', threads: w.getNumThreads(), libllama: Wllama.getLibllamaVersion?.() };
+}
+
+window.bench = {
+  fetchModel,
+  load: (name, opts) => (name === 'wllama' ? loadWllama(opts) : loadOxinfer(opts)),
+  run: (p) => engine.run(p),
+  memory: () => engine.memory(),
+  async unload() {
+    await engine?.unload();
+    engine = null;
+    blob = null;
+  },
+};
+window.benchReady = true;
