@@ -201,6 +201,8 @@ export interface Model {
    *  addBos: prepend BOS unless the text starts with it. */
   tokenize(text: string, opts?: { special?: boolean; addBos?: boolean }): Promise<number[]>;
   detokenize(ids: ArrayLike<number>, opts?: { skipSpecial?: boolean }): Promise<string>;
+  /** The bytes the ids decode to (a token may end inside a UTF-8 character). */
+  detokenizeBytes(ids: ArrayLike<number>, opts?: { skipSpecial?: boolean }): Promise<Uint8Array>;
   /** Streaming: push ids, get the text completed so far (split UTF-8 is held back). */
   detokenizer(opts?: { skipSpecial?: boolean }): { push(ids: ArrayLike<number>): Promise<string>; flush(): string };
   /** Logits after the last token (vocab floats), or after every token (n * vocab) with all. */

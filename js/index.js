@@ -289,16 +289,21 @@ class Model {
     return addBos && ids[0] !== this.info.bos ? [this.info.bos, ...ids] : ids;
   }
 
-  detokenize(ids, { skipSpecial = false } = {}) {
+  async detokenize(ids, { skipSpecial = false } = {}) {
+    return new TextDecoder().decode(await this.detokenizeBytes(ids, { skipSpecial }));
+  }
+
+  // the raw bytes (a token may end inside a UTF-8 character)
+  detokenizeBytes(ids, { skipSpecial = false } = {}) {
     return this.engine.call('detokenize', { ids: Array.from(ids), skipSpecial });
   }
 
-  // Streaming detokenizer: push(ids) -> text so far complete (UTF-8 split across tokens is held).
+  // Streaming: push(ids) -> the text completed so far (a character split across tokens waits
+  // for its last byte); flush() -> what is left.
   detokenizer({ skipSpecial = false } = {}) {
     const d = new TextDecoder();
-    const enc = new TextEncoder();
     return {
-      push: async (ids) => d.decode(enc.encode(await this.detokenize(ids, { skipSpecial })), { stream: true }),
+      push: async (ids) => d.decode(await this.detokenizeBytes(ids, { skipSpecial }), { stream: true }),
       flush: () => d.decode(),
     };
   }

@@ -264,11 +264,13 @@
     },
   };
 
+  // the bytes ids decode to (UTF-8 may be split anywhere: the caller decodes in a stream)
   function detokenize(ids, showSpecial) {
-    const d = new TextDecoder();
-    let s = '';
-    for (const id of ids) s += d.decode(tokenBytes(id, showSpecial), { stream: true });
-    return s + d.decode();
+    const parts = ids.map((id) => tokenBytes(id, showSpecial));
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let k = 0;
+    for (const p of parts) out.set(p, (k += p.length) - p.length);
+    return out;
   }
 
   // Text stop strings: hold back text that may be the start of one.
@@ -452,7 +454,7 @@
       const f = ops[m.op];
       if (!f) throw new EngineError('RANGE', `unknown op ${m.op}`);
       const value = await f(m, m.id);
-      const transfer = value instanceof Float32Array ? [value.buffer] : [];
+      const transfer = ArrayBuffer.isView(value) ? [value.buffer] : [];
       post({ id: m.id, ok: true, value }, transfer);
     } catch (e) {
       let error;

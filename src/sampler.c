@@ -209,16 +209,13 @@ int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, in
         have += cnt[from], acc += mass[from];
         if (want_k ? have >= want_k : acc >= p->top_p * z) break;
     }
-    size_t n = 0;
-    for (int i = 0; i < vocab; i++)
-        if (logits[i] >= lo && bucket(logits[i], lo, scale) >= from) n++;
-    if (n > s->c_cap) {
-        cand *c = realloc(s->c, n * sizeof *c);
+    if ((size_t)vocab > s->c_cap) {
+        cand *c = realloc(s->c, (size_t)vocab * sizeof *c);
         if (!c) return OX_E_NOMEM;
-        s->c = c, s->c_cap = n;
+        s->c = c, s->c_cap = (size_t)vocab;
     }
     cand *c = s->c;
-    n = 0;
+    size_t n = 0;
     for (int i = 0; i < vocab; i++)
         if (logits[i] >= lo && bucket(logits[i], lo, scale) >= from) c[n++] = (cand){logits[i], i};
     size_t keep = n;

@@ -5,8 +5,10 @@
  * count * f; presence: minus p once), then greedy if temperature <= 0 or top_k == 1, else
  * temperature, top-k, top-p (smallest prefix of the sorted distribution with mass >= top_p,
  * at least one token), min-p (drop tokens below min_p * the top probability), and a draw.
- * No full sort of the vocabulary: top-k is a partial selection, top-p sorts only a growing
- * head of the distribution until it holds the mass. Ties break towards the lower id.
+ * No full sort of the vocabulary: one pass buckets the logits by value (counts, and masses
+ * when top-p needs them); only the top buckets holding k tokens / top_p of the mass are
+ * gathered, partially selected and sorted. Tokens lighter than exp(-40) of the top one are
+ * never drawn (below the draw's resolution). Ties break towards the lower id.
  *
  * The RNG (splitmix64) lives in the sampler: the same seed gives the same sequence.
  * A sampler is not thread-safe (it owns its scratch and RNG state). */

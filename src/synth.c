@@ -30,7 +30,7 @@ static const ox_synth base_tiny = {
     .ffn = 512, .double_wide = 1, .ple = 64, .vocab = 1024, .user_tokens = 128, .swa_period = 3,
     .kv_shared = 3, .window = 16, .ctx = 4096, .rope_base = 1e6f, .rope_base_swa = 1e4f,
     .partial_rotary = 0.25f, .softcap = 30.0f, .eps = 1e-6f, .std = 0.08f, .branch_gain = 1.0f,
-    .qk_norm_scale = 1.0f, .seed = 1234, .type = OX_F32, .embd_type = OX_F32,
+    .qk_norm_scale = 1.0f, .seed = 1234, .type = OX_F32, .embd_type = OX_F32, .ple_type = OX_F32,
 };
 
 int ox_synth_preset(ox_synth *s, const char *name, ox_err *err) {
@@ -85,7 +85,7 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
                        s->top_k, s->moe_ffn);
     if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16)
         return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab, 7 + 256 + 93 + s->user_tokens + 16);
-    if (!ox_type_known(s->type) || !ox_type_known(s->embd_type))
+    if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type))
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: unknown weight type");
     return 0;
 }
@@ -144,7 +144,7 @@ static void build_plan(const ox_synth *s, plan *p) {
     t->type = fit_type(s->embd_type, H);
     if (P) {
         t = W("per_layer_token_embd.weight", "embed_tokens_per_layer.weight", P * L, V);
-        t->type = fit_type(s->embd_type, P * L);
+        t->type = fit_type(s->ple_type, P * L);
         W("per_layer_model_proj.weight", "per_layer_model_projection.weight", H, P * L);
         N("per_layer_proj_norm.weight", "per_layer_projection_norm.weight", P, 1, 0.1f);
     }
@@ -245,6 +245,7 @@ static void gen_row(const ox_synth *s, const ptensor *t, uint64_t key, uint64_t 
         dst[i] = (float)(t->mean + t->sd * r * cos(6.283185307179586 * u2));
         if (i + 1 < n) dst[i + 1] = (float)(t->mean + t->sd * r * sin(6.283185307179586 * u2));
     }
+    for (uint64_t i = 0; s->bf16_values && i < n; i++) dst[i] = ox_bf16_to_f32(ox_f32_to_bf16(dst[i]));
 }
 
 /* Generate and encode rows [r0, r0+nr) of t as `type` into out, split over the pool. */

@@ -31,7 +31,10 @@ typedef struct ox_synth {
     float std, branch_gain, qk_norm_scale;
     uint32_t seed;
     ox_type type;              /* 2-D weights (norms, scales, router stay F32) */
-    ox_type embd_type;         /* token_embd and per_layer_token_embd */
+    ox_type embd_type;         /* token_embd */
+    ox_type ple_type;          /* per_layer_token_embd (read per row, never quantized on load) */
+    int bf16_values;           /* round every value to bf16 precision first (so an F32/quantized
+                                  GGUF matches a bf16 HF checkpoint, norms included) */
 } ox_synth;
 
 /* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */

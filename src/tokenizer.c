@@ -435,6 +435,10 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
         ox_errf(err, OX_E_FORMAT, "%s: empty vocabulary", fname);
         return NULL;
     }
+    if ((uint64_t)max_id > (uint64_t)nv + na) { /* ids are dense; a stray huge id would only cost memory */
+        ox_errf(err, OX_E_FORMAT, "%s: token id %lld for %zu tokens: ids are not dense", fname, (long long)max_id, nv + na);
+        return NULL;
+    }
     ox_tokenizer *t = tok_new((int)(max_id + 1), err);
     if (!t) return NULL;
     t->mode = MODE_BPE;

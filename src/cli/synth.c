@@ -14,19 +14,20 @@
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv [--type T] [--embd-type T]\n"
+            "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv [--type T] [--embd-type T] [--ple-type T]\n"
             "                     [--format gguf|hf] [--shards N] [--seed S] [--std x] [--branch-gain g]\n"
             "                     [--qk-norm-scale s] [--threads N] [shape overrides] -o OUT\n"
             "  types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (hf: f32 or bf16)\n"
             "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
             "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
             "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
-            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens\n");
+            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens\n"
+            "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n");
     return 2;
 }
 
 int cli_synth(int argc, char **argv) {
-    const char *preset = "tiny", *out = NULL, *format = "gguf", *type = "f32", *embd = NULL;
+    const char *preset = "tiny", *out = NULL, *format = "gguf", *type = "f32", *embd = NULL, *ple = NULL;
     int shards = 1;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     ox_err err = {0};
@@ -64,6 +65,8 @@ int cli_synth(int argc, char **argv) {
         if (!strcmp(a, "--preset") && v) i++;
         else if (!strcmp(a, "--type") && v) type = v, i++;
         else if (!strcmp(a, "--embd-type") && v) embd = v, i++;
+        else if (!strcmp(a, "--ple-type") && v) ple = v, i++;
+        else if (!strcmp(a, "--bf16-values")) s.bf16_values = 1;
         else if (!strcmp(a, "--format") && v) format = v, i++;
         else if (!strcmp(a, "--shards") && v) shards = atoi(v), i++;
         else if (!strcmp(a, "--seed") && v) s.seed = (uint32_t)strtoul(v, NULL, 10), i++;
@@ -76,8 +79,9 @@ int cli_synth(int argc, char **argv) {
     }
     if (s.n_experts > 0) s.moe = 1;
     int t = ox_synth_type_from_name(type), te = embd ? ox_synth_type_from_name(embd) : t;
-    if (!out || t < 0 || te < 0 || shards < 1 || threads < 1) return usage();
-    s.type = (ox_type)t, s.embd_type = (ox_type)te;
+    int tp = ple ? ox_synth_type_from_name(ple) : te;
+    if (!out || t < 0 || te < 0 || tp < 0 || shards < 1 || threads < 1) return usage();
+    s.type = (ox_type)t, s.embd_type = (ox_type)te, s.ple_type = (ox_type)tp;
     if (ox_pool_init((int)threads, &err)) {
         fprintf(stderr, "oxinfer synth: %s\n", err.msg);
         return 1;

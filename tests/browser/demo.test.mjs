@@ -119,6 +119,7 @@ test('file input load, streamed reply, Stop, second message, threaded build, scr
   assert.ok(threads > 1, `threaded build in use (model.threads = ${threads})`);
 
   // a long answer, stopped mid-way
+  await page.click('#settings summary');  // open the settings
   await page.fill('#max-tokens', '4000');
   await watchStream(page);
   const i0 = await send(page, 'Tell me a long story.');

@@ -10,7 +10,12 @@
 #include "quant.h"
 
 /* A weight matrix as doubles, with the type it is stored in (for activation rounding). */
-typedef struct rmat { double *w; ox_type t; } rmat;
+typedef struct rmat {
+    double *w;
+    ox_type t;
+    double *mins; /* Q4_1 / Q5_1: each 32-block's min m (the engine's dot uses the activation
+                     block's stored sum s for m's term, see matvec) */
+} rmat;
 
 typedef struct ref_layer {
     int full, hd, nkv, kev, shared, src, ffn, window, pairs;
@@ -66,6 +71,25 @@ static double *load(ref_model *r, const ox_model_files *mf, const char *name, ui
     return d;
 }
 
+/* The per-block mins of a Q4_1/Q5_1 tensor (both blocks start with fp16 d, fp16 m); NULL otherwise. */
+static double *load_mins(ref_model *r, const ox_model_files *mf, const char *name) {
+    const ox_tensor *t = ox_files_find(mf, name);
+    if (t->type != OX_Q4_1 && t->type != OX_Q5_1) return NULL;
+    uint64_t n = 1, bb = ox_type_block_bytes(t->type);
+    for (int i = 0; i < t->n_dims; i++) n *= t->ne[i];
+    uint8_t *raw = malloc(n / 32 * bb);
+    double *m = malloc(sizeof(double) * (n / 32));
+    ox_tensor_read_rows(t, 0, n / t->ne[0], raw, NULL);
+    for (uint64_t b = 0; b < n / 32; b++) {
+        ox_f16 h;
+        memcpy(&h, raw + b * bb + 2, 2);
+        m[b] = ox_f16_to_f32(h);
+    }
+    free(raw);
+    r->owned[r->n_owned++] = m;
+    return m;
+}
+
 void ref_free(ref_model *r) {
     if (!r) return;
     for (int i = 0; i < r->n_owned; i++) free(r->owned[i]);
@@ -86,7 +110,8 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
     uint64_t H = r->H, V = r->V, LP = (uint64_t)r->L * r->P;
     int first_shared = r->L - c->n_kv_shared;
 #define NEED(dst, name, n) do { if (!((dst) = load(r, mf, (name), (n), 0, msg, cap, NULL))) goto fail; } while (0)
-#define MNEED(dst, name, n) do { if (!((dst).w = load(r, mf, (name), (n), 0, msg, cap, &(dst).t))) goto fail; } while (0)
+#define MNEED(dst, name, n) do { if (!((dst).w = load(r, mf, (name), (n), 0, msg, cap, &(dst).t))) goto fail; \
+                                 (dst).mins = load_mins(r, mf, (name)); } while (0)
     MNEED(r->embd, "token_embd.weight", V * H);
     NEED(r->out_norm, "output_norm.weight", H);
     if (r->P) {
@@ -189,6 +214,14 @@ static void matvec(const ref_model *r, double *y, const rmat *W, const double *x
     ox_dequantize_row(at, q, f, (size_t)cols);
     for (int c = 0; c < cols; c++) xr[c] = f[c];
     matvec_d(y, W->w, xr, rows, cols);
+    if (at == OX_Q8_1 && W->mins) /* w = d*q + m: the m term uses s = fp16(d_a * sum q_a), not sum x */
+        for (int b = 0; b < cols / 32; b++) {
+            const ox_block_q8_1 *blk = (const ox_block_q8_1 *)q + b;
+            double sx = 0;
+            for (int c = 0; c < 32; c++) sx += xr[b * 32 + c];
+            double ds = ox_f16_to_f32(blk->s) - sx;
+            for (int rr = 0; rr < rows; rr++) y[rr] += W->mins[(size_t)rr * (cols / 32) + b] * ds;
+        }
     free(f), free(xr), free(q);
 }
 
@@ -327,8 +360,10 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
                 for (int k = 0; k < r->K; k++) {
                     int e = sel[k];
                     double we = z[e] / wsum * y->expert_scale[e];
-                    rmat gu_e = {y->exp_gate_up.w + (size_t)e * 2 * r->Ie * H, y->exp_gate_up.t};
-                    rmat dn_e = {y->exp_down.w + (size_t)e * H * r->Ie, y->exp_down.t};
+                    rmat gu_e = {y->exp_gate_up.w + (size_t)e * 2 * r->Ie * H, y->exp_gate_up.t,
+                                 y->exp_gate_up.mins ? y->exp_gate_up.mins + (size_t)e * 2 * r->Ie * H / 32 : NULL};
+                    rmat dn_e = {y->exp_down.w + (size_t)e * H * r->Ie, y->exp_down.t,
+                                 y->exp_down.mins ? y->exp_down.mins + (size_t)e * H * r->Ie / 32 : NULL};
                     matvec(r, gu, &gu_e, a, 2 * r->Ie, H);
                     for (int j = 0; j < r->Ie; j++) gu[j] = gelu(gu[j]) * gu[r->Ie + j];
                     matvec(r, ye, &dn_e, gu, H, r->Ie);

@@ -42,9 +42,11 @@ static const char *fixture(const char *name, const ox_synth *s) {
 static ox_synth preset(const char *name, ox_type type) {
     ox_synth s;
     ox_synth_preset(&s, name, NULL);
-    s.type = s.embd_type = type;
-    if (!strcmp(name, "benchlike")) s.window = 8; /* so the test sequence outruns the window */
-    if (!strcmp(name, "moe") || !strcmp(name, "keqv")) s.window = 8;
+    s.type = s.embd_type = s.ple_type = type;
+    if (strcmp(name, "tiny")) s.window = 8; /* so the test sequence outruns the window */
+    /* a calmer random model (post-branch norms and q/k norms at half gain): errors are not
+     * amplified as much, so tolerances can be tight */
+    s.branch_gain = 0.5f, s.qk_norm_scale = 0.5f;
     return s;
 }
 
@@ -122,10 +124,17 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return w;
 }
 
-/* engine vs reference on one file; returns the max |Δ log p| (or 1e9 on failure) */
-static double vs_ref(const char *path, const ox_load_opts *opts, int n) {
+typedef struct cmp {
+    double plain;    /* max |dlogp| vs the exact reference */
+    double rounded;  /* the same vs the activation-rounded reference */
+    int within;      /* positions whose max |dlogp| vs the rounded reference is <= 1e-4 */
+} cmp;
+
+/* engine vs reference on one file (plain.. = 1e9 on failure) */
+static cmp vs_ref2(const char *path, const ox_load_opts *opts, int n) {
+    cmp out = {1e9, 1e9, 0};
     ox_model *m = open1(path, opts);
-    if (!m) return 1e9;
+    if (!m) return out;
     int V = ox_model_config(m)->vocab;
     char msg[256];
     ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
@@ -133,16 +142,22 @@ static double vs_ref(const char *path, const ox_load_opts *opts, int n) {
     int32_t t[64];
     seq(t, n, V);
     float *lg = engine_logits(m, t, n, n);
-    double *rl = malloc(sizeof *rl * (size_t)n * V), d = 1e9;
+    double *rl = malloc(sizeof *rl * (size_t)n * V);
     if (r && lg) {
         ref_forward(r, t, n, NULL, NULL, rl);
-        d = max_dlogp(lg, rl, NULL, n, V);
+        out.plain = max_dlogp(lg, rl, NULL, n, V);
+        ref_set_act_round(r, 1);
+        ref_forward(r, t, n, NULL, NULL, rl);
+        out.rounded = max_dlogp(lg, rl, NULL, n, V);
+        for (int i = 0; i < n; i++) out.within += max_dlogp(lg + (size_t)i * V, rl + (size_t)i * V, NULL, 1, V) <= 1e-4;
     }
     free(lg), free(rl);
     ref_free(r);
     ox_model_free(m);
-    return d;
+    return out;
 }
+
+static double vs_ref(const char *path, const ox_load_opts *opts, int n) { return vs_ref2(path, opts, n).plain; }
 
 #define N_SEQ 24 /* > window 16 (tiny) and 8 (other fixtures) */
 
@@ -162,25 +177,34 @@ static void test_float_vs_ref(void) {
     CHECK_MSG(d <= 1e-3, "tiny F16: %.3g", d);
 }
 
-/* Quantized weights: the reference uses the same (dequantized) weights, so the difference is
- * the engine's activation quantization to Q8_0/Q8_1/Q8_K before each dot (llama.cpp's scheme).
- * Bounds are a few times the measured maxima (listed in the report) on this fixture. */
+/* Quantized weights. The reference holds the same (dequantized) weights; the engine quantizes
+ * each matmul input to the weight type's activation format (Q8_0 / Q8_1 / Q8_K, as llama.cpp),
+ * which moves log-probs by up to ~0.5 nats on this small random model (measured maxima 0.24-0.48
+ * on tiny with branch-gain 0.5 / qk 0.5; the fixture amplifies errors). So the sharp check is
+ * against the reference with the same activation rounding: there every position untouched by
+ * an int8 rounding flip (f32 vs f64 inputs landing on either side of a rounding boundary)
+ * matches to ~1e-6, a flip in a cached K/V row carries to later positions; a wrong kernel or
+ * block layout matches at none. We require a quarter of the positions within 1e-4 (measured:
+ * 13-24 of 24) and a plain bound. */
 static void test_quant_vs_ref(void) {
-    static const struct { ox_type t; const char *name; double bound; } q[] = {
-        {OX_Q8_0, "q8_0", 0.05}, {OX_Q4_0, "q4_0", 0.05}, {OX_Q4_1, "q4_1", 0.05}, {OX_Q5_0, "q5_0", 0.05},
-        {OX_Q5_1, "q5_1", 0.05}, {OX_Q2_K, "q2_k", 0.05}, {OX_Q3_K, "q3_k", 0.05}, {OX_Q4_K, "q4_k", 0.05},
-        {OX_Q5_K, "q5_k", 0.05}, {OX_Q6_K, "q6_k", 0.05}, {OX_BF16, "bf16", 1e-3},
+    static const struct { ox_type t; const char *name; } q[] = {
+        {OX_Q8_0, "q8_0"}, {OX_Q4_0, "q4_0"}, {OX_Q4_1, "q4_1"}, {OX_Q5_0, "q5_0"}, {OX_Q5_1, "q5_1"},
+        {OX_Q2_K, "q2_k"}, {OX_Q3_K, "q3_k"}, {OX_Q4_K, "q4_k"}, {OX_Q5_K, "q5_k"}, {OX_Q6_K, "q6_k"},
     };
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
         ox_synth s = preset("tiny", q[i].t);
-        s.branch_gain = 0.5f, s.qk_norm_scale = 0.5f;
         char name[64];
-        snprintf(name, sizeof name, "tiny-calm-%s.gguf", q[i].name);
-        double d = vs_ref(fixture(name, &s), NULL, N_SEQ);
-        printf("  tiny (branch-gain 0.5, qk 0.5) %-5s vs f64 reference on the same weights: max |dlogp| = %.3g\n",
-               q[i].name, d);
-        CHECK_MSG(d <= q[i].bound, "%s: %.3g > %.3g", q[i].name, d, q[i].bound);
+        snprintf(name, sizeof name, "tiny-%s.gguf", q[i].name);
+        cmp d = vs_ref2(fixture(name, &s), NULL, N_SEQ);
+        printf("  tiny calm %-5s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
+               "positions within 1e-4: %d/%d\n", q[i].name, d.plain, d.rounded, d.within, N_SEQ);
+        CHECK_MSG(d.plain <= 1.0, "%s: %.3g", q[i].name, d.plain);
+        CHECK_MSG(d.within >= N_SEQ / 4, "%s: %d positions", q[i].name, d.within);
     }
+    ox_synth s = preset("tiny", OX_BF16);
+    double d = vs_ref(fixture("tiny-bf16.gguf", &s), NULL, N_SEQ);
+    printf("  tiny calm bf16 vs f64 reference: max |dlogp| %.3g\n", d);
+    CHECK(d <= 1e-3);
 }
 
 static void test_sessions(void) {
@@ -359,11 +383,13 @@ static void test_hf(void) {
     float *g32 = m ? engine_logits(m, t, n, n) : NULL;
     ox_model_free(m);
     s = preset("tiny", OX_BF16);
-    m = open1(fixture("tiny-bf16.gguf", &s), NULL);
+    s.bf16_values = 1; /* norms too, as in the bf16 checkpoint */
+    m = open1(fixture("tiny-bf16-values.gguf", &s), NULL);
     float *g16 = m ? engine_logits(m, t, n, n) : NULL;
     ox_model_free(m);
     s = preset("tiny", OX_Q8_0);
-    m = open1(fixture("tiny-q8_0.gguf", &s), NULL);
+    s.ple_type = OX_F32; /* quantize-on-load leaves the host-side PLE table as stored */
+    m = open1(fixture("tiny-q8_0-ple-f32.gguf", &s), NULL);
     float *gq8 = m ? engine_logits(m, t, n, n) : NULL;
     ox_model_free(m);
 
@@ -384,24 +410,46 @@ static void test_hf(void) {
     free(g32), free(g16), free(gq8), free(h32), free(h16), free(hq8);
 }
 
+/* Quantize-on-load of the F32 file == the synthesized quantized file (same quantizer, same
+ * values); the host-side PLE table stays F32 in both. */
 static void test_quant_on_load(void) {
+    int n = N_SEQ, V = 1024;
+    int32_t t[N_SEQ];
+    seq(t, n, V);
     ox_synth s = preset("tiny", OX_F32);
-    s.branch_gain = 0.5f, s.qk_norm_scale = 0.5f;
-    const char *p = fixture("tiny-calm-f32.gguf", &s);
+    const char *p = fixture("tiny-f32.gguf", &s);
     ox_load_opts o8 = {.quant = OX_QUANT_Q8}, o4 = {.quant = OX_QUANT_Q4}, ob = {.quant = OX_QUANT_BF16};
-    ox_model *m32 = open1(p, NULL), *m8 = open1(p, &o8), *m4 = open1(p, &o4);
-    if (!m32 || !m8 || !m4) { CHECK(0); return; }
+    ox_model *m32 = open1(p, NULL), *m8 = open1(p, &o8), *m4 = open1(p, &o4), *mb = open1(p, &ob);
+    if (!m32 || !m8 || !m4 || !mb) { CHECK(0); return; }
     ox_model_stats a, b, c;
     ox_model_stats_get(m32, &a), ox_model_stats_get(m8, &b), ox_model_stats_get(m4, &c);
     printf("  resident bytes: f32 %llu, q8 %llu, q4 %llu\n", (unsigned long long)a.resident_bytes,
            (unsigned long long)b.resident_bytes, (unsigned long long)c.resident_bytes);
     CHECK(b.resident_bytes < a.resident_bytes / 3 && c.resident_bytes < b.resident_bytes);
-    ox_model_free(m32), ox_model_free(m8), ox_model_free(m4);
-    double d8 = vs_ref(p, &o8, N_SEQ), d4 = vs_ref(p, &o4, N_SEQ), db = vs_ref(p, &ob, N_SEQ);
-    printf("  quantize on load vs f64 reference on the f32 weights: q8 %.3g, q4 %.3g, bf16 %.3g\n", d8, d4, db);
-    CHECK(d8 <= 0.05);
-    CHECK(d4 <= 0.5);
-    CHECK(db <= 0.05);
+    float *l8 = engine_logits(m8, t, n, n), *l4 = engine_logits(m4, t, n, n), *lb = engine_logits(mb, t, n, n);
+    ox_model_free(m32), ox_model_free(m8), ox_model_free(m4), ox_model_free(mb);
+    static const struct { ox_type w, e; const char *name; } tw[] = {
+        {OX_Q8_0, OX_Q8_0, "tiny-q8_0-ple-f32.gguf"}, {OX_Q4_0, OX_Q8_0, "tiny-q4_0-embd-q8-ple-f32.gguf"},
+        {OX_BF16, OX_BF16, "tiny-bf16-ple-f32.gguf"}};
+    float *want[3];
+    for (int i = 0; i < 3; i++) {
+        s = preset("tiny", tw[i].w);
+        s.embd_type = tw[i].e, s.ple_type = OX_F32;
+        ox_model *m = open1(fixture(tw[i].name, &s), NULL);
+        want[i] = m ? engine_logits(m, t, n, n) : NULL;
+        ox_model_free(m);
+    }
+    CHECK(l8 && l4 && lb && want[0] && want[1] && want[2]);
+    if (l8 && l4 && lb && want[0] && want[1] && want[2]) {
+        double d8 = max_abs_diff(l8, want[0], (size_t)n * V), db = max_abs_diff(lb, want[2], (size_t)n * V);
+        double d4 = max_dlogp(l4, NULL, want[1], n, V);
+        printf("  quantize on load vs the synthesized file: q8 max |dlogit| %.3g, bf16 %.3g; q4 (file's "
+               "per_layer_model_proj is Q4_0, on-load keeps Q8_0) max |dlogp| %.3g\n", d8, db, d4);
+        CHECK(d8 == 0);
+        CHECK(db == 0);
+        CHECK(d4 <= 0.5);
+    }
+    free(l8), free(l4), free(lb), free(want[0]), free(want[1]), free(want[2]);
 }
 
 /* Copy a GGUF, dropping / reshaping / retyping one tensor. */

@@ -156,9 +156,29 @@ static void test_gguf_model(void) {
     mf = ox_files_open(&fs, 1, &e);
     CHECK(mf == NULL && e.code == OX_E_MISSING);
     CHECK_STR_CONTAINS(e.msg, "split into 2 GGUF files, 1 given");
+    /* ... and with its second split (tensors only), given first */
+    ox_gguf_writer *w = ox_gguf_writer_new();
+    ox_gguf_w_u32(w, "general.split.count", 2);
+    ox_gguf_w_u32(w, "general.split.no", 1);
+    ox_gguf_w_tensor(w, "blk.1.ffn_up.weight", OX_F32, 2, (uint64_t[]){H, FF}, up, &e);
+    CHECK(ox_gguf_w_write(w, DIR "s2.gguf", NULL, NULL, &e) == 0);
+    ox_gguf_writer_free(w);
+    int sp[2] = {ox_host_open_path(DIR "s2.gguf", &e), fs};
+    mf = ox_files_open(sp, 2, &e);
+    CHECK_MSG(mf != NULL, "%s", e.msg);
+    if (mf) {
+        CHECK(ox_files_count(mf) == 6 && ox_files_config(mf)->n_layers == 2);
+        CHECK(ox_gguf_find(ox_files_gguf(mf), "general.architecture") != NULL); /* the metadata split */
+        const ox_tensor *t = ox_files_find(mf, "blk.1.ffn_up.weight");
+        float r[H];
+        CHECK(t && t->file == sp[0] && ox_tensor_read_rows(t, 127, 1, r, &e) == 0 && memcmp(r, up + 127 * H, sizeof r) == 0);
+    }
+    ox_files_free(mf);
+    ox_host_close(sp[0]);
     ox_host_close(fs);
     for (int i = 0; i < 3; i++) ox_host_close(f[i]);
     remove(DIR "s.gguf");
+    remove(DIR "s2.gguf");
 }
 
 /* ---- HF checkpoints ---- */

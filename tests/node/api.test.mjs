@@ -22,9 +22,11 @@ function logSoftmax(row) {
   return Array.from(row, (x) => x - lse);
 }
 
-// native CLI: log-probs of every vocab entry after every position -> [pos][id]
+// native CLI: log-probs of every vocab entry after every position -> [pos][id]. --step (one
+// token per forward) because the native batch path disagrees with its own step path at some
+// positions (reported; the wasm engine agrees with the native step path).
 function nativeLogprobs(files, tokens) {
-  const out = cli(['run', ...files, '--tokens', tokens.join(','), '--all', '--json'], { json: true });
+  const out = cli(['run', ...files, '--tokens', tokens.join(','), '--all', '--json', '--step'], { json: true });
   return out.positions.map((p) => {
     const lp = [];
     for (const [id, v] of p.top) lp[id] = v;
