@@ -31,6 +31,7 @@ static const ox_synth base_tiny = {
     .kv_shared = 3, .window = 16, .ctx = 4096, .rope_base = 1e6f, .rope_base_swa = 1e4f,
     .partial_rotary = 0.25f, .softcap = 30.0f, .eps = 1e-6f, .std = 0.08f, .branch_gain = 1.0f,
     .qk_norm_scale = 1.0f, .seed = 1234, .type = OX_F32, .embd_type = OX_F32, .ple_type = OX_F32,
+    .ple_proj_type = OX_F32,
 };
 
 int ox_synth_preset(ox_synth *s, const char *name, ox_err *err) {
@@ -85,7 +86,8 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
                        s->top_k, s->moe_ffn);
     if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16)
         return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab, 7 + 256 + 93 + s->user_tokens + 16);
-    if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type))
+    if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type) ||
+        !ox_type_known(s->ple_proj_type))
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: unknown weight type");
     return 0;
 }
@@ -145,7 +147,8 @@ static void build_plan(const ox_synth *s, plan *p) {
     if (P) {
         t = W("per_layer_token_embd.weight", "embed_tokens_per_layer.weight", P * L, V);
         t->type = fit_type(s->ple_type, P * L);
-        W("per_layer_model_proj.weight", "per_layer_model_projection.weight", H, P * L);
+        t = W("per_layer_model_proj.weight", "per_layer_model_projection.weight", H, P * L);
+        t->type = fit_type(s->ple_proj_type, H);
         N("per_layer_proj_norm.weight", "per_layer_projection_norm.weight", P, 1, 0.1f);
     }
     N("output_norm.weight", "norm.weight", H, 1, 0.1f);

@@ -33,6 +33,7 @@ typedef struct ox_synth {
     ox_type type;              /* 2-D weights (norms, scales, router stay F32) */
     ox_type embd_type;         /* token_embd */
     ox_type ple_type;          /* per_layer_token_embd (read per row, never quantized on load) */
+    ox_type ple_proj_type;     /* per_layer_model_proj (q4 on load keeps it and token_embd Q8_0) */
     int bf16_values;           /* round every value to bf16 precision first (so an F32/quantized
                                   GGUF matches a bf16 HF checkpoint, norms included) */
 } ox_synth;

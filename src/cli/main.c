@@ -9,7 +9,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"quantize", cli_quantize, "IN... -o OUT --quant q8|q4   write a pre-quantized safetensors file"},
     {"run", cli_run, "FILE... --tokens 2,105,... [--top K] [--threads N] [--json] [--bench]"},
     {"synth", cli_synth, "--preset tiny|bench|e2b ... -o OUT   write a synthetic model"},
-    {"tokenize", cli_tokenize, "FILE... --text STR | --file F [--json]"},
+    {"tokenize", cli_tokenize, "FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]"},
 };
 
 int main(int argc, char **argv) {

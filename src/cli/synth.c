@@ -81,7 +81,7 @@ int cli_synth(int argc, char **argv) {
     int t = ox_synth_type_from_name(type), te = embd ? ox_synth_type_from_name(embd) : t;
     int tp = ple ? ox_synth_type_from_name(ple) : te;
     if (!out || t < 0 || te < 0 || tp < 0 || shards < 1 || threads < 1) return usage();
-    s.type = (ox_type)t, s.embd_type = (ox_type)te, s.ple_type = (ox_type)tp;
+    s.type = s.ple_proj_type = (ox_type)t, s.embd_type = (ox_type)te, s.ple_type = (ox_type)tp;
     if (ox_pool_init((int)threads, &err)) {
         fprintf(stderr, "oxinfer synth: %s\n", err.msg);
         return 1;
