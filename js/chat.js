@@ -12,49 +12,94 @@
 // an array of {type: 'text', text} parts (text only).
 
 export class ChatError extends Error {
-  constructor(message) {
+  constructor(message, code = 'RANGE') {
     super(message);
     this.name = 'ChatError';
-    this.code = 'RANGE';
+    this.code = code;
   }
 }
 
 function textOf(m, i) {
   const c = m.content;
   if (typeof c === 'string') return c;
+  if (c == null) return '';
   if (Array.isArray(c)) {
     return c
       .map((p) => {
         if (typeof p === 'string') return p;
         if (p?.type === 'text' && typeof p.text === 'string') return p.text;
-        throw new ChatError(`message ${i}: content part of type ${p?.type} is not supported (text only)`);
+        throw new ChatError(`message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`);
       })
       .join('');
   }
-  if (c == null) return '';
   throw new ChatError(`message ${i}: content must be a string or an array of text parts`);
+}
+
+// messages: a non-empty array of {role: string, content}; content becomes a string
+function normalize(messages) {
+  if (!Array.isArray(messages) || messages.length === 0) throw new ChatError('messages must be a non-empty array');
+  return messages.map((m, i) => {
+    if (!m || typeof m !== 'object' || Array.isArray(m)) throw new ChatError(`message ${i} must be an object {role, content}`);
+    if (typeof m.role !== 'string') throw new ChatError(`message ${i}: role must be a string`);
+    return { ...m, content: textOf(m, i) };
+  });
 }
 
 const stripThought = (s) => s.replace(/<\|channel>[\s\S]*?<channel\|>/g, '');
 
 // The built-in Gemma 4 format.
 export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt = true } = {}) {
+  const msgs = normalize(messages);
   let out = '<bos>';
-  let rest = messages;
-  const sys = messages[0]?.role === 'system' ? textOf(messages[0], 0).trim() : null;
-  if (sys !== null) rest = messages.slice(1);
+  const sys = msgs[0].role === 'system' ? msgs[0].content.trim() : null;
   if (sys !== null || thinking) out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}<turn|>\n`;
-  rest.forEach((m, j) => {
-    const i = j + (sys !== null ? 1 : 0);
-    let role = m?.role;
+  for (let i = sys !== null ? 1 : 0; i < msgs.length; i++) {
+    let role = msgs[i].role;
     if (role === 'system') throw new ChatError(`message ${i}: a system message must come first`);
     if (role === 'assistant') role = 'model';
-    if (role !== 'user' && role !== 'model') throw new ChatError(`message ${i}: unknown role ${JSON.stringify(m?.role)} (system, user, assistant or model)`);
-    const text = textOf(m, i);
+    if (role !== 'user' && role !== 'model') throw new ChatError(`message ${i}: unknown role ${JSON.stringify(msgs[i].role)} (system, user, assistant or model)`);
+    const text = msgs[i].content;
     out += `<|turn>${role}\n${(role === 'model' ? stripThought(text) : text).trim()}<turn|>\n`;
-  });
+  }
   if (addGenerationPrompt) out += '<|turn>model\n';
   return out;
+}
+
+// Template globals as @huggingface/jinja sets them, except range(), which is bounded: a
+// template comes from the model file and renders on the caller's thread, and a range of 10^9
+// would take the process down rather than throw.
+const RANGE_MAX = 1 << 16;
+
+function range(start, stop, step = 1) {
+  if (stop === undefined) [start, stop] = [0, start];
+  if (![start, stop, step].every(Number.isInteger) || step === 0) throw new ChatError('chat template: range() needs integers and a non-zero step', 'FORMAT');
+  const n = Math.max(0, Math.ceil((stop - start) / step));
+  if (n > RANGE_MAX) throw new ChatError(`chat template: range() of ${n} elements (at most ${RANGE_MAX})`, 'FORMAT');
+  return Array.from({ length: n }, (_, i) => start + i * step);
+}
+
+function strftimeNow(format) {
+  const d = new Date();
+  const pad = (n) => String(n).padStart(2, '0');
+  const month = (style) => new Intl.DateTimeFormat('en-US', { month: style }).format(d);
+  return String(format).replace(/%[YmdbBHM%]/g, (t) => ({
+    '%Y': String(d.getFullYear()), '%m': pad(d.getMonth() + 1), '%d': pad(d.getDate()), '%b': month('short'),
+    '%B': month('long'), '%H': pad(d.getHours()), '%M': pad(d.getMinutes()), '%%': '%',
+  })[t]);
+}
+
+function environment(vars) {
+  const env = new jinja.Environment();
+  const globals = {
+    false: false, true: true, none: null, False: false, True: true, None: null,
+    raise_exception: (msg) => {
+      throw new ChatError(`chat template: ${msg}`, 'FORMAT');
+    },
+    range,
+    strftime_now: strftimeNow,
+  };
+  for (const [k, v] of Object.entries({ ...globals, ...vars })) env.set(k, v);
+  return env;
 }
 
 let jinja = null; // the module, loaded on first use
@@ -64,30 +109,33 @@ const compiled = new Map();
 // opts: thinking, addGenerationPrompt (default true), tools, bosToken ('<bos>'),
 // eosToken ('<eos>'), vars (extra template variables).
 export async function renderChat(template, messages, opts = {}) {
-  if (!Array.isArray(messages) || messages.length === 0) throw new ChatError('messages must be a non-empty array');
   if (!template) return gemma4Prompt(messages, opts);
+  const msgs = normalize(messages);
   jinja ??= await import('@huggingface/jinja');
   let t = compiled.get(template);
   if (!t) {
     try {
       t = new jinja.Template(template);
     } catch (e) {
-      throw Object.assign(new Error(`chat template: ${e.message}`), { code: 'FORMAT' });
+      throw new ChatError(`chat template: ${e.message}`, 'FORMAT');
     }
     compiled.set(template, t);
   }
-  const msgs = messages.map((m, i) => ({ ...m, content: textOf(m, i) }));
   try {
-    return t.render({
+    const env = environment({
+      ...(opts.vars ?? {}),
       messages: msgs,
       add_generation_prompt: opts.addGenerationPrompt ?? true,
       bos_token: opts.bosToken ?? '<bos>',
       eos_token: opts.eosToken ?? '<eos>',
       enable_thinking: !!opts.thinking,
       tools: opts.tools,
-      ...(opts.vars ?? {}),
     });
+    const out = new jinja.Interpreter(env).run(t.parsed).value;
+    if (typeof out !== 'string') throw new Error('the template did not produce text');
+    return out;
   } catch (e) {
-    throw Object.assign(new Error(`chat template: ${e.message}`), { code: 'FORMAT' });
+    if (e instanceof ChatError) throw e;
+    throw new ChatError(`chat template: ${e.message}`, 'FORMAT');
   }
 }

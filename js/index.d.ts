@@ -85,7 +85,8 @@ export interface GenerateOptions extends SamplingOptions {
   maxTokens?: number;
   /** Text that ends generation (not included in the output). */
   stop?: string | string[];
-  /** Token ids that end generation; default: the checkpoint's (Gemma 4: [1, 106, 50]). */
+  /** Token ids that end generation; default: the checkpoint's (Gemma 4: [1, 106, 50]), and for
+   *  chat() also <turn|>. */
   stopIds?: number[];
   /** Stream the text of control tokens (e.g. <|channel>) too. Default false. */
   includeSpecial?: boolean;
@@ -162,7 +163,10 @@ export interface ModelInfo {
   experts: number;
   bos: number;
   pad: number;
+  /** the checkpoint's stop ids (Gemma 4: [1, 106, 50]) */
   eosIds: number[];
+  /** id of <turn|>, which chat() always stops at; -1 if the vocabulary has none */
+  turnEnd: number;
   /** ids of <|channel> / <channel|>, -1 if the vocabulary has none */
   channelOpen: number;
   channelClose: number;

@@ -157,6 +157,9 @@ export async function loadModel(sources, opts = {}) {
   }
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
+  for (const k of ['maxContext', 'maxResident'])
+    if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
+      throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
   const env = await chooseEngine(opts);
@@ -325,7 +328,11 @@ class Model {
   chat(messages, opts = {}) {
     const prepare = async () => {
       const text = await renderChat(opts.template ?? this.chatTemplate, messages, opts);
-      return { tokens: await this.tokenize(text), opts: samplingArgs(opts) };
+      const args = samplingArgs(opts);
+      // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not
+      const { eosIds, turnEnd } = this.info;
+      if (!args.stopIds && turnEnd >= 0 && !eosIds.includes(turnEnd)) args.stopIds = [...eosIds, turnEnd];
+      return { tokens: await this.tokenize(text), opts: args };
     };
     return tokenStream(this.engine, prepare, opts.signal);
   }
@@ -357,12 +364,20 @@ class Model {
   }
 }
 
+// Options checked here with their JS names; top_p, min_p, the penalties and the bias are
+// checked by the C sampler (sampler.h), whose messages use its names.
+const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
+
 function samplingArgs(o) {
   const out = {};
   for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk']) {
-    if (o[k] === undefined) continue;
-    if (typeof o[k] !== 'number' || !Number.isFinite(o[k])) throw new OxError('RANGE', `${k} must be a finite number`);
-    out[k] = o[k];
+    const v = o[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new OxError('RANGE', `${k} must be a finite number, not ${v}`);
+    if (k in INT_OPTS && (!Number.isInteger(v) || v < INT_OPTS[k] || v > Number.MAX_SAFE_INTEGER))
+      throw new OxError('RANGE', `${k} must be an integer >= ${INT_OPTS[k]}, not ${v}`);
+    if (k === 'temperature' && v < 0) throw new OxError('RANGE', `temperature must be >= 0 (0 = greedy), not ${v}`);
+    out[k] = v;
   }
   if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).map(String);
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds, Number);

@@ -19,14 +19,15 @@
   let engine = 0, session = 0, info = null;
   let sessionTokens = [];     // tokens in the session's KV cache, in order
   let logitsPtr = 0;
+  let contextLimit = 0;       // tokens the session holds at most
   let abortFlag = null;       // Int32Array over a SharedArrayBuffer (load abort), or null
   const jobs = new Map();     // request id -> {aborted}
   const abortedEarly = new Set(); // ids aborted before their request ran
   let lastStarted = 0;          // ids grow: a smaller one has run already
   let chain = Promise.resolve();
 
-  const queued = [];
-  let ready = null;
+  const queued = []; // browser: messages that came before setup() finished
+  let ready = false;
 
   class EngineError extends Error {
     constructor(code, message) {
@@ -110,7 +111,11 @@
     };
     let factory;
     if (isBrowser) {
-      importScripts(glueUrl);
+      try {
+        importScripts(glueUrl);
+      } catch (e) {
+        throw new EngineError('MISSING', `${glueUrl}: cannot load the engine (${e.message}); build it with make -f Makefile.emscripten`);
+      }
       factory = self[m.build === 'mt' ? 'OxinferMT' : 'OxinferST'];
       cfg.mainScriptUrlOrBlob = glueUrl;
       cfg.locateFile = (p) => new URL(p, glueUrl).href;
@@ -153,13 +158,12 @@
       info.files = handles.map((h) => host.name(h));
       session = M._ox_wasm_session_new(engine, m.maxContext ?? 0) >>> 0;
       if (!session) throw lastError();
+      contextLimit = m.maxContext || info.contextSize;
       logitsPtr = alloc(info.vocab * 4);
       info.chatTemplate = chatTemplate(handles);
       return info;
     } catch (e) {
-      if (engine) M._ox_wasm_free(engine);
-      engine = 0;
-      for (const h of handles) host.close(h);
+      unload();
       throw e;
     } finally {
       M.oxProgress = null;
@@ -329,6 +333,7 @@
     const think = [info.channelOpen, info.channelClose];
     let thinking = false;
     let sampler = 0;
+    let r = null; // the stop-string matcher's last answer
     const job = { aborted: abortedEarly.delete(id) };
     jobs.set(id, job);
     try {
@@ -354,6 +359,8 @@
       for (;;) {
         await nextTask();
         if (job.aborted) return done('abort');
+        // every token generated must fit in the context (the last one is run too)
+        if (sessionTokens.length >= contextLimit) return done('context', null, r?.flush?.());
         const tok = withInts(history, (h) => check(M._ox_wasm_sample(engine, sampler, logitsPtr, h, history.length)));
         if (stopIds.has(tok)) return done('stop');
         history.push(tok);
@@ -361,12 +368,11 @@
         st.generatedTokens++;
         const piece = decoder.decode(tokenBytes(tok, !!o.includeSpecial), { stream: true });
         if (tok === think[0]) thinking = true;
-        const r = match(piece);
+        r = match(piece);
         post({ id, event: 'token', token: tok, text: r.text, thinking });
         if (tok === think[1]) thinking = false;
         if (r.stop !== null) return done('stop', r.stop);
         if (st.generatedTokens >= maxTokens) return done('length', null, r.flush?.());
-        if (sessionTokens.length >= info.contextSize) return done('context', null, r.flush?.());
         forward([tok], logitsPtr, false);
         st.decodeSteps++;
         st.decodeMs = performance.now() - t;
@@ -491,7 +497,6 @@
   }
 
   if (isBrowser) self.onmessage = (e) => (ready ? receive(e.data) : queued.push(e.data));
-  ready = null;
   setup().then(() => {
     ready = true;
     for (const m of queued.splice(0)) receive(m);

@@ -6,7 +6,7 @@
 
 #include "kernels.h"
 
-#if defined(__wasm_simd128__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#if defined(__wasm_simd128__) || defined(__AVX2__)
 #define OX_HAVE_SIMD_TILES 1
 #endif
 

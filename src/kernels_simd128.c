@@ -5,7 +5,8 @@
  * block's integer sum is exact, then scaled by d_w * d_a in f32 like ggml. Prefill takes
  * 4 tokens per pass over a weight row (the widening is shared, and the 4 per-token sums
  * are reduced into one vector whose lanes are the tokens, scaled by one vector multiply);
- * decode is one row x one token. K-quant super-blocks are unpacked once per row to int16
+ * decode is one row x one token (multi-row decode passes measured slower under V8: its
+ * SIMD register allocation spills). K-quant super-blocks are unpacked once per row to int16
  * (ox_kblock) and dotted with each token's int16 Q8_K quants, per-16 integer scales applied
  * to exact integer sums. */
 #ifdef __wasm_simd128__
@@ -14,12 +15,13 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
-/* load8x8_s sign-extends while loading: one instruction per 8 weights */
+/* (two loads + extends measured faster under V8 than four v128.load8x8_s) */
 static inline void widen_q8_0(const uint8_t *blk, v128_t *w) {
-    w[0] = wasm_i16x8_load8x8(blk + 2);
-    w[1] = wasm_i16x8_load8x8(blk + 10);
-    w[2] = wasm_i16x8_load8x8(blk + 18);
-    w[3] = wasm_i16x8_load8x8(blk + 26);
+    v128_t lo = wasm_v128_load(blk + 2), hi = wasm_v128_load(blk + 18);
+    w[0] = wasm_i16x8_extend_low_i8x16(lo);
+    w[1] = wasm_i16x8_extend_high_i8x16(lo);
+    w[2] = wasm_i16x8_extend_low_i8x16(hi);
+    w[3] = wasm_i16x8_extend_high_i8x16(hi);
 }
 
 static inline void widen_q4_0(const uint8_t *blk, v128_t *w) {
@@ -46,14 +48,6 @@ static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
     v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
     v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
     return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
-}
-
-/* 4 halves (in the low 16 bits of each i32 lane) to f32, as ox_f16_fast */
-static inline v128_t f16x4(v128_t h) {
-    v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
-    v128_t f = wasm_f32x4_mul(wasm_i32x4_shl(em, 13), wasm_f32x4_splat(0x1p112f));
-    f = wasm_v128_or(f, wasm_v128_and(wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7f800000)));
-    return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
 }
 
 static inline float hsumf(v128_t v) {
@@ -90,30 +84,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
     for (; t < a->n_tok; t++) {
         const int16_t *at = a->q16 + (size_t)t * cols;
-        int r = r0;
-        /* 4 rows per pass: the activation block is loaded once, the 4 block sums land in
-         * one vector (lanes = rows), scaled by the 4 weight scales converted together. */
-        for (; r + 4 <= r1; r += 4) {
-            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-            const size_t rs = W->row_bytes;
-            v128_t acc = wasm_f32x4_splat(0);
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bb;
-                const int16_t *ab = at + b * OX_QK;
-                v128_t w[4], s[4];
-                for (int k = 0; k < 4; k++) {
-                    if (q4) widen_q4_0(blk + k * rs, w); else widen_q8_0(blk + k * rs, w);
-                    s[k] = dot_block(w, ab);
-                }
-                uint16_t h[4];
-                for (int k = 0; k < 4; k++) memcpy(&h[k], blk + k * rs, 2);
-                v128_t dw = f16x4(wasm_i32x4_make(h[0], h[1], h[2], h[3]));
-                v128_t scale = wasm_f32x4_mul(dw, wasm_f32x4_splat(a->dT[(size_t)b * tp + t]));
-                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hsum4(s[0], s[1], s[2], s[3])), scale));
-            }
-            wasm_v128_store(y + (size_t)t * rows + r, acc);
-        }
-        for (; r < r1; r++) {
+        for (int r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
             v128_t acc = wasm_f32x4_splat(0);
             for (int b = 0; b < nb; b++) {

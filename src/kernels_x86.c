@@ -2,7 +2,7 @@
  * same scheme as kernels_simd128.c: a block widened once to int16, madd with the int16
  * activations, exact integer block sums scaled by d_w * d_a; 4 tokens per pass for the
  * legacy formats, K-quant super-blocks unpacked once per row for all tokens). */
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__wasm_simd128__)
+#if defined(__AVX2__) && !defined(__wasm_simd128__)
 #include "kernels_impl.h"
 
 #include <immintrin.h>
@@ -66,28 +66,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
     }
     for (; t < a->n_tok; t++) {
         const int16_t *at = a->q16 + (size_t)t * cols;
-        int r = r0;
-        for (; r + 4 <= r1; r += 4) { /* 4 rows per pass, lanes = rows (see kernels_simd128.c) */
-            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-            const size_t rs = W->row_bytes;
-            __m128 acc = _mm_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bb;
-                const int16_t *ab = at + b * OX_QK;
-                __m256i w[2], s[4];
-                uint16_t h[4];
-                for (int k = 0; k < 4; k++) {
-                    if (q4) widen_q4_0(blk + k * rs, w); else widen_q8_0(blk + k * rs, w);
-                    s[k] = dot_block(w, ab);
-                    memcpy(&h[k], blk + k * rs, 2);
-                }
-                __m128 dw = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, (short)h[3], (short)h[2], (short)h[1], (short)h[0]));
-                __m128 scale = _mm_mul_ps(dw, _mm_set1_ps(a->dT[(size_t)b * tp + t]));
-                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(hsum4(s[0], s[1], s[2], s[3])), scale));
-            }
-            _mm_storeu_ps(y + (size_t)t * rows + r, acc);
-        }
-        for (; r < r1; r++) {
+        for (int r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
             __m256 acc = _mm256_setzero_ps();
             for (int b = 0; b < nb; b++) {

@@ -154,13 +154,9 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
         if (rc) return rc;
         for (uint64_t r = 0; convert && r < nr; r++) {
             ox_dequantize_row(t->type, (uint8_t *)ld->stage + r * src_rb, ld->rowf, (size_t)cols);
-            void *o = out + r * dst_rb;
-            if (to == OX_BF16) {
-                for (uint64_t i = 0; i < cols; i++) ((uint16_t *)o)[i] = ox_f32_to_bf16(ld->rowf[i]);
-            } else if (ox_quantize_row(to, ld->rowf, o, (size_t)cols)) {
+            if (ox_quantize_row(to, ld->rowf, out + r * dst_rb, (size_t)cols))
                 return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: cannot convert to %s", fname_of(t),
                                t->name, ox_type_name(to));
-            }
         }
         if ((rc = progress(ld, nr * src_rb))) return rc;
     }

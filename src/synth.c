@@ -444,13 +444,21 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
         }
         w += len + (w[len] == ' ');
     }
-    /* the rest: random merges of normal pieces (no space inside the right part) */
-    int *normal = malloc(sizeof(int) * (size_t)N), n_norm = 0;
-    if (!normal) goto oom;
-    for (int i = first_normal; i < v->n; i++)
-        if (strcmp(v->tok[i], "\n") && strcmp(v->tok[i], "\t")) normal[n_norm++] = i;
+    /* the rest: random merges of normal pieces (no space inside the right part, at most 10
+     * characters); when a random pair fails, a short piece + one character (big vocabs) */
+    int *normal = malloc(sizeof(int) * (size_t)N), *shortp = malloc(sizeof(int) * (size_t)N), n_norm = 0, n_short = 0;
+    int first_char = first_normal + 3, n_chars = 62 + (int)strlen(PUNCT); /* a-z A-Z 0-9 punctuation */
+    if (!normal || !shortp) {
+        free(normal), free(shortp);
+        goto oom;
+    }
+    for (int i = first_normal; i < v->n; i++) {
+        if (!strcmp(v->tok[i], "\n") || !strcmp(v->tok[i], "\t")) continue;
+        normal[n_norm++] = i;
+        if (cp_len(v->tok[i]) < 10) shortp[n_short++] = i;
+    }
     uint64_t st = mix64((uint64_t)s->seed ^ 0x5EED);
-    long guard = 0;
+    long misses = 0;
     while (v->n < n_bpe) {
         st += 0x9E3779B97F4A7C15ull;
         const char *a = v->tok[normal[mix64(st) % (uint64_t)n_norm]];
@@ -458,20 +466,29 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
         const char *b = v->tok[normal[mix64(st) % (uint64_t)n_norm]];
         snprintf(buf, sizeof buf, "%s%s", a, b);
         if (strstr(b, SPACE) || cp_len(a) + cp_len(b) > 10 || has(v, buf)) {
-            if (++guard > 50L * N) {
-                free(normal);
-                vocab_free(v);
-                return ox_errf(err, OX_E_CONFIG, "synth: could not fill a vocab of %d", N);
+            st += 0x9E3779B97F4A7C15ull;
+            a = v->tok[shortp[mix64(st) % (uint64_t)n_short]];
+            st += 0x9E3779B97F4A7C15ull;
+            b = v->tok[first_char + (int)(mix64(st) % (uint64_t)n_chars)];
+            snprintf(buf, sizeof buf, "%s%s", a, b);
+            if (has(v, buf)) {
+                if (++misses > 1000000) {
+                    free(normal), free(shortp);
+                    vocab_free(v);
+                    return ox_errf(err, OX_E_CONFIG, "synth: could not fill a vocab of %d", N);
+                }
+                continue;
             }
-            continue;
         }
         char nxt[256];
         if (add_merge(v, a, b, n_bpe, nxt, sizeof nxt)) {
-            free(normal);
+            free(normal), free(shortp);
             goto oom;
         }
         normal[n_norm++] = v->n - 1;
+        if (cp_len(nxt) < 10) shortp[n_short++] = v->n - 1;
     }
+    free(shortp);
     free(normal);
     v->user_first = v->n;
     for (int i = 0; v->n < N; i++) {
@@ -660,7 +677,8 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
     if (s->moe)
         ox_sb_printf(b, ", \"num_experts\": %d, \"top_k_experts\": %d, \"moe_intermediate_size\": %d", s->n_experts,
                      s->top_k, s->moe_ffn);
-    ox_sb_printf(b, ",\n    \"use_bidirectional_attention\": null, \"max_position_embeddings\": %d,\n", s->ctx);
+    ox_sb_printf(b, ",\n    \"use_bidirectional_attention\": %s, \"max_position_embeddings\": %d,\n",
+                 s->bidirectional ? "\"all\"" : "null", s->ctx);
     ox_sb_printf(b, "    \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": 1\n  }\n}\n");
 }
 

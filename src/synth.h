@@ -26,6 +26,7 @@ typedef struct ox_synth {
     int kv_shared, window, ctx;
     int k_eq_v, global_kv_heads; /* full layers: no attn_v, global_kv_heads KV heads */
     int moe, n_experts, top_k, moe_ffn;
+    int bidirectional;         /* HF config use_bidirectional_attention "all" (GGUF: no key) */
     int all_byte_tokens;       /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
     float rope_base, rope_base_swa, partial_rotary, softcap, eps;
     float std, branch_gain, qk_norm_scale;

@@ -46,6 +46,15 @@ static int progress(void *ud, uint64_t done, uint64_t total) {
 
 static char *info_json(const ox_wasm_engine *e);
 
+/* Load errors name the file; a message about the model as a whole (e.g. out of memory) gets
+ * the first file's name in front. */
+static void name_files(const int *files, int n) {
+    for (int i = 0; i < n; i++)
+        if (strstr(last.msg, ox_host_name(files[i]))) return;
+    if (n == 1) ox_err_prefix(&last, "%s", ox_host_name(files[0]));
+    else if (n > 1) ox_err_prefix(&last, "%s (+%d files)", ox_host_name(files[0]), n - 1);
+}
+
 API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident) {
     last = (ox_err){0};
     if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) {
@@ -68,6 +77,7 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     if (!e->info) goto fail;
     return e;
 fail:
+    name_files(files, n_files);
     ox_model_free(e->m);
     free(e);
     return NULL;
@@ -86,8 +96,8 @@ static int token_id(const ox_wasm_engine *e, const char *piece) {
 }
 
 /* {"name", "vocab", "hidden", "layers", "heads", "kvHeads", "headDim", "contextSize",
- *  "slidingWindow", "pleDim", "experts", "bos", "pad", "eosIds", "channelOpen",
- *  "channelClose", "quant"} */
+ *  "slidingWindow", "pleDim", "experts", "bos", "pad", "eosIds", "turnEnd", "channelOpen",
+ *  "channelClose", "quant"}; token ids are -1 where the vocabulary lacks the piece. */
 static char *info_json(const ox_wasm_engine *e) {
     const ox_config *c = ox_model_config(e->m);
     const ox_model_files *mf = ox_model_files_of(e->m);
@@ -115,10 +125,11 @@ static char *info_json(const ox_wasm_engine *e) {
     snprintf(s, cap,
              "{\"name\":\"%s\",\"vocab\":%d,\"hidden\":%d,\"layers\":%d,\"heads\":%d,\"kvHeads\":%d,"
              "\"headDim\":%d,\"contextSize\":%d,\"slidingWindow\":%d,\"pleDim\":%d,\"experts\":%d,"
-             "\"bos\":%d,\"pad\":%d,\"eosIds\":[%s],\"channelOpen\":%d,\"channelClose\":%d,\"quant\":\"%s\"}",
+             "\"bos\":%d,\"pad\":%d,\"eosIds\":[%s],\"turnEnd\":%d,\"channelOpen\":%d,\"channelClose\":%d,"
+             "\"quant\":\"%s\"}",
              q ? q : "", c->vocab, c->hidden, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->ctx_max,
              c->sliding_window, c->ple_dim, c->moe ? c->n_experts : 0, c->bos_id, c->pad_id, eos,
-             token_id(e, "<|channel>"), token_id(e, "<channel|>"), sq ? sq : "stored");
+             token_id(e, "<turn|>"), token_id(e, "<|channel>"), token_id(e, "<channel|>"), sq ? sq : "stored");
     free(q);
     return s;
 }

@@ -145,10 +145,10 @@ async function webEngine(name, browser, server, marker, taken, a, modelUrl) {
     async memory() {
       const m = await ev(() => window.bench.memory());
       if (name === 'wllama') {
-        // llama.cpp's wasm memory lives in wllama's worker (a top-level `Module` there)
+        // llama.cpp's wasm memory lives in wllama's worker (page.mjs exposes its size there)
         let wasm = null;
         for (const w of page.workers()) {
-          const b = await w.evaluate(() => (typeof Module !== 'undefined' && Module?.wasmMemory ? Module.wasmMemory.buffer.byteLength : null)).catch(() => null);
+          const b = await w.evaluate(() => self.__oxWasmBytes?.() ?? null).catch(() => null);
           if (b) wasm = Math.max(wasm ?? 0, b);
         }
         m.wasm_bytes = wasm;
@@ -416,24 +416,34 @@ async function main() {
         '/node_modules/@huggingface/jinja/': path.dirname(path.dirname(require.resolve('@huggingface/jinja'))),
       },
     });
+    // a fresh browser per configuration: every engine page gets a new renderer process, so its
+    // peak RSS is its own
     const { chromium } = require('playwright-core');
-    ctx.browser = await chromium.launch({
-      executablePath: a.chromium, headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-        '--disable-features=SpareRendererForSitePerProcess', ctx.marker],
-    });
-    ctx.chromiumVersion = ctx.browser.version();
+    ctx.launch = async () => {
+      ctx.taken = new Set();
+      ctx.browser = await chromium.launch({
+        executablePath: a.chromium, headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+          '--disable-features=SpareRendererForSitePerProcess', ctx.marker],
+      });
+      ctx.chromiumVersion = ctx.browser.version();
+    };
   }
   const results = [];
   try {
     for (const [i, t] of types.entries()) {
       for (const threads of a.threads) {
         log(`\n== ${a.preset} ${t.label} (${fmtMB(fs.statSync(files[i]).size)}), ${threads} thread${threads > 1 ? 's' : ''}`);
-        results.push(await benchConfig(a, ctx, t, files[i], threads));
+        if (web) await ctx.launch();
+        try {
+          results.push(await benchConfig(a, ctx, t, files[i], threads));
+        } finally {
+          await ctx.browser?.close();
+          ctx.browser = null;
+        }
       }
     }
   } finally {
-    await ctx.browser?.close();
     ctx.server?.close();
   }
   const body = section(a, ctx, results, started);

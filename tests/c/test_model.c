@@ -353,6 +353,51 @@ static int hf_paths(const char *dir, int shards, char paths[][300]) {
     return n;
 }
 
+static int write_hf(const char *dirname, const ox_synth *s, ox_type dtype, int shards, ox_model **out) {
+    char dir[300], paths[8][300];
+    const char *pp[8];
+    ox_err err = {0};
+    if (dir_of(dirname, dir, sizeof dir) || ox_synth_write_hf(s, dir, dtype, shards, &err)) {
+        fprintf(stderr, "synth hf %s: %s\n", dirname, err.msg);
+        return -1;
+    }
+    int np = hf_paths(dir, shards, paths);
+    for (int i = 0; i < np; i++) pp[i] = paths[i];
+    *out = open_model(pp, np, NULL, &err);
+    if (!*out) fprintf(stderr, "load hf %s: %s\n", dirname, err.msg);
+    return *out ? 0 : -1;
+}
+
+/* Bidirectional ("all") attention: every token sees the whole batch (within the window). */
+static void test_bidirectional(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    s.bidirectional = 1;
+    ox_model *m;
+    if (write_hf("hf-bidir", &s, OX_F32, 1, &m)) { CHECK(0); return; }
+    CHECK(ox_model_config(m)->bidirectional == 1);
+    int n = N_SEQ, V = 1024;
+    int32_t t[N_SEQ];
+    seq(t, n, V);
+    char msg[256];
+    ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
+    float *lg = engine_logits(m, t, n, n);
+    double *rl = malloc(sizeof(double) * (size_t)n * V);
+    ref_forward(r, t, n, NULL, NULL, rl);
+    double d = lg ? max_dlogp(lg, rl, NULL, n, V) : 1e9;
+    /* and position 0 now depends on later tokens */
+    int32_t t2[N_SEQ];
+    memcpy(t2, t, sizeof t);
+    t2[n - 1] = (t2[n - 1] + 1) % V;
+    float *lg2 = engine_logits(m, t2, n, n);
+    printf("  bidirectional vs reference: max |dlogp| %.3g; first position moves with the last token: %.3g\n", d,
+           lg && lg2 ? max_abs_diff(lg, lg2, (size_t)V) : 0.0);
+    CHECK(d <= 1e-3);
+    CHECK(lg && lg2 && max_abs_diff(lg, lg2, (size_t)V) > 0);
+    free(lg), free(lg2), free(rl);
+    ref_free(r);
+    ox_model_free(m);
+}
+
 static float *hf_logits(const char *dirname, ox_type dtype, int shards, const ox_load_opts *o, const int32_t *t, int n) {
     ox_synth s = preset("tiny", OX_F32);
     char dir[300], paths[8][300];
@@ -533,6 +578,57 @@ static void test_progress(void) {
     ox_model_free(m);
 }
 
+/* Values depend only on (seed, name): the Q8_0 file is the quantization of the F32 file; the
+ * vocab metadata llama.cpp needs is there. */
+static void test_synth_files(void) {
+    ox_synth s32 = preset("tiny", OX_F32), s8 = preset("tiny", OX_Q8_0);
+    const char *p32 = fixture("tiny-f32.gguf", &s32), *p8 = fixture("tiny-q8_0.gguf", &s8);
+    ox_err err = {0};
+    int h32 = ox_host_open_path(p32, &err), h8 = ox_host_open_path(p8, &err);
+    ox_model_files *a = ox_files_open(&h32, 1, &err), *b = ox_files_open(&h8, 1, &err);
+    if (!a || !b) { CHECK(0); ox_files_free(a); ox_files_free(b); return; }
+    const char *names[] = {"token_embd.weight", "per_layer_token_embd.weight", "blk.5.ffn_down.weight"};
+    for (int k = 0; k < 3; k++) {
+        const ox_tensor *ta = ox_files_find(a, names[k]), *tb = ox_files_find(b, names[k]);
+        CHECK(ta && tb && ta->type == OX_F32 && tb->type == OX_Q8_0 && ta->ne[0] == tb->ne[0]);
+        if (!ta || !tb) continue;
+        uint64_t rb;
+        ox_row_bytes(OX_Q8_0, ta->ne[0], &rb, NULL);
+        float *row = malloc(sizeof(float) * ta->ne[0]);
+        uint8_t *q = malloc(rb), *want = malloc(rb);
+        int same = 1;
+        for (uint64_t r = 0; r < ta->ne[1]; r += 97) {
+            ox_tensor_read_rows(ta, r, 1, row, NULL);
+            ox_tensor_read_rows(tb, r, 1, q, NULL);
+            ox_quantize_row(OX_Q8_0, row, want, (size_t)ta->ne[0]);
+            same &= memcmp(q, want, rb) == 0;
+        }
+        CHECK_MSG(same, "%s: q8_0 file is not the quantization of the f32 file", names[k]);
+        free(row), free(q), free(want);
+    }
+    const ox_gguf *g = ox_files_gguf(a);
+    uint32_t first = 0, bos = 0;
+    const ox_gguf_value *tok = NULL, *merges = NULL;
+    CHECK(ox_gguf_get_u32(g, "synthetic.user_token_first", &first, NULL) == 0 && first == 1024 - 128);
+    CHECK(ox_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &bos, NULL) == 0 && bos == 2);
+    CHECK(ox_gguf_get_arr(g, "tokenizer.ggml.tokens", &tok, NULL) == 0 && tok->v.arr.n == 1024);
+    CHECK(ox_gguf_get_arr(g, "tokenizer.ggml.merges", &merges, NULL) == 0 && merges->v.arr.n > 500);
+    if (tok && tok->v.arr.n == 1024) {
+        CHECK(!strcmp(ox_gguf_arr_str(tok, 5)->s, "<|turn>") && !strcmp(ox_gguf_arr_str(tok, 7)->s, "<0x00>"));
+        CHECK(!strcmp(ox_gguf_arr_str(tok, first)->s, "<unused0>"));
+    }
+    ox_files_free(a), ox_files_free(b);
+    /* another seed, other values */
+    ox_synth s2 = preset("tiny", OX_F32);
+    s2.seed = 99;
+    ox_model *m1 = open1(p32, NULL), *m2 = open1(fixture("tiny-f32-seed99.gguf", &s2), NULL);
+    int32_t t[4] = {2, 10, 20, 30};
+    float *l1 = m1 ? engine_logits(m1, t, 4, 4) : NULL, *l2 = m2 ? engine_logits(m2, t, 4, 4) : NULL;
+    CHECK(l1 && l2 && max_abs_diff(l1, l2, 4 * 1024) > 0.1);
+    free(l1), free(l2);
+    ox_model_free(m1), ox_model_free(m2);
+}
+
 static void cleanup(void) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
@@ -543,12 +639,14 @@ int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_model_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
     ox_pool_init(2, NULL);
+    RUN(test_synth_files);
     RUN(test_float_vs_ref);
     RUN(test_quant_vs_ref);
     RUN(test_sessions);
     RUN(test_soft_tokens);
     RUN(test_ple_reads_and_host_tables);
     RUN(test_hf);
+    RUN(test_bidirectional);
     RUN(test_quant_on_load);
     RUN(test_errors);
     RUN(test_progress);

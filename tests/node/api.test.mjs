@@ -11,7 +11,7 @@ import { startServer } from './hostfile_server.mjs';
 import { spawnSync } from 'node:child_process';
 
 const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
-let dir, gguf, hfDir, hfFiles, server, model;
+let dir, gguf, ggufF32, hfDir, hfFiles, server, model;
 
 function logSoftmax(row) {
   let mx = -Infinity;
@@ -22,11 +22,9 @@ function logSoftmax(row) {
   return Array.from(row, (x) => x - lse);
 }
 
-// native CLI: log-probs of every vocab entry after every position -> [pos][id]. --step (one
-// token per forward) because the native batch path disagrees with its own step path at some
-// positions (reported; the wasm engine agrees with the native step path).
+// native CLI: log-probs of every vocab entry after every position -> [pos][id]
 function nativeLogprobs(files, tokens) {
-  const out = cli(['run', ...files, '--tokens', tokens.join(','), '--all', '--json', '--step'], { json: true });
+  const out = cli(['run', ...files, '--tokens', tokens.join(','), '--all', '--json'], { json: true });
   return out.positions.map((p) => {
     const lp = [];
     for (const [id, v] of p.top) lp[id] = v;
@@ -34,21 +32,35 @@ function nativeLogprobs(files, tokens) {
   });
 }
 
-// Same logits as the native build. The two builds sum in different orders (SIMD128 vs x86
-// kernels) and a random model amplifies that, so a few entries can move by a few 1e-2 (seen:
-// one entry of 1024 off by 0.016 with all others within 1e-6): the bulk must agree to 1e-3,
-// every entry to 0.1, and the argmax unless the native top two are that close.
-function assertClose(logits, vocab, want, label) {
+// max |log-prob difference| per position against the native CLI
+function logprobDiffs(logits, vocab, want, label) {
   assert.equal(logits.length, want.length * vocab, `${label}: logits length`);
-  want.forEach((row, i) => {
+  return want.map((row, i) => {
     const lp = logSoftmax(logits.subarray(i * vocab, (i + 1) * vocab));
-    const diffs = lp.map((v, k) => Math.abs(v - row[k])).sort((a, b) => a - b);
-    const p99 = diffs[Math.floor(0.99 * (vocab - 1))];
-    assert.ok(p99 < 1e-3, `${label}: position ${i}: 99th percentile |log-prob difference| ${p99} vs the native CLI`);
-    assert.ok(diffs.at(-1) < 0.1, `${label}: position ${i}: max |log-prob difference| ${diffs.at(-1)} vs the native CLI`);
+    let worst = 0;
+    for (let v = 0; v < vocab; v++) worst = Math.max(worst, Math.abs(lp[v] - row[v]));
+    return worst;
+  });
+}
+
+// F32 weights: the wasm and native builds differ only in summation order.
+function assertClose(logits, vocab, want, label) {
+  const d = logprobDiffs(logits, vocab, want, label);
+  assert.ok(Math.max(...d) < 5e-4, `${label}: max |log-prob difference| per position vs the native CLI: ${d.join(' ')}`);
+}
+
+// Quantized weights: activations are rounded to Q8 per block, so a difference in the last bit
+// of one activation (SIMD128 and x86 sum F32 dots in different orders) can move it to the
+// next step and shift that position's logits by a few 1e-2 in a random model (seen: 0.059).
+// Require the argmax wherever the native top two are clearly apart, and every entry within 0.2.
+function assertCloseQuantized(logits, vocab, want, label) {
+  const d = logprobDiffs(logits, vocab, want, label);
+  assert.ok(Math.max(...d) < 0.2, `${label}: max |log-prob difference| per position vs the native CLI: ${d.join(' ')}`);
+  want.forEach((row, i) => {
     const order = (a) => [...a.keys()].sort((x, y) => a[y] - a[x]);
     const [n0, n1] = order(row);
-    if (row[n0] - row[n1] > 0.1) assert.equal(order(lp)[0], n0, `${label}: argmax at position ${i}`);
+    const lp = logits.subarray(i * vocab, (i + 1) * vocab);
+    if (row[n0] - row[n1] > 0.2) assert.equal(order(lp)[0], n0, `${label}: argmax at position ${i}`);
   });
 }
 
@@ -71,11 +83,12 @@ before(async () => {
   dir = tmpDir('api');
   // all byte tokens typed BYTE, so any UTF-8 text tokenizes
   gguf = synth(dir, { preset: 'tiny', type: 'q8_0', extra: ['--all-byte-tokens'] });
+  ggufF32 = synth(dir, { preset: 'tiny', type: 'f32', extra: ['--all-byte-tokens'] });
   hfDir = path.join(dir, 'hf');
   fs.mkdirSync(hfDir);
   cli(['synth', '--preset', 'tiny', '--format', 'hf', '--shards', '2', '--all-byte-tokens', '-o', hfDir]);
   hfFiles = fs.readdirSync(hfDir).map((f) => path.join(hfDir, f));
-  server = await startServer({ 'tiny.gguf': gguf });
+  server = await startServer({ 'tiny.gguf': gguf, 'tiny-f32.gguf': ggufF32 });
   model = await loadModel(gguf, { threads: 2 });
 });
 
@@ -92,25 +105,37 @@ test('model info and engine', () => {
   assert.equal(model.info.layers, 6);
   assert.equal(model.info.vocab, 1024);
   assert.equal(model.info.bos, 2);
+  assert.equal(model.info.turnEnd, 6); // synth vocab: <pad> <eos> <bos> <unk> <mask> <|turn> <turn|>
   assert.deepEqual(model.info.files, [path.basename(gguf)]);
   assert.ok(model.info.pleDim > 0);
 });
 
-test('a path, a Blob and HTTP give the logits of the native CLI', async () => {
-  const want = nativeLogprobs([gguf], TOKENS);
+test('a path, a Blob and HTTP give the same logits, and those of the native CLI', async () => {
   const V = model.info.vocab;
-  assertClose(await model.logits(TOKENS, { all: true }), V, want, 'path');
+  const ref = await model.logits(TOKENS, { all: true });
+  assertCloseQuantized(ref, V, nativeLogprobs([gguf], TOKENS), 'Q8_0 path');
+  // the last row again, through the decode path (the cache holds the rest): the same up to
+  // summation order (prefill tiles several tokens per pass)
   const last = await model.logits(TOKENS);
-  assert.deepEqual(Array.from(last), Array.from((await model.logits(TOKENS, { all: true })).subarray((TOKENS.length - 1) * V)));
-  for (const [label, src] of [
-    ['Blob', { blob: new Blob([fs.readFileSync(gguf)]), name: 'tiny.gguf' }],
-    ['HTTP', `${server.base}/f/tiny.gguf`],
+  const tail = ref.subarray((TOKENS.length - 1) * V);
+  assert.ok(last.every((v, i) => Math.abs(v - tail[i]) < 1e-4), 'decode path = last row of the batch');
+  const wantF32 = nativeLogprobs([ggufF32], TOKENS);
+  for (const [label, src, srcF32] of [
+    ['path', gguf, ggufF32],
+    ['Blob', { blob: new Blob([fs.readFileSync(gguf)]), name: 'tiny.gguf' }, { blob: new Blob([fs.readFileSync(ggufF32)]), name: 'tiny-f32.gguf' }],
+    ['HTTP', `${server.base}/f/tiny.gguf`, `${server.base}/f/tiny-f32.gguf`],
   ]) {
     const m = await loadModel(src, { threads: 2 });
     try {
-      assertClose(await m.logits(TOKENS, { all: true }), V, want, label);
+      assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), Array.from(ref), `${label}: the same logits as from the path`);
     } finally {
       await m.unload();
+    }
+    const f = await loadModel(srcF32, { threads: 2 });
+    try {
+      assertClose(await f.logits(TOKENS, { all: true }), V, wantF32, `F32 ${label}`);
+    } finally {
+      await f.unload();
     }
   }
 });
@@ -120,7 +145,7 @@ test('an HF checkpoint in several files (safetensors shards, config.json, tokeni
   const m = await loadModel(hfFiles, { threads: 2 });
   try {
     assert.equal(m.info.files.length, hfFiles.length);
-    assertClose(await m.logits(TOKENS, { all: true }), m.info.vocab, want, 'HF');
+    assertClose(await m.logits(TOKENS, { all: true }), m.info.vocab, want, 'HF (F32 safetensors)');
   } finally {
     await m.unload();
   }
@@ -132,7 +157,7 @@ test('the single-threaded build gives the same logits', async () => {
     assert.equal(m.build, 'st');
     assert.equal(m.threads, 1);
     assert.match(m.engineNote, /threads=4 requested, 1 used/);
-    assert.deepEqual(Array.from(await m.logits(TOKENS)), Array.from(await model.logits(TOKENS)));
+    assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), Array.from(await model.logits(TOKENS, { all: true })));
   } finally {
     await m.unload();
   }
@@ -162,6 +187,35 @@ test('the PLE table is never read whole: one host read per row used', async () =
     assert.ok(s1.residentBytes > 0 && s1.residentBytes < size, 'resident weights exclude the table');
   } finally {
     await m.unload();
+  }
+});
+
+test('tablesOnHost reads token-embedding rows per token too, with the same logits', async () => {
+  const m = await loadModel(gguf, { threads: 1, tablesOnHost: true });
+  try {
+    const want = Array.from(await model.logits(TOKENS, { all: true }));
+    const s0 = await m.stats();
+    assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), want);
+    const s1 = await m.stats();
+    // one PLE row per distinct token, one embedding row per token
+    assert.equal(s1.rowsFetched - s0.rowsFetched, new Set(TOKENS).size + TOKENS.length);
+  } finally {
+    await m.unload();
+  }
+});
+
+test('quant on load: an F32 checkpoint held as Q8 takes less memory and stays close', async () => {
+  const f = await loadModel(ggufF32, { threads: 2 });
+  const q = await loadModel(ggufF32, { threads: 2, quant: 'q8' });
+  try {
+    const [sf, sq] = [await f.stats(), await q.stats()];
+    assert.ok(sq.residentBytes < sf.residentBytes / 2, `q8 ${sq.residentBytes} vs f32 ${sf.residentBytes} bytes`);
+    const a = logSoftmax(await f.logits(TOKENS)), b = logSoftmax(await q.logits(TOKENS));
+    const d = a.map((v, i) => Math.abs(v - b[i]));
+    assert.ok(Math.max(...d) < 0.5 && Math.max(...d) > 0, `max |log-prob difference| ${Math.max(...d)}`);
+  } finally {
+    await f.unload();
+    await q.unload();
   }
 });
 
@@ -213,16 +267,19 @@ test('stop ids, stop strings and logit bias', async () => {
   const t2 = await model.detokenize(g.tokens.slice(0, 2), { skipSpecial: true });
   const t4 = await model.detokenize(g.tokens.slice(0, 4), { skipSpecial: true });
   const stop = t4.slice(t2.length);
-  if (stop.length && full.indexOf(stop) === t2.length) {
-    const r = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop }));
-    assert.equal(r.text, t2);
-    assert.equal(r.stats.reason, 'stop');
-    assert.equal(r.stats.stop, stop);
-  }
+  assert.ok(stop.length > 0 && full.indexOf(stop) === t2.length, `fixture: ${JSON.stringify(stop)} first occurs after ${JSON.stringify(t2)}`);
+  const r = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop }));
+  assert.equal(r.text, t2);
+  assert.equal(r.stats.reason, 'stop');
+  assert.equal(r.stats.stop, stop);
+  // text before a possible stop string is held back, then released when it is not one
+  const r2 = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop: `${stop}\u0000never` }));
+  assert.equal(r2.text, full);
+  assert.equal(r2.stats.reason, 'length');
 });
 
 test('abort mid-generation stops within a token and leaves the model usable', async () => {
-  const before = await model.logits(TOKENS);
+  const before = await model.logits(TOKENS, { all: true });
   const ac = new AbortController();
   let n = 0;
   await assert.rejects(
@@ -239,7 +296,7 @@ test('abort mid-generation stops within a token and leaves the model usable', as
   for await (const c of model.generate(TOKENS, { maxTokens: 100000, temperature: 1, seed: 2, stopIds: [] })) if (c.token !== null) break;
   const st = await model.stats();
   assert.ok(st.contextTokens < TOKENS.length + 1000, `the worker stopped (context ${st.contextTokens})`);
-  assert.deepEqual(Array.from(await model.logits(TOKENS)), Array.from(before));
+  assert.deepEqual(Array.from(await model.logits(TOKENS, { all: true })), Array.from(before));
 });
 
 test('chat: KV reuse across turns gives the tokens of a fresh prefill', async () => {
@@ -259,6 +316,9 @@ test('chat: KV reuse across turns gives the tokens of a fresh prefill', async ()
   const fresh = await collect(model.chat(msgs2, o));
   assert.equal(fresh.stats.reusedTokens, 0);
   assert.deepEqual(t2.tokens, fresh.tokens);
+  // a chat turn ends at <turn|> even where the checkpoint's stop ids lack it
+  const forced = await collect(model.chat(msgs, { maxTokens: 5, temperature: 0, logitBias: { [model.info.turnEnd]: 100 } }));
+  assert.deepEqual([forced.tokens, forced.stats.reason], [[], 'stop']);
   // thinking switch in the built-in format
   assert.match(await model.renderChat(msgs, { thinking: true }), /^<bos><\|turn>system\n<\|think\|>Be brief\.<turn\|>\n/);
   await assert.rejects(collect(model.chat([{ role: 'user', content: 'a' }, { role: 'system', content: 'b' }])), (e) => e.code === 'RANGE');

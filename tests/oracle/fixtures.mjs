@@ -34,7 +34,8 @@ export function tmpDir(tag) {
 
 // Write a synthetic model; returns its path.  extra: more `oxinfer synth` flags.
 export function synth(dir, { preset = 'tiny', type = 'f32', extra = [] } = {}) {
-  const out = path.join(dir, `${preset}-${type}${extra.length ? '-' + extra.join('').replace(/[^a-z0-9.]+/gi, '_') : ''}.gguf`);
+  const tag = extra.map((x) => x.replace(/^--/, '')).join('-').replace(/[^a-z0-9.-]+/gi, '_');
+  const out = path.join(dir, `${preset}-${type}${tag ? '-' + tag : ''}.gguf`);
   if (!fs.existsSync(out)) cli(['synth', '--preset', preset, '--type', type, ...extra, '-o', out]);
   return out;
 }

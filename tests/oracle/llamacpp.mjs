@@ -186,6 +186,9 @@ export function logSoftmax(logits) {
   return out;
 }
 
+// max that keeps a NaN (a NaN log-prob is a failure, never hidden)
+const nanMax = (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b));
+
 // Compare one engine's per-position log-probs with the reference.
 // getLogprob(pos, id) -> the engine's log-prob of id after seq[0..pos];
 // argmaxOf(pos) -> the engine's argmax.  A different argmax counts as a
@@ -196,12 +199,9 @@ export function compareToReference(ref, getLogprob, argmaxOf, { tieTol = 1e-2 } 
   const mismatches = [];
   for (const p of ref.positions) {
     let d = 0;
-    for (const [id, lp] of p.top) {
-      const e = Math.abs(getLogprob(p.pos, id) - lp);
-      if (!(e <= d)) d = e;  // NaN propagates as a failure
-    }
+    for (const [id, lp] of p.top) d = nanMax(d, Math.abs(getLogprob(p.pos, id) - lp));
     perPos.push(d);
-    if (!(d <= maxDelta)) { maxDelta = d; worstPos = p.pos; }
+    if (!Number.isNaN(maxDelta) && (Number.isNaN(d) || d > maxDelta)) { maxDelta = d; worstPos = p.pos; }
     const a = argmaxOf(p.pos);
     if (a === p.argmax) argmaxAgree++;
     else if (Math.abs(getLogprob(p.pos, a) - getLogprob(p.pos, p.argmax)) <= tieTol) { argmaxAgree++; nearTies++; }

@@ -140,7 +140,8 @@ function procList() {
     try {
       const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').split('\0');
+      // Chromium rewrites its children's title: the arguments may be one space-joined string
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').replace(/\0/g, ' ');
       out.push({ pid: Number(d), ppid, cmd });
     } catch {}
   }
@@ -150,14 +151,14 @@ function procList() {
 // Renderer processes of the Chromium whose command line carries `marker`.
 export function rendererPids(marker) {
   const ps = procList();
-  const root = ps.find((p) => p.cmd.includes(marker));
+  const root = ps.find((p) => p.cmd.includes(` ${marker} `) || p.cmd.endsWith(` ${marker}`));
   if (!root) return [];
   const kids = new Map();
   for (const p of ps) kids.set(p.ppid, [...(kids.get(p.ppid) ?? []), p]);
   const out = [];
   const walk = (pid) => {
     for (const c of kids.get(pid) ?? []) {
-      if (c.cmd.includes('--type=renderer')) out.push(c.pid);
+      if (c.cmd.includes(' --type=renderer ')) out.push(c.pid);
       walk(c.pid);
     }
   };

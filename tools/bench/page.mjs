@@ -38,7 +38,22 @@ async function loadOxinfer({ threads, nCtx }) {
   return { load_ms, build: model.build, threads: model.threads, note: model.engineNote, info: model.info };
 }
 
+// wllama keeps its wasm Memory in a module worker made from a Blob of source text, out of
+// reach of the page; append one line to that source that exposes the Memory's size to
+// tools/bench.mjs (playwright worker.evaluate). Nothing else changes.
+function exposeWllamaMemory() {
+  const B = globalThis.Blob;
+  globalThis.Blob = class extends B {
+    constructor(parts, opts) {
+      if (Array.isArray(parts) && typeof parts[0] === 'string' && parts[0].includes('const getWModuleConfig'))
+        parts = [...parts, '\n;self.__oxWasmBytes = () => (Module && Module.wasmMemory ? Number(Module.wasmMemory.buffer.byteLength) : null);\n'];
+      super(parts, opts);
+    }
+  };
+}
+
 async function loadWllama({ threads, nCtx }) {
+  exposeWllamaMemory();
   const { Wllama } = await import('/wllama/esm/index.js');
   const w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: { ...console, debug: () => {}, log: () => {} } });
   const t0 = performance.now();
