@@ -30,10 +30,16 @@ export class HostError extends Error {
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 
-function baseName(s) {
-  const clean = s.replace(/[?#].*$/, '').replace(/\/+$/, '');
-  const i = Math.max(clean.lastIndexOf('/'), clean.lastIndexOf('\\'));
-  return decodeURIComponent(i >= 0 ? clean.slice(i + 1) : clean) || s;
+// last part of a path, or of a URL's pathname (percent-decoded)
+function baseName(s, isUrl = false) {
+  const clean = s.replace(/\/+$/, '');
+  const b = clean.slice(Math.max(clean.lastIndexOf('/'), isUrl ? -1 : clean.lastIndexOf('\\')) + 1) || s;
+  if (!isUrl) return b;
+  try {
+    return decodeURIComponent(b);
+  } catch {
+    return b;
+  }
 }
 
 // Normalize what a caller passed into a structured-cloneable descriptor
@@ -45,11 +51,14 @@ export function describeSource(src, base) {
   if (src && typeof src === 'object' && KINDS.includes(src.kind)) return src; // already described
   if (typeof src === 'string' || src instanceof URL) {
     const s = String(src);
-    if (/^https?:\/\//i.test(s)) return { kind: 'url', url: s, name: baseName(new URL(s).pathname) };
-    if (/^file:/i.test(s)) return { kind: 'path', path: decodeURIComponent(new URL(s).pathname), name: baseName(s) };
+    if (/^https?:\/\//i.test(s)) return { kind: 'url', url: s, name: baseName(new URL(s).pathname, true) };
+    if (/^file:/i.test(s)) {
+      const p = decodeURIComponent(new URL(s).pathname);
+      return { kind: 'path', path: p, name: baseName(p) };
+    }
     if (!isNode) {
-      const u = new URL(s, base ?? globalThis.location?.href).href;
-      return { kind: 'url', url: u, name: baseName(new URL(u).pathname) };
+      const u = new URL(s, base ?? globalThis.location?.href);
+      return { kind: 'url', url: u.href, name: baseName(u.pathname, true) };
     }
     return { kind: 'path', path: s, name: baseName(s) };
   }
@@ -58,11 +67,19 @@ export function describeSource(src, base) {
   if (src && typeof src === 'object') {
     if (src.kind === 'file' && typeof src.getFile === 'function')        // FileSystemFileHandle
       return { kind: 'opfs', handle: src, name: src.name };
-    if (typeof src.path === 'string') return { ...describeSource(src.path, base), ...(src.name ? { name: src.name } : {}) };
-    if (typeof src.url === 'string' || src.url instanceof URL)
-      return { ...describeSource(String(src.url).match(/^[a-z]+:/i) ? String(src.url) : new URL(src.url, base ?? globalThis.location?.href).href, base), ...(src.name ? { name: src.name } : {}) };
-    if (src.blob) return { ...describeSource(src.blob, base), ...(src.name ? { name: src.name } : {}) };
-    if (src.handle) return { kind: 'opfs', handle: src.handle, name: src.name ?? src.handle.name };
+    const named = (d) => (typeof src.name === 'string' && src.name ? { ...d, name: src.name } : d);
+    if (typeof src.path === 'string') return named({ kind: 'path', path: src.path, name: baseName(src.path) });
+    if (typeof src.url === 'string' || src.url instanceof URL) {
+      let u;
+      try {
+        u = new URL(src.url, base ?? globalThis.location?.href);
+      } catch {
+        throw new HostError('RANGE', `not a valid URL: ${src.url}`);
+      }
+      return named({ kind: 'url', url: u.href, name: baseName(u.pathname, true) });
+    }
+    if (typeof Blob !== 'undefined' && src.blob instanceof Blob) return named(describeSource(src.blob));
+    if (src.handle) return named({ kind: 'opfs', handle: src.handle, name: src.handle.name });
   }
   throw new HostError('RANGE', `unsupported model source: ${Object.prototype.toString.call(src)} (use a path, URL, File/Blob, OPFS file handle, or {path|url|blob|handle, name})`);
 }
@@ -212,7 +229,8 @@ export class HostFiles {
     this.lastError = null;
     this.onClose = null; // (handle) => void, set by the wasm side to drop its name cache
     this.bridge = null;
-    this.tmp = null;
+    this.blobIds = 0;
+    this.tmp = null; // OPFS reads: a private buffer (sync access handles refuse shared memory)
   }
 
   async open(source) {
@@ -238,7 +256,7 @@ export class HostFiles {
       if (typeof FileReaderSync === 'undefined') {
         if (!isNode) throw new HostError('UNSUPPORTED', `${f.name}: reading a Blob needs FileReaderSync (a Web Worker)`);
         this.bridge ??= await NodeBridge.create(this.timeoutMs);
-        f.blobId = this.files.length + ':' + Math.random();
+        f.blobId = ++this.blobIds;
         this.bridge.w.postMessage({ op: 'blob', id: f.blobId, blob: d.blob });
       } else {
         f.reader = new FileReaderSync();

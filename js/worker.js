@@ -362,7 +362,7 @@
         // every token generated must fit in the context (the last one is run too)
         if (sessionTokens.length >= contextLimit) return done('context', null, r?.flush?.());
         const tok = withInts(history, (h) => check(M._ox_wasm_sample(engine, sampler, logitsPtr, h, history.length)));
-        if (stopIds.has(tok)) return done('stop');
+        if (stopIds.has(tok)) return done('stop', null, r?.flush?.());
         history.push(tok);
         if (window > 0 && history.length > window) history.shift();
         st.generatedTokens++;

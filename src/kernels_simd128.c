@@ -163,14 +163,22 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
     k->dmin = 0;
 }
 
-/* a->d * (d * sum_g sc[g] * (q . a)_g - dmin * sum_g mn[g] * bsums[g]) */
-static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
-    v128_t acc = wasm_i32x4_splat(0);
+static inline void apply_scales(ox_kblock *k) {
     for (int g = 0; g < 16; g++) {
-        v128_t s = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + 16 * g), wasm_v128_load(a + 16 * g)),
-                                  wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + 16 * g + 8), wasm_v128_load(a + 16 * g + 8)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, wasm_i32x4_splat(k->sc[g])));
+        v128_t sc = wasm_i16x8_splat((int16_t)k->sc[g]);
+        wasm_v128_store(k->q + 16 * g, wasm_i16x8_mul(wasm_v128_load(k->q + 16 * g), sc));
+        wasm_v128_store(k->q + 16 * g + 8, wasm_i16x8_mul(wasm_v128_load(k->q + 16 * g + 8), sc));
     }
+}
+
+/* a->d * (d * sum(q . a) - dmin * sum_g mn[g] * bsums[g]) */
+static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
+    v128_t acc = wasm_i32x4_splat(0), acc2 = wasm_i32x4_splat(0);
+    for (int i = 0; i < 256; i += 16) {
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + i), wasm_v128_load(a + i)));
+        acc2 = wasm_i32x4_add(acc2, wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + i + 8), wasm_v128_load(a + i + 8)));
+    }
+    acc = wasm_i32x4_add(acc, acc2);
     int32_t isum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
                    wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
     float v = k->d * (float)isum;
@@ -199,6 +207,7 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
         for (int b = 0; b < nb; b++) {
             unpack(row + b * bb, &k);
+            apply_scales(&k);
             for (int t = 0; t < a->n_tok; t++) {
                 const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
                 y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);

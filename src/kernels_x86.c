@@ -150,13 +150,22 @@ static inline int32_t hsum_i32(__m256i v) {
     return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1)));
 }
 
-static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
-    __m256i acc = _mm256_setzero_si256();
+static inline void apply_scales(ox_kblock *k) {
     for (int g = 0; g < 16; g++) {
-        __m256i s = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(k->q + 16 * g)),
-                                      _mm256_loadu_si256((const __m256i *)(a + 16 * g)));
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(s, _mm256_set1_epi32(k->sc[g])));
+        __m256i *q = (__m256i *)(k->q + 16 * g);
+        _mm256_storeu_si256(q, _mm256_mullo_epi16(_mm256_loadu_si256(q), _mm256_set1_epi16((short)k->sc[g])));
     }
+}
+
+static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
+    __m256i acc = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256();
+    for (int i = 0; i < 256; i += 32) {
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(k->q + i)),
+                                                      _mm256_loadu_si256((const __m256i *)(a + i))));
+        acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(k->q + i + 16)),
+                                                        _mm256_loadu_si256((const __m256i *)(a + i + 16))));
+    }
+    acc = _mm256_add_epi32(acc, acc2);
     float v = k->d * (float)hsum_i32(acc);
     if (has_min) {
         __m256i b0 = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)ab->bsums));
@@ -177,6 +186,7 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
         for (int b = 0; b < nb; b++) {
             unpack(row + b * bb, &k);
+            apply_scales(&k);
             for (int t = 0; t < a->n_tok; t++) {
                 const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
                 y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);

@@ -16,7 +16,14 @@
 #include <string.h>
 
 #define POOL_MAX 64
-#define SPIN_ITERS 20000 /* about tens of microseconds: covers the gap between matmuls */
+/* Spin about 0.1-0.5 ms before sleeping: covers the gap between two matmuls of a token
+ * (a futex wake costs tens of microseconds, more in wasm). x86 spins with `pause`
+ * (tens of cycles each); wasm has no pause, so it counts more iterations. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SPIN_ITERS 20000
+#else
+#define SPIN_ITERS 200000
+#endif
 #define TASK_BITS 22      /* a job has < 2^22 tasks; ox_pool_run splits larger counts */
 #define TASK_MASK ((1u << TASK_BITS) - 1)
 #define WORD(gen, n, next) ((uint64_t)(gen) << (2 * TASK_BITS) | (uint64_t)(n) << TASK_BITS | (uint64_t)(next))

@@ -342,6 +342,9 @@ static int nearest_int(float v) {
 /* |v| <= 127 unless the block holds Inf/NaN (corrupt weights) or a subnormal absmax (1/d
  * overflows): converting those to an integer is undefined behaviour, so clamp; NaN -> 0. */
 static int8_t round_q8(float v) { return v >= 127.f ? 127 : v <= -127.f ? -127 : v == v ? (int8_t)roundf(v) : 0; }
+/* ggml's (int8_t)v in the legacy quantizers, where v >= 0.5 for finite weights: the cast is
+ * undefined for NaN / out-of-range v (non-finite weights), so clamp to [0, 127]; NaN -> 0. */
+static int trunc_q(float v) { return v >= 127.f ? 127 : v > 0.f ? (int)v : 0; }
 
 static void quant_q8_0(const float *x, ox_block_q8_0 *b) {
     float d = absmax(x, 32, NULL) / 127, id = d ? 1.0f / d : 0.0f;
@@ -364,7 +367,7 @@ OX_NO_CONTRACT static void quant_q4_0(const float *x, ox_block_q4_0 *b) {
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 16; j++) {
         float x0 = x[j] * id, x1 = x[j + 16] * id;
-        int q0 = (int8_t)(x0 + 8.5f), q1 = (int8_t)(x1 + 8.5f);
+        int q0 = trunc_q(x0 + 8.5f), q1 = trunc_q(x1 + 8.5f);
         b->qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
     }
 }
@@ -377,7 +380,7 @@ OX_NO_CONTRACT static void quant_q4_1(const float *x, ox_block_q4_1 *b) {
     b->m = ox_f32_to_f16(mn);
     for (int j = 0; j < 16; j++) {
         float x0 = (x[j] - mn) * id, x1 = (x[j + 16] - mn) * id;
-        int q0 = (int8_t)(x0 + 0.5f), q1 = (int8_t)(x1 + 0.5f);
+        int q0 = trunc_q(x0 + 0.5f), q1 = trunc_q(x1 + 0.5f);
         b->qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
     }
 }
@@ -399,7 +402,7 @@ OX_NO_CONTRACT static void quant_q5_0(const float *x, ox_block_q5_0 *b) {
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 32; j++) {
         float xs = x[j] * id;
-        int v = (int8_t)(xs + 16.5f);
+        int v = trunc_q(xs + 16.5f);
         q[j] = v < 31 ? v : 31;
     }
     pack_q5(q, b->qs, b->qh);
@@ -414,7 +417,7 @@ OX_NO_CONTRACT static void quant_q5_1(const float *x, ox_block_q5_1 *b) {
     b->m = ox_f32_to_f16(mn);
     for (int j = 0; j < 32; j++) {
         float xs = (x[j] - mn) * id;
-        int v = (uint8_t)(xs + 0.5f);
+        int v = trunc_q(xs + 0.5f);
         q[j] = v < 31 ? v : 31;
     }
     pack_q5(q, b->qs, b->qh);

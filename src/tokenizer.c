@@ -211,7 +211,8 @@ static int finish(ox_tokenizer *t, ox_err *err) {
         const tok_info *k = &t->tok[id];
         const char *s = t->text + k->off;
         int b = byte_piece(s, k->len);
-        if (b >= 0 && (k->type == OX_TOKEN_BYTE || k->type == OX_TOKEN_NORMAL)) {
+        /* llama.cpp finds byte-fallback tokens by their text whatever their type (even UNUSED) */
+        if (b >= 0 && (k->type == OX_TOKEN_BYTE || k->type == OX_TOKEN_NORMAL || k->type == OX_TOKEN_UNUSED)) {
             t->tok[id].type = OX_TOKEN_BYTE;
             if (t->byte_id[b] < 0) t->byte_id[b] = id;
         }

@@ -1,5 +1,5 @@
 /* bench_kernels.c — matmul micro-benchmark (not a test): a 1536-column x 6144-row weight
- * matrix (Gemma 4 E2B's FFN gate/up shape) in Q8_0, Q4_0, Q4_K, Q6_K, 1 and 64 tokens, 1 and 2
+ * matrix (Gemma 4 E2B's FFN gate/up shape) in Q8_0, Q4_0, Q4_K, Q6_K, BF16, 1 and 64 tokens, 1 and 2
  * threads. Prints GB/s of weights streamed and GFLOP/s for the fastest call and the median
  * one (the fastest is the figure on a shared, noisy machine). Enough copies of the matrix
  * are cycled through that the weights come from memory, not from the last-level cache.
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     const char *only_type = argc > 4 ? argv[2] : NULL;
     int only_tok = argc > 4 ? atoi(argv[3]) : 0, only_threads = argc > 4 ? atoi(argv[4]) : 0;
     const int rows = 6144, cols = 1536;
-    static const ox_type types[] = {OX_Q8_0, OX_Q4_0, OX_Q4_K, OX_Q6_K};
+    static const ox_type types[] = {OX_Q8_0, OX_Q4_0, OX_Q4_K, OX_Q6_K, OX_BF16};
     static const int toks[] = {1, 64};
     ox_err e = {0};
     ox_scratch ws = {0};

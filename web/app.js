@@ -25,7 +25,7 @@ const state = {
 };
 
 // ---------- formatting ----------
-export function fmtBytes(n) {
+function fmtBytes(n) {
   if (!Number.isFinite(n)) return '–';
   const u = ['B', 'KB', 'MB', 'GB', 'TB'];
   let i = 0;

@@ -128,7 +128,9 @@ test('file input load, streamed reply, Stop, second message, threaded build, scr
   for (let attempt = 0; attempt < 3; attempt++) {
     await watchStream(page);
     const i0 = await send(page, 'Tell me a long story.');
-    await page.waitForFunction((i) => (document.querySelectorAll('.msg.assistant')[i].querySelector('.body').textContent.length > 0), i0, { timeout: TIMEOUT });
+    // the answer grows in several steps (streamed), or ends
+    await page.waitForFunction((i) => window.__lengths.filter((n) => n > 0).length >= 3 ||
+      document.querySelectorAll('.msg.assistant')[i].dataset.done, i0, { timeout: TIMEOUT });
     // a click on Stop while it is shown (it hides when the answer ends)
     await page.evaluate(() => { const b = document.getElementById('stop'); if (!b.hidden) b.click(); });
     r0 = await waitReply(page, i0);
@@ -137,7 +139,7 @@ test('file input load, streamed reply, Stop, second message, threaded build, scr
   assert.equal(r0.done, 'stopped', `reply stopped by the Stop button (meta: ${r0.meta})`);
   assert.match(r0.meta, /stopped/);
   const lengths = await page.evaluate(() => window.__lengths);
-  assert.ok(lengths.filter((n) => n > 0).length >= 2, `tokens streamed in several steps (lengths seen: ${lengths.slice(0, 20)})`);
+  assert.ok(lengths.filter((n) => n > 0).length >= 3, `tokens streamed in several steps (lengths seen: ${lengths.slice(0, 20)})`);
   assert.equal(await page.isVisible('#send'), true, 'Send is back after Stop');
 
   // another message after Stop
@@ -243,6 +245,65 @@ test('drag and drop loads a model, with a progress bar in bytes and percent', { 
   assert.ok(progress.some((t) => /MB \/ [\d.]+ MB · \d+%/.test(t)), `progress shown in bytes and percent: ${JSON.stringify(progress.slice(-5))}`);
   assert.equal(await page.isVisible('#progress'), false, 'progress bar hidden after the load');
   assert.deepEqual(page.errors, [], 'no page errors');
+  await page.close();
+});
+
+test('settings, system prompt, thinking and history reach the engine; New chat forgets', { timeout: 2 * TIMEOUT }, async () => {
+  const page = await openDemo(iso, { query: '?model=/models/demo.gguf' });
+  await waitModel(page);
+  // record what the page passes to model.chat
+  await page.evaluate(() => {
+    const m = window.oxinfer.model;
+    const chat = m.chat.bind(m);
+    window.__calls = [];
+    m.chat = (messages, opts) => {
+      window.__calls.push({ messages: JSON.parse(JSON.stringify(messages)), opts: { ...opts, signal: !!opts.signal } });
+      return chat(messages, opts);
+    };
+  });
+  await page.click('#settings summary');
+  await page.fill('#system-prompt', 'You are terse.');
+  await page.check('#thinking');
+  await page.fill('#temperature', '0.5');
+  await page.fill('#top-k', '10');
+  await page.fill('#top-p', '0.9');
+  await page.fill('#min-p', '0.05');
+  await page.fill('#max-tokens', '8');
+  const r0 = await waitReply(page, await send(page, 'first'));
+  assert.equal(r0.error, false, r0.meta);
+  await waitReply(page, await send(page, 'second'));
+  const calls = await page.evaluate(() => window.__calls);
+  assert.equal(calls.length, 2);
+  assert.deepEqual(calls[0].opts, { temperature: 0.5, topK: 10, topP: 0.9, minP: 0.05, maxTokens: 8, thinking: true, signal: true });
+  assert.deepEqual(calls[0].messages, [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'first' }]);
+  assert.deepEqual(calls[1].messages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
+  assert.equal(calls[1].messages[2].content, r0.text, 'the first answer is in the history');
+  // settings survive a reload (localStorage)
+  await page.reload();
+  await page.waitForFunction(() => window.oxinfer);
+  assert.equal(await page.inputValue('#top-k'), '10');
+  assert.equal(await page.isChecked('#thinking'), true);
+  await waitModel(page);
+  await page.evaluate(() => {
+    const m = window.oxinfer.model;
+    const chat = m.chat.bind(m);
+    window.__calls = [];
+    m.chat = (messages, opts) => { window.__calls.push(JSON.parse(JSON.stringify(messages))); return chat(messages, opts); };
+  });
+  await waitReply(page, await send(page, 'third'));
+  await page.click('#new-chat');
+  await waitReply(page, await send(page, 'fresh start'));
+  const after = await page.evaluate(() => window.__calls);
+  assert.deepEqual(after[1], [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'fresh start' }], 'New chat starts an empty history');
+  // a bad setting is reported, not sent
+  await page.click('#settings summary');
+  await page.fill('#top-p', '7');
+  await page.fill('#prompt', 'nope');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('#error:not([hidden])');
+  assert.match(await page.textContent('#error-text'), /Top-p/);
+  assert.equal(await page.evaluate(() => window.__calls.length), 2);
+  await page.evaluate(() => localStorage.clear());
   await page.close();
 });
 

@@ -7,6 +7,7 @@
  * through its harness, so the sanitizer build re-checks them on every ctest run. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +365,60 @@ static void test_hf_checkpoint(void) {
     f[2] = hf[2];
 }
 
+/* Weights holding NaN, Inf and subnormals (a corrupt or hostile checkpoint) quantized on load
+ * to Q8_0 / Q4_0: the load and the forward pass complete (the output may be NaN), with no
+ * undefined behaviour in the quantizers (float -> int conversions of NaN / out-of-range values
+ * are UB; UBSan aborts on them in the sanitizer build). */
+static void test_nonfinite_weights(void) {
+    hf_file f[5];
+    memcpy(f, hf, sizeof f);
+    float bad[64];
+    for (int i = 0; i < 32; i++) bad[i] = i % 4 == 0 ? NAN : i % 4 == 1 ? INFINITY : i % 4 == 2 ? -INFINITY : 1e-42f;
+    for (int i = 32; i < 64; i++) bad[i] = 1e-41f * (float)(i - 40); /* a block of subnormals only */
+    /* the first row of a projection (quantized to Q4_0 with OX_QUANT_Q4) and of the embedding */
+    static const char *const victims[] = {"model.language_model.layers.0.self_attn.q_proj.weight",
+                                          "model.language_model.embed_tokens.weight"};
+    uint8_t *s[2];
+    int hit = 0;
+    for (int k = 0; k < 2; k++) {
+        s[k] = malloc(hf[3 + k].len);
+        memcpy(s[k], hf[3 + k].buf, hf[3 + k].len);
+        f[3 + k].buf = s[k];
+        int h = ox_host_open_mem(hf[3 + k].name, s[k], hf[3 + k].len);
+        ox_safetensors *st = ox_st_open(h, NULL);
+        for (int v = 0; st && v < 2; v++) {
+            const ox_st_tensor *t = ox_st_find(st, victims[v]);
+            if (t) memcpy(s[k] + t->offset, bad, sizeof bad), hit++;
+        }
+        ox_st_free(st);
+        ox_host_close(h);
+    }
+    CHECK(hit == 2);
+    static const ox_quant quants[] = {OX_QUANT_STORED, OX_QUANT_Q8, OX_QUANT_Q4, OX_QUANT_BF16};
+    for (int q = 0; q < 4; q++) {
+        ox_err err = {0};
+        int h[5];
+        for (int i = 0; i < 5; i++) h[i] = ox_host_open_mem(f[i].name, f[i].buf, f[i].len);
+        ox_load_opts o = {0};
+        o.quant = quants[q];
+        ox_model_files *mf = ox_files_open(h, 5, &err);
+        ox_model *m = mf ? ox_model_load(mf, &o, &err) : NULL;
+        CHECK_MSG(m != NULL, "quant %d: %s", q, err.msg);
+        if (m) {
+            ox_session *ss = ox_session_new(m, 8, &err);
+            float logits[384];
+            int32_t t[3] = {2, 0, 383}; /* row 0 of the table holds the bad values */
+            ox_forward_io io = {t, 3, NULL, NULL, logits, 0, NULL};
+            CHECK_MSG(ss && ox_forward(ss, &io, &err) == 0, "quant %d: %s", q, err.msg);
+            ox_session_free(ss);
+            ox_model_free(m);
+        }
+        for (int i = 0; i < 5; i++) ox_host_close(h[i]);
+    }
+    free(s[0]), free(s[1]);
+    good_model_works();
+}
+
 /* tokenizer.json that is not BPE; and one that is not JSON */
 static void test_tokenizer_json(void) {
     ox_err err = {0};
@@ -613,6 +668,7 @@ int main(void) {
     RUN(test_gguf_tensors);
     RUN(test_max_resident);
     RUN(test_hf_checkpoint);
+    RUN(test_nonfinite_weights);
     RUN(test_tokenizer_json);
     RUN(test_json_limits);
     RUN(test_limits);

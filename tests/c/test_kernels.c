@@ -286,6 +286,8 @@ static void test_dot_axpy(void) {
 int main(void) {
 #ifdef __wasm_simd128__
     printf("wasm SIMD128 build\n");
+#elif defined(__wasm__)
+    CHECK_MSG(0, "wasm build without -msimd128: the SIMD128 tiles are not compiled");
 #endif
     RUN(test_q8_0_act);
     RUN(test_matmul_types);

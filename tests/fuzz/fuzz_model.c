@@ -1,5 +1,6 @@
 /* fuzz_model.c — a whole model from one GGUF: directory, config, the loader's shape checks
- * against the config (every tensor's type and shape), a session and two forward tokens.
+ * against the config (every tensor's type and shape), quantize-on-load of float weights
+ * (the input's length picks the precision), a session and two forward tokens.
  * Loads are capped at 64 MiB resident so a header that claims huge tensors must fail cleanly. */
 #include "fuzz.h"
 #include "hostfile.h"
@@ -18,6 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ox_load_opts opts = {0};
     opts.max_resident = (uint64_t)64 << 20;
     opts.tables_on_host = size & 1;
+    opts.quant = (ox_quant)((size >> 1) % 4); /* f32/f16/bf16 weights: quantize on load too */
     ox_model *m = ox_model_load(mf, &opts, &err);
     if (!m) {
         fuzz_expect_error(err.code, &err);

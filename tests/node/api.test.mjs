@@ -64,6 +64,40 @@ function assertCloseQuantized(logits, vocab, want, label) {
   });
 }
 
+// Byte positions of every tensor's data offset field in a GGUF header, and where the header
+// ends (GGUF v3: magic, version, n_tensors, n_kv, key/values, tensor infos).
+function ggufOffsetFields(buf) {
+  const SIZE = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  let p = 8;
+  const u64 = () => Number(buf.readBigUInt64LE((p += 8) - 8));
+  const u32 = () => buf.readUInt32LE((p += 4) - 4);
+  const str = () => {
+    const n = u64(); // (read before p moves on: `p += u64()` would add to the old p)
+    p += n;
+  };
+  const skip = (t) => {
+    if (t === 8) str();
+    else if (t === 9) {
+      const et = u32();
+      for (let n = u64(); n-- > 0; ) skip(et);
+    } else p += SIZE[t];
+  };
+  const nTensors = u64(), nKv = u64();
+  for (let i = 0; i < nKv; i++) {
+    str();
+    skip(u32());
+  }
+  const fields = [];
+  for (let i = 0; i < nTensors; i++) {
+    str();
+    const nd = u32();
+    p += 8 * nd + 4;
+    fields.push(p);
+    p += 8;
+  }
+  return { fields, end: p };
+}
+
 async function collect(stream) {
   const tokens = [];
   let text = '';
@@ -88,7 +122,7 @@ before(async () => {
   fs.mkdirSync(hfDir);
   cli(['synth', '--preset', 'tiny', '--format', 'hf', '--shards', '2', '--all-byte-tokens', '-o', hfDir]);
   hfFiles = fs.readdirSync(hfDir).map((f) => path.join(hfDir, f));
-  server = await startServer({ 'tiny.gguf': gguf, 'tiny-f32.gguf': ggufF32 });
+  server = await startServer({ 'tiny.gguf': gguf, 'tiny-f32.gguf': ggufF32, 'far.gguf': path.join(dir, 'far.gguf') });
   model = await loadModel(gguf, { threads: 2 });
 });
 
@@ -188,6 +222,36 @@ test('the PLE table is never read whole: one host read per row used', async () =
   } finally {
     await m.unload();
   }
+});
+
+test('tensors beyond 3 GiB in a sparse file: read at 64-bit offsets, from a path and over HTTP', async () => {
+  // the same model with 3 GiB of holes between the header and the tensor data (GGUF offsets
+  // are relative to the data section, which stays aligned)
+  const src = fs.readFileSync(gguf);
+  const { fields, end } = ggufOffsetFields(src);
+  assert.equal(fields.length > 50, true);
+  const dataStart = Math.ceil(end / 32) * 32;
+  const header = Buffer.from(src.subarray(0, dataStart));
+  const GAP = 3n << 30n;
+  for (const f of fields) header.writeBigUInt64LE(header.readBigUInt64LE(f) + GAP, f);
+  const far = path.join(dir, 'far.gguf');
+  const fd = fs.openSync(far, 'w');
+  fs.writeSync(fd, header, 0, header.length, 0);
+  fs.writeSync(fd, src, dataStart, src.length - dataStart, dataStart + Number(GAP));
+  fs.closeSync(fd);
+  assert.equal(fs.statSync(far).size, src.length + Number(GAP));
+  const want = Array.from(await model.logits(TOKENS, { all: true }));
+  for (const source of [far, `${server.base}/f/far.gguf`]) {
+    const m = await loadModel(source, { threads: 2 });
+    try {
+      assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), want, String(source));
+      const st = await m.stats();
+      assert.ok(st.hostBytesReadAll < src.length, 'the holes were never read');
+    } finally {
+      await m.unload();
+    }
+  }
+  fs.rmSync(far);
 });
 
 test('tablesOnHost reads token-embedding rows per token too, with the same logits', async () => {

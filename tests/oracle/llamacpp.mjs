@@ -129,7 +129,17 @@ export class Oracle {
     return this.cached(file, request, async () => {
       const page = await this.ensurePage(file);
       const s = seq || [this.info.bos ?? 2, ...tokenSeq(seqLen - 1, seqSeed, this.info.userFirst, this.info.userFirst + this.info.userCount)];
-      const positions = await page.evaluate(([s1, k]) => window.oracle.logprobs(s1, k), [s, topK]);
+      let positions;
+      try {
+        positions = await page.evaluate(([s1, k]) => window.oracle.logprobs(s1, k), [s, topK]);
+      } catch (e) {
+        // wllama's JSON output dies on tokens that render as lone non-UTF-8
+        // bytes (BYTE-typed <0x80>..<0xFF>, e.g. synth --all-byte-tokens)
+        const msg = e.message.split('\n')[0].replace(/^page\.evaluate: /, '');
+        const hint = /typed array length|UTF-8|json/i.test(msg)
+          ? ' (a vocab with <0x80>..<0xFF> typed BYTE breaks wllama\'s output: use the default synth vocab)' : '';
+        throw new Error(`llama.cpp (wllama) on ${path.basename(file)}: ${msg}${hint}`);
+      }
       return {
         model: path.basename(file), sha256: sha256File(file), wllama: WLLAMA_VERSION, libllama: this.info.libllama,
         method: METHOD, seq: s, topK, nVocab: this.info.nVocab, positions,
