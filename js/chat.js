@@ -65,17 +65,56 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
   return out;
 }
 
-// Template globals as @huggingface/jinja sets them, except range(), which is bounded: a
-// template comes from the model file and renders on the caller's thread, and a range of 10^9
-// would take the process down rather than throw.
+// A template comes from the model file and renders on the caller's thread: its work is
+// bounded, so a hostile one fails with FORMAT instead of hanging the thread or taking the
+// process down (V8 aborts on a 10^9-element array rather than throw). Limits: steps per
+// render (an evaluated node, a loop body run, an element made by range(): ~5 us each; the
+// Gemma 4 template takes ~60 per message), elements of one range(), length of any string or
+// list value.
+const STEP_MAX = 1_000_000;
 const RANGE_MAX = 1 << 16;
+const STRING_MAX = 1 << 24;
+const LIST_MAX = 1 << 20;
 
-function range(start, stop, step = 1) {
-  if (stop === undefined) [start, stop] = [0, start];
-  if (![start, stop, step].every(Number.isInteger) || step === 0) throw new ChatError('chat template: range() needs integers and a non-zero step', 'FORMAT');
-  const n = Math.max(0, Math.ceil((stop - start) / step));
-  if (n > RANGE_MAX) throw new ChatError(`chat template: range() of ${n} elements (at most ${RANGE_MAX})`, 'FORMAT');
-  return Array.from({ length: n }, (_, i) => start + i * step);
+let jinja = null; // @huggingface/jinja, loaded on first use
+let Bounded = null; // its Interpreter, bounded (below)
+const compiled = new Map(); // template source -> parsed Template
+
+function boundedInterpreter() {
+  Bounded ??= class extends jinja.Interpreter {
+    steps = 0;
+    step(n = 1) {
+      if ((this.steps += n) > STEP_MAX) throw new ChatError(`chat template: more than ${STEP_MAX} steps`, 'FORMAT');
+    }
+    // a loop's body runs through evaluateBlock, even when empty
+    evaluateBlock(statements, env) {
+      this.step();
+      return super.evaluateBlock(statements, env);
+    }
+    evaluate(statement, env) {
+      this.step();
+      const v = super.evaluate(statement, env);
+      const x = v?.value;
+      if (typeof x === 'string' ? x.length > STRING_MAX : Array.isArray(x) && x.length > LIST_MAX)
+        throw new ChatError(`chat template: a ${typeof x === 'string' ? 'string' : 'list'} of ${x.length} elements (at most ${typeof x === 'string' ? STRING_MAX : LIST_MAX})`, 'FORMAT');
+      return v;
+    }
+  };
+  return Bounded;
+}
+
+// Template globals as @huggingface/jinja sets them, with a bounded range().
+
+// range() of at most RANGE_MAX elements, each counted as a step of `it`
+function boundedRange(it) {
+  return (start, stop, step = 1) => {
+    if (stop === undefined) [start, stop] = [0, start];
+    if (![start, stop, step].every(Number.isInteger) || step === 0) throw new ChatError('chat template: range() needs integers and a non-zero step', 'FORMAT');
+    const n = Math.max(0, Math.ceil((stop - start) / step));
+    if (n > RANGE_MAX) throw new ChatError(`chat template: range() of ${n} elements (at most ${RANGE_MAX})`, 'FORMAT');
+    it.step(n);
+    return Array.from({ length: n }, (_, i) => start + i * step);
+  };
 }
 
 function strftimeNow(format) {
@@ -88,22 +127,19 @@ function strftimeNow(format) {
   })[t]);
 }
 
-function environment(vars) {
+function environment(it, vars) {
   const env = new jinja.Environment();
   const globals = {
     false: false, true: true, none: null, False: false, True: true, None: null,
     raise_exception: (msg) => {
       throw new ChatError(`chat template: ${msg}`, 'FORMAT');
     },
-    range,
+    range: boundedRange(it),
     strftime_now: strftimeNow,
   };
   for (const [k, v] of Object.entries({ ...globals, ...vars })) env.set(k, v);
   return env;
 }
-
-let jinja = null; // the module, loaded on first use
-const compiled = new Map();
 
 // Render `template` (Jinja source, or null for the built-in format).
 // opts: thinking, addGenerationPrompt (default true), tools, bosToken ('<bos>'),
@@ -122,7 +158,8 @@ export async function renderChat(template, messages, opts = {}) {
     compiled.set(template, t);
   }
   try {
-    const env = environment({
+    const it = new (boundedInterpreter())();
+    it.global = environment(it, {
       ...(opts.vars ?? {}),
       messages: msgs,
       add_generation_prompt: opts.addGenerationPrompt ?? true,
@@ -131,7 +168,7 @@ export async function renderChat(template, messages, opts = {}) {
       enable_thinking: !!opts.thinking,
       tools: opts.tools,
     });
-    const out = new jinja.Interpreter(env).run(t.parsed).value;
+    const out = it.run(t.parsed).value;
     if (typeof out !== 'string') throw new Error('the template did not produce text');
     return out;
   } catch (e) {

@@ -41,9 +41,9 @@ export interface LoadOptions {
   quant?: 'stored' | 'bf16' | 'q8' | 'q4';
   /** Read token-embedding rows from the host per token too, not only the PLE table. */
   tablesOnHost?: boolean;
-  /** Context length of the session (default: the model's maximum). */
+  /** Context length of the session: integer >= 0, 0 = the model's maximum (default). */
   maxContext?: number;
-  /** Fail before allocating if the weights need more than this many bytes. */
+  /** Fail before allocating if the weights need more than this many bytes (0 = no limit). */
   maxResident?: number;
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
@@ -60,9 +60,9 @@ export interface LoadOptions {
 }
 
 export interface SamplingOptions {
-  /** 0 = greedy. Default 1. */
+  /** >= 0; 0 = greedy. Default 1. */
   temperature?: number;
-  /** 0 = off. Default 64. */
+  /** Integer >= 0; 0 = off, 1 = greedy. Default 64. */
   topK?: number;
   /** 1 = off. Default 0.95. */
   topP?: number;
@@ -72,16 +72,19 @@ export interface SamplingOptions {
   repetitionPenalty?: number;
   frequencyPenalty?: number;
   presencePenalty?: number;
-  /** How many recent tokens the penalties look at (default 64). */
+  /** How many recent tokens (prompt included) the penalties look at: integer >= 0, 0 = all.
+   *  Default 64. */
   penaltyWindow?: number;
-  /** Same seed, same prompt, same options: same tokens. Default: random (reported in stats). */
+  /** Integer 0..2^53-1. Same seed, same prompt, same options: same tokens. Default: random
+   *  (reported in the stats). */
   seed?: number;
   /** token id -> added to its logit (-Infinity bans it). */
   logitBias?: Record<number, number> | Map<number, number>;
 }
 
 export interface GenerateOptions extends SamplingOptions {
-  /** Default 256. */
+  /** Integer >= 0 (0: prefill only, e.g. to warm the cache). Default 256. Generation also ends
+   *  when the context is full (reason 'context'). */
   maxTokens?: number;
   /** Text that ends generation (not included in the output). */
   stop?: string | string[];
@@ -90,7 +93,8 @@ export interface GenerateOptions extends SamplingOptions {
   stopIds?: number[];
   /** Stream the text of control tokens (e.g. <|channel>) too. Default false. */
   includeSpecial?: boolean;
-  /** Prompt tokens per forward call during prefill (default 256). */
+  /** Prompt tokens per forward call during prefill: integer >= 1 (default 256). An abort is
+   *  seen between chunks. */
   prefillChunk?: number;
   /** Stops generation within one token: the iterator throws an OxError ABORTED at once, the
    *  model stays usable. Leaving a for-await loop early stops it too. */

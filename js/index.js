@@ -170,17 +170,27 @@ export async function loadModel(sources, opts = {}) {
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
   const onAbort = () => (abortFlag ? Atomics.store(abortFlag, 0, 1) : engine.terminate(abortError('load')));
   signal?.addEventListener('abort', onAbort, { once: true });
+  let callbackError = null; // an exception from onProgress stops the load and is rethrown
+  const progress = (ev) => {
+    try {
+      opts.onProgress?.({ loaded: ev.done, total: ev.total, fraction: ev.total > 0 ? ev.done / ev.total : 0 });
+    } catch (e) {
+      callbackError ??= e;
+      onAbort();
+    }
+  };
   try {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, abortFlag, host: opts.host });
     const info = await engine.call(
       'load',
       { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
-      (ev) => opts.onProgress?.({ loaded: ev.done, total: ev.total, fraction: ev.total > 0 ? ev.done / ev.total : 0 }),
+      progress,
     );
     if (signal?.aborted) throw abortError('load');
     return new Model(engine, info, { ...env, threads });
   } catch (e) {
     engine.terminate();
+    if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');
     throw toOxError(e);
   } finally {

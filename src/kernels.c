@@ -329,7 +329,8 @@ int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, flo
 
 /* exp for x in float range, ~2 ulp: 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2]. */
 static inline v8f exp8(v8f x) {
-    x = select8(x < splat8(-87.3f), splat8(-87.3f), x); /* keep 2^n a normal float */
+    v8i tiny = x < splat8(-87.3f); /* result flushed to 0 (so masked -inf scores give 0) */
+    x = select8(tiny, splat8(-87.3f), x); /* keep 2^n a normal float */
     x = select8(x > splat8(88.3f), splat8(88.3f), x);
     const v8f magic = splat8(12582912.f);
     v8f t = x * splat8(1.44269504088896341f) + magic;
@@ -344,7 +345,7 @@ static inline v8f exp8(v8f x) {
     p = p * r + splat8(5.0000001201e-1f);
     p = p * r * r + r + splat8(1.0f);
     v8i e = ((v8i)t - (v8i)magic + 127) << 23;
-    return p * (v8f)e;
+    return (v8f)((v8i)(p * (v8f)e) & ~tiny);
 }
 
 float ox_dot_f32(const float *a, const float *b, int n) {
@@ -405,30 +406,37 @@ void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float facto
     }
 }
 
-void ox_rope(float *x, int hd, int pos, int n_pairs, float base, float factor) {
+void ox_rope_heads(float *x, int n_heads, size_t stride, int hd, int pos, int n_pairs, float base, float factor) {
     enum { STEP = 64 };
     float c[STEP], s[STEP];
     int half = hd / 2;
     n_pairs = rope_pairs(hd, n_pairs);
     for (int i0 = 0; i0 < n_pairs; i0 += STEP) {
-        int n = n_pairs - i0 < STEP ? n_pairs - i0 : STEP, i = 0;
+        int n = n_pairs - i0 < STEP ? n_pairs - i0 : STEP;
         for (int k = 0; k < n; k++) {
             double th = rope_angle(i0 + k, hd, pos, base, factor);
             c[k] = (float)cos(th);
             s[k] = (float)sin(th);
         }
-        float *p = x + i0;
-        for (; i + 8 <= n; i += 8) {
-            v8f x0 = load8(p + i), x1 = load8(p + i + half), vc = load8(c + i), vs = load8(s + i);
-            store8(p + i, x0 * vc - x1 * vs);
-            store8(p + i + half, x0 * vs + x1 * vc);
-        }
-        for (; i < n; i++) {
-            float x0 = p[i], x1 = p[i + half];
-            p[i] = x0 * c[i] - x1 * s[i];
-            p[i + half] = x0 * s[i] + x1 * c[i];
+        for (int h = 0; h < n_heads; h++) {
+            float *p = x + (size_t)h * stride + i0;
+            int i = 0;
+            for (; i + 8 <= n; i += 8) {
+                v8f x0 = load8(p + i), x1 = load8(p + i + half), vc = load8(c + i), vs = load8(s + i);
+                store8(p + i, x0 * vc - x1 * vs);
+                store8(p + i + half, x0 * vs + x1 * vc);
+            }
+            for (; i < n; i++) {
+                float x0 = p[i], x1 = p[i + half];
+                p[i] = x0 * c[i] - x1 * s[i];
+                p[i + half] = x0 * s[i] + x1 * c[i];
+            }
         }
     }
+}
+
+void ox_rope(float *x, int hd, int pos, int n_pairs, float base, float factor) {
+    ox_rope_heads(x, 1, 0, hd, pos, n_pairs, base, factor);
 }
 
 void ox_softmax_ref(float *x, int n) {

@@ -28,11 +28,16 @@ void *ox_scratch_get(ox_scratch *s, size_t bytes, ox_err *err); /* 64-byte align
 void ox_scratch_free(ox_scratch *s);
 
 /* y[t][r] = sum_c W[r][c] * x[t][c], t < n_tok (x: n_tok x cols, y: n_tok x rows, f32).
- * Prefill (n_tok > 1) is matrix-matrix: several tokens per pass over the weights. */
+ * Prefill (n_tok > 1) is matrix-matrix: several tokens per pass over the weights.
+ * ws holds the quantized activations: it may be reallocated by the call, so x and y must
+ * not point into it, and y must not overlap x. Runs on the pool (ox_pool_run): do not
+ * call it from inside a pool task. Errors: CONFIG (W's cols/row_bytes disagree with the
+ * input or its type), UNSUPPORTED (type), RANGE (n_tok < 1, sizes overflow), NOMEM. */
 int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, float *y, ox_err *err);
 
 /* Several matrices with the same input (fused Q/K/V or gate/up): one activation
- * quantization per distinct vec-dot type and one pool dispatch. ys[i]: n_tok x Ws[i]->rows. */
+ * quantization per distinct vec-dot type and one pool dispatch. ys[i]: n_tok x Ws[i]->rows.
+ * 1 <= n <= 16; every Ws[i]->cols must equal Ws[0]->cols. */
 int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok,
                     float *const *ys, ox_err *err);
 
@@ -46,6 +51,9 @@ void ox_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps);
  * with angle pos * base^(-2i/hd) / factor, the rest are identity. */
 void ox_rope(float *x, int hd, int pos, int n_pairs, float base, float factor);
 void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float factor);
+/* ox_rope on n_heads heads of one token, head h at x + h * stride: the cos/sin (the costly
+ * part) are computed once for all heads. */
+void ox_rope_heads(float *x, int n_heads, size_t stride, int hd, int pos, int n_pairs, float base, float factor);
 void ox_softmax(float *x, int n);
 void ox_softmax_ref(float *x, int n);
 /* y = gelu_tanh(g) * u, elementwise */

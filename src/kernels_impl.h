@@ -31,7 +31,7 @@ typedef struct ox_act {
  * by their sub-block's integer scale (|q * sc| <= 31 * 63 (Q5_K), 32 * 128 (Q6_K): fits),
  * per-16 mins; value k = d * q[k] - dmin * mn[k/16]. The dot with a Q8_K block is
  * a->d * (d * sum(q . a) - dmin * sum(mn * bsums)): the same integers as quant.c's
- * sum of sc * (q . a) per sub-block. sc holds the scales until they are applied. */
+ * sum of sc * (q . a) per sub-block. sc: the scales, set before the quants are stored. */
 typedef struct {
     int16_t q[256];
     int32_t sc[16], mn[16];

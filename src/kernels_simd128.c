@@ -104,9 +104,11 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
 
 /* ---------------------------------------------------------------- K-quants */
 
-static inline void store_i8_as_i16(int16_t *dst, v128_t v) {
-    wasm_v128_store(dst, wasm_i16x8_extend_low_i8x16(v));
-    wasm_v128_store(dst + 8, wasm_i16x8_extend_high_i8x16(v));
+/* the 16 quants at k->q[pos..pos+15] (one sub-block's), times that sub-block's scale */
+static inline void store_scaled(ox_kblock *k, int pos, v128_t v) {
+    v128_t sc = wasm_i16x8_splat((int16_t)k->sc[pos / 16]);
+    wasm_v128_store(k->q + pos, wasm_i16x8_mul(wasm_i16x8_extend_low_i8x16(v), sc));
+    wasm_v128_store(k->q + pos + 8, wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(v), sc));
 }
 
 /* Q4_K/Q5_K: sub-block 2i = low nibbles of qs[32i..32i+31], 2i+1 = high nibbles; Q5_K's
@@ -122,23 +124,23 @@ static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock 
                 lo = wasm_v128_or(lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(b, 2 * i), one), 4));
                 hi = wasm_v128_or(hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(b, 2 * i + 1), one), 4));
             }
-            store_i8_as_i16(k->q + 64 * i + 16 * h, lo);
-            store_i8_as_i16(k->q + 64 * i + 32 + 16 * h, hi);
+            store_scaled(k, 64 * i + 16 * h, lo);
+            store_scaled(k, 64 * i + 32 + 16 * h, hi);
         }
 }
 
 static void unpack_q4_k(const void *blk, ox_kblock *k) {
     const ox_block_q4_K *b = blk;
-    unpack_q45_k(b->qs, NULL, k);
     ox_kblock_scales_k4(b->scales, k);
+    unpack_q45_k(b->qs, NULL, k);
     k->d = ox_f16_fast(b->d);
     k->dmin = ox_f16_fast(b->dmin);
 }
 
 static void unpack_q5_k(const void *blk, ox_kblock *k) {
     const ox_block_q5_K *b = blk;
-    unpack_q45_k(b->qs, b->qh, k);
     ox_kblock_scales_k4(b->scales, k);
+    unpack_q45_k(b->qs, b->qh, k);
     k->d = ox_f16_fast(b->d);
     k->dmin = ox_f16_fast(b->dmin);
 }
@@ -148,6 +150,7 @@ static void unpack_q5_k(const void *blk, ox_kblock *k) {
 static void unpack_q6_k(const void *blk, ox_kblock *k) {
     const ox_block_q6_K *b = blk;
     const v128_t m4 = wasm_i8x16_splat(0x0F), m2 = wasm_i8x16_splat(3), off = wasm_i8x16_splat(32);
+    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
@@ -155,20 +158,11 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
             v128_t q[4] = {wasm_v128_and(ql0, m4), wasm_v128_and(ql1, m4), wasm_u8x16_shr(ql0, 4), wasm_u8x16_shr(ql1, 4)};
             for (int j = 0; j < 4; j++) {
                 v128_t hi = wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(qh, 2 * j), m2), 4);
-                store_i8_as_i16(k->q + 128 * h + 32 * j + l, wasm_i8x16_sub(wasm_v128_or(q[j], hi), off));
+                store_scaled(k, 128 * h + 32 * j + l, wasm_i8x16_sub(wasm_v128_or(q[j], hi), off));
             }
         }
-    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     k->d = ox_f16_fast(b->d);
     k->dmin = 0;
-}
-
-static inline void apply_scales(ox_kblock *k) {
-    for (int g = 0; g < 16; g++) {
-        v128_t sc = wasm_i16x8_splat((int16_t)k->sc[g]);
-        wasm_v128_store(k->q + 16 * g, wasm_i16x8_mul(wasm_v128_load(k->q + 16 * g), sc));
-        wasm_v128_store(k->q + 16 * g + 8, wasm_i16x8_mul(wasm_v128_load(k->q + 16 * g + 8), sc));
-    }
 }
 
 /* a->d * (d * sum(q . a) - dmin * sum_g mn[g] * bsums[g]) */
@@ -207,7 +201,6 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
         for (int b = 0; b < nb; b++) {
             unpack(row + b * bb, &k);
-            apply_scales(&k);
             for (int t = 0; t < a->n_tok; t++) {
                 const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
                 y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);

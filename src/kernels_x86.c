@@ -86,8 +86,10 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
 
 /* ---------------------------------------------------------------- K-quants */
 
-static inline void store_i8_as_i16(int16_t *dst, __m128i v) {
-    _mm256_storeu_si256((__m256i *)dst, _mm256_cvtepi8_epi16(v));
+/* the 16 quants at k->q[pos..pos+15] (one sub-block's), times that sub-block's scale */
+static inline void store_scaled(ox_kblock *k, int pos, __m128i v) {
+    __m256i sc = _mm256_set1_epi16((short)k->sc[pos / 16]);
+    _mm256_storeu_si256((__m256i *)(k->q + pos), _mm256_mullo_epi16(_mm256_cvtepi8_epi16(v), sc));
 }
 
 /* byte-wise (v >> n) & mask, for masks that keep only bits below 8 - n */
@@ -104,23 +106,23 @@ static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock 
                 lo = _mm_or_si128(lo, _mm_slli_epi16(shr_mask(b, 2 * i, one), 4));
                 hi = _mm_or_si128(hi, _mm_slli_epi16(shr_mask(b, 2 * i + 1, one), 4));
             }
-            store_i8_as_i16(k->q + 64 * i + 16 * h, lo);
-            store_i8_as_i16(k->q + 64 * i + 32 + 16 * h, hi);
+            store_scaled(k, 64 * i + 16 * h, lo);
+            store_scaled(k, 64 * i + 32 + 16 * h, hi);
         }
 }
 
 static void unpack_q4_k(const void *blk, ox_kblock *k) {
     const ox_block_q4_K *b = blk;
-    unpack_q45_k(b->qs, NULL, k);
     ox_kblock_scales_k4(b->scales, k);
+    unpack_q45_k(b->qs, NULL, k);
     k->d = ox_f16_fast(b->d);
     k->dmin = ox_f16_fast(b->dmin);
 }
 
 static void unpack_q5_k(const void *blk, ox_kblock *k) {
     const ox_block_q5_K *b = blk;
-    unpack_q45_k(b->qs, b->qh, k);
     ox_kblock_scales_k4(b->scales, k);
+    unpack_q45_k(b->qs, b->qh, k);
     k->d = ox_f16_fast(b->d);
     k->dmin = ox_f16_fast(b->dmin);
 }
@@ -128,6 +130,7 @@ static void unpack_q5_k(const void *blk, ox_kblock *k) {
 static void unpack_q6_k(const void *blk, ox_kblock *k) {
     const ox_block_q6_K *b = blk;
     const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(3), off = _mm_set1_epi8(32);
+    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             __m128i ql0 = _mm_loadu_si128((const __m128i *)(b->ql + 64 * h + l));
@@ -136,10 +139,9 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
             __m128i q[4] = {_mm_and_si128(ql0, m4), _mm_and_si128(ql1, m4), shr_mask(ql0, 4, m4), shr_mask(ql1, 4, m4)};
             for (int j = 0; j < 4; j++) {
                 __m128i hi = _mm_slli_epi16(shr_mask(qh, 2 * j, m2), 4);
-                store_i8_as_i16(k->q + 128 * h + 32 * j + l, _mm_sub_epi8(_mm_or_si128(q[j], hi), off));
+                store_scaled(k, 128 * h + 32 * j + l, _mm_sub_epi8(_mm_or_si128(q[j], hi), off));
             }
         }
-    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     k->d = ox_f16_fast(b->d);
     k->dmin = 0;
 }
@@ -148,13 +150,6 @@ static inline int32_t hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1)));
-}
-
-static inline void apply_scales(ox_kblock *k) {
-    for (int g = 0; g < 16; g++) {
-        __m256i *q = (__m256i *)(k->q + 16 * g);
-        _mm256_storeu_si256(q, _mm256_mullo_epi16(_mm256_loadu_si256(q), _mm256_set1_epi16((short)k->sc[g])));
-    }
 }
 
 static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_block_q8_K *ab, int has_min) {
@@ -186,7 +181,6 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
         for (int b = 0; b < nb; b++) {
             unpack(row + b * bb, &k);
-            apply_scales(&k);
             for (int t = 0; t < a->n_tok; t++) {
                 const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
                 y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);

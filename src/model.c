@@ -21,6 +21,7 @@
 #include "quant.h"
 
 #define LOAD_CHUNK (8u << 20) /* bytes per read while loading */
+#define OX_UBATCH 256          /* tokens per micro-batch of a long prompt */
 
 typedef struct layer_w {
     float *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
@@ -789,20 +790,11 @@ static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     return 0;
 }
 
-int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
+/* One micro-batch: every token through every layer, appended to the caches. */
+static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
     ox_model *m = s->m;
     const ox_config *c = &m->c;
     int n = io->n, H = c->hidden, V = c->vocab;
-    if (n < 1) return ox_errf(err, OX_E_RANGE, "forward: need at least one token (got %d)", n);
-    if (n > s->max_ctx - s->pos)
-        return ox_errf(err, OX_E_STATE, "forward: %d tokens at position %d exceed the session's context of %d", n,
-                       s->pos, s->max_ctx);
-    for (int i = 0; i < n; i++) {
-        int soft = io->soft && io->soft_mask && io->soft_mask[i];
-        if (!soft && (!io->tokens || io->tokens[i] < 0 || io->tokens[i] >= V))
-            return ox_errf(err, OX_E_RANGE, "forward: token %d at index %d is outside the vocab (%d)",
-                           io->tokens ? io->tokens[i] : -1, i, V);
-    }
     TRY(kv_reserve(s, s->pos + n, err));
     acts A;
     TRY(carve_acts(s, n, s->pos + n, &A, err));
@@ -822,5 +814,42 @@ int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
         }
     }
     s->pos += n;
+    return 0;
+}
+
+int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    int n = io->n, H = c->hidden, V = c->vocab, pos0 = s->pos;
+    if (n < 1) return ox_errf(err, OX_E_RANGE, "forward: need at least one token (got %d)", n);
+    if (n > s->max_ctx - s->pos)
+        return ox_errf(err, OX_E_STATE, "forward: %d tokens at position %d exceed the session's context of %d", n,
+                       s->pos, s->max_ctx);
+    for (int i = 0; i < n; i++) {
+        int soft = io->soft && io->soft_mask && io->soft_mask[i];
+        if (!soft && (!io->tokens || io->tokens[i] < 0 || io->tokens[i] >= V))
+            return ox_errf(err, OX_E_RANGE, "forward: token %d at index %d is outside the vocab (%d)",
+                           io->tokens ? io->tokens[i] : -1, i, V);
+    }
+    /* Long prompts go in micro-batches of OX_UBATCH tokens: activation scratch stays bounded
+     * (E2B: ~150 KB per token) while each matmul still sees many tokens. Bidirectional models
+     * need the whole sequence in one batch. */
+    int ub = c->bidirectional ? n : OX_UBATCH;
+    for (int i0 = 0; i0 < n; i0 += ub) {
+        int k = n - i0 < ub ? n - i0 : ub, last = i0 + k == n;
+        ox_forward_io b = {
+            .tokens = io->tokens ? io->tokens + i0 : NULL,
+            .n = k,
+            .soft = io->soft ? io->soft + (size_t)i0 * H : NULL,
+            .soft_mask = io->soft_mask ? io->soft_mask + i0 : NULL,
+            .logits = io->logits && io->all_logits ? io->logits + (size_t)i0 * V : (last ? io->logits : NULL),
+            .all_logits = io->all_logits,
+            .hidden = io->hidden ? io->hidden + (size_t)i0 * H : NULL,
+        };
+        int rc = forward_batch(s, &b, err);
+        if (rc) {
+            s->pos = pos0;
+            return rc;
+        }
+    }
     return 0;
 }

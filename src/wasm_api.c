@@ -78,6 +78,7 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     return e;
 fail:
     name_files(files, n_files);
+    ox_tokenizer_free(e->tok);
     ox_model_free(e->m);
     free(e);
     return NULL;

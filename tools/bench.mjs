@@ -10,6 +10,7 @@
 //            --threads 1,2  --reps 5  --warmup 1  --n-prompt 64  --n-gen 64
 //            --engines web,wllama,node,native   --preset tiny|benchlike|bench (harness checks)
 //            --dir DIR (models; default $OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --regen
+//            --source blob|url (how our page reads the file; --e2b: url)
 //            --write / --no-write (docs/benchmarks.md)  --json FILE  --chromium PATH  --verbose
 //
 // Models are made by our generator (`oxinfer synth`, build/oxinfer or $OX_CLI) and cached
@@ -39,13 +40,14 @@ function parseArgs(argv) {
   const a = {
     quick: false, e2b: false, types: null, threads: null, reps: null, warmup: 1, n_prompt: null, n_gen: null,
     engines: 'web,wllama,node,native', preset: null, dir: process.env.OX_BENCH_DIR || path.join(os.homedir(), '.cache', 'oxinfer-bench'),
-    regen: false, write: null, json: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium', verbose: false, timeout_s: 1800,
+    regen: false, write: null, source: null, json: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium', verbose: false, timeout_s: 1800,
   };
   const flags = new Set(['quick', 'e2b', 'regen', 'verbose']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h' || arg === '--help') {
-      console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 15).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+      const src = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n');
+      console.log(src.slice(1, src.findIndex((l, i) => i > 0 && !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
       process.exit(0);
     }
     if (arg === '--write' || arg === '--no-write') { a.write = arg === '--write'; continue; }
@@ -57,8 +59,8 @@ function parseArgs(argv) {
     a[k] = ['reps', 'warmup', 'n_prompt', 'n_gen', 'timeout_s'].includes(k) ? Number(v) : v;
   }
   // mode defaults: --e2b is one slow, large model: 2 threads, a short run
-  const d = a.e2b ? { preset: 'e2b', types: 'q4_0', threads: '2', reps: 1, n_prompt: 16, n_gen: 32 }
-    : { preset: 'bench', types: a.quick ? 'q8_0' : 'q8_0,q4_0,q4_k+q6_k', threads: '1,2', reps: a.quick ? 1 : 5, n_prompt: 64, n_gen: 64 };
+  const d = a.e2b ? { preset: 'e2b', types: 'q4_0', threads: '2', reps: 1, n_prompt: 16, n_gen: 32, source: 'url' }
+    : { preset: 'bench', types: a.quick ? 'q8_0' : 'q8_0,q4_0,q4_k+q6_k', threads: '1,2', reps: a.quick ? 1 : 5, n_prompt: 64, n_gen: 64, source: 'blob' };
   for (const [k, v] of Object.entries(d)) a[k] ??= v;
   a.types = a.types.split(',').map((t) => t.trim()).filter(Boolean);
   a.threads = String(a.threads).split(',').map(Number);
@@ -67,6 +69,7 @@ function parseArgs(argv) {
   for (const t of a.threads) if (!Number.isInteger(t) || t < 1 || t > 64) throw new Error(`bench: bad thread count ${t}`);
   for (const k of ['reps', 'n_prompt', 'n_gen']) if (!Number.isInteger(a[k]) || a[k] < 1) throw new Error(`bench: --${k.replace('_', '-')} must be a positive integer`);
   if (!Number.isInteger(a.warmup) || a.warmup < 0) throw new Error('bench: --warmup must be 0 or more');
+  if (!['blob', 'url'].includes(a.source)) throw new Error('bench: --source must be blob or url');
   a.write ??= !a.quick && (a.preset === 'bench' || a.preset === 'e2b');
   return a;
 }
@@ -115,7 +118,12 @@ function ensureModel(a, cli, t) {
   if (need * 1.1 + 1e9 > free) throw new Error(`bench: ${file} needs about ${fmtMB(need)} and ${a.dir} has ${fmtMB(free)} free (keep 1 GB spare; --dir elsewhere)`);
   const tmp = `${file}.part`;
   const t0 = Date.now();
-  run(cli, ['synth', '--preset', a.preset, '--type', t.type, ...(t.embd ? ['--embd-type', t.embd] : []), '-o', tmp]);
+  try {
+    run(cli, ['synth', '--preset', a.preset, '--type', t.type, ...(t.embd ? ['--embd-type', t.embd] : []), '-o', tmp]);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
   fs.renameSync(tmp, file);
   log(`  generated ${file} (${fmtMB(fs.statSync(file).size)}) in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   return file;
@@ -129,16 +137,25 @@ async function webEngine(name, browser, server, marker, taken, a, modelUrl) {
   const page = await context.newPage();
   page.on('console', (m) => { if (a.verbose || m.type() === 'error') log(`    [${name} ${m.type()}] ${m.text()}`); });
   page.on('pageerror', (e) => log(`    [${name} pageerror] ${e}`));
-  await page.goto(`${server.url}/`);
-  await page.waitForFunction(() => window.benchReady === true);
-  const fetched = await page.evaluate((u) => window.bench.fetchModel(u), modelUrl);
+  let fetched, loaded, pid = null;
   const ev = (fn, arg) => withTimeout(page.evaluate(fn, arg), a.timeout_s, name);
-  const loaded = await ev(([n, o]) => window.bench.load(n, o), [name === 'wllama' ? 'wllama' : 'oxinfer', { threads: a.threadsNow, nCtx: 1024 }]);
+  try {
+    await page.goto(`${server.url}/`);
+    await page.waitForFunction(() => window.benchReady === true);
+    const source = name === 'web' ? a.source : 'blob';
+    if (source === 'blob') fetched = await page.evaluate((u) => window.bench.fetchModel(u), modelUrl);
+    loaded = await ev(([n, o]) => window.bench.load(n, o), [name === 'wllama' ? 'wllama' : 'oxinfer', { threads: a.threadsNow, nCtx: 1024, source, url: modelUrl }]);
+    loaded.source = source;
+  } catch (e) {
+    await context.close().catch(() => {});
+    throw e;
+  }
   // its renderer: the not yet claimed one holding the most memory now (the model is in it)
   const cands = rendererPids(marker).filter((p) => !taken.has(p)).map((p) => ({ p, s: procStatus(p) })).filter((x) => x.s);
   cands.sort((x, y) => y.s.rss - x.s.rss);
-  const pid = cands[0]?.p ?? null;
+  pid = cands[0]?.p ?? null;
   if (pid) taken.add(pid);
+  loaded.renderer_pid = pid;
   return {
     name, fetched, loaded, pid,
     run: (p) => ev((q) => window.bench.run(q), p),
@@ -178,7 +195,14 @@ async function nodeEngine(a, file) {
     child.stdin.write(JSON.stringify({ op, ...args }) + '\n');
   }), a.timeout_s, 'node engine');
   const fail = exited.then((c) => { throw new Error(`node engine exited (${c})`); });
-  const loaded = await Promise.race([call('load', { file, threads: a.threadsNow, nCtx: 1024 }), fail]);
+  fail.catch(() => {});
+  let loaded;
+  try {
+    loaded = await Promise.race([call('load', { file, threads: a.threadsNow, nCtx: 1024 }), fail]);
+  } catch (e) {
+    child.kill();
+    throw e;
+  }
   return {
     name: 'node', loaded,
     run: (p) => Promise.race([call('run', { tokens: p.tokens, nGen: p.nGen }), fail]),
@@ -242,7 +266,13 @@ async function benchConfig(a, ctx, t, file, threads) {
   };
   const modelUrl = ctx.urlOf(file);
   await open('web', () => webEngine('web', ctx.browser, ctx.server, ctx.marker, ctx.taken, a, modelUrl));
-  await open('wllama', () => webEngine('wllama', ctx.browser, ctx.server, ctx.marker, ctx.taken, a, modelUrl));
+  const bytes = fs.statSync(file).size;
+  // wllama copies the whole file into its wasm memory, with the Blob beside it
+  const wllamaNeeds = 2 * bytes + 1e9;
+  if (a.engines.has('wllama') && a.e2b && os.freemem() < wllamaNeeds) {
+    errors.wllama = `skipped: needs about ${fmtMB(wllamaNeeds)} of memory (the ${fmtMB(bytes)} file in wasm memory plus its Blob), ${fmtMB(os.freemem())} available`;
+    log(`  wllama: ${errors.wllama}`);
+  } else await open('wllama', () => webEngine('wllama', ctx.browser, ctx.server, ctx.marker, ctx.taken, a, modelUrl));
   await open('node', () => nodeEngine(a, file));
   if (a.engines.has('native')) engines.push(nativeEngine(a, ctx.cli, file));
 

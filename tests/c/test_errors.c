@@ -422,6 +422,11 @@ static void test_nonfinite_weights(void) {
 /* tokenizer.json that is not BPE; and one that is not JSON */
 static void test_tokenizer_json(void) {
     ox_err err = {0};
+    /* first, the pristine one (synth.c's) loads */
+    ox_tokenizer *ok = ox_tokenizer_from_json_text((const char *)hf[1].buf, hf[1].len, "tokenizer.json", &err);
+    CHECK_MSG(ok != NULL, "the synthetic checkpoint's own tokenizer.json: %s", err.msg);
+    ox_tokenizer_free(ok);
+    memset(&err, 0, sizeof err);
     char *t = edit((const char *)hf[1].buf, "\"type\": \"BPE\"", "\"type\": \"Unigram\"");
     CHECK(t != NULL);
     if (!t) return;
@@ -582,6 +587,9 @@ static void test_read_fails_mid_generation(void) {
 #define LLVMFuzzerTestOneInput fuzz_model_one
 #include "../fuzz/fuzz_model.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_hf_one
+#include "../fuzz/fuzz_hf.c"
+#undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_safetensors_one
 #include "../fuzz/fuzz_safetensors.c"
 #undef LLVMFuzzerTestOneInput
@@ -603,7 +611,8 @@ static void test_read_fails_mid_generation(void) {
 
 static void test_fuzz_regressions(void) {
     static const struct { const char *name; int (*fn)(const uint8_t *, size_t); } targets[] = {
-        {"fuzz_gguf", fuzz_gguf_one}, {"fuzz_model", fuzz_model_one}, {"fuzz_safetensors", fuzz_safetensors_one},
+        {"fuzz_gguf", fuzz_gguf_one}, {"fuzz_model", fuzz_model_one}, {"fuzz_hf", fuzz_hf_one},
+        {"fuzz_safetensors", fuzz_safetensors_one},
         {"fuzz_st_index", fuzz_st_index_one}, {"fuzz_json", fuzz_json_one}, {"fuzz_config", fuzz_config_one},
         {"fuzz_tokenizer", fuzz_tokenizer_one}, {"fuzz_tokenizer_json", fuzz_tokenizer_json_one}};
     char root[512];

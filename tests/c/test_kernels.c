@@ -221,6 +221,15 @@ static void test_rope(void) {
         n1 += (double)y[i] * y[i] + (double)y[i + 256] * y[i + 256];
     }
     CHECK_NEAR(n1, n0, 1e-4 * n0); /* rotations keep the norm */
+    /* several heads at once = each head alone */
+    float heads[3 * 260], one[3 * 260];
+    for (int i = 0; i < 3 * 260; i++) heads[i] = one[i] = frand();
+    ox_rope_heads(heads, 3, 260, 256, 77, 128, 1e4f, 1.0f);
+    for (int h = 0; h < 3; h++) ox_rope_ref(one + 260 * h, 256, 77, 128, 1e4f, 1.0f);
+    bad = 0;
+    for (int i = 0; i < 3 * 260; i++) bad += fabs(heads[i] - one[i]) > 1e-6;
+    CHECK(bad == 0);
+    CHECK(heads[259] == one[259] && heads[2 * 260 + 259] == one[2 * 260 + 259]); /* gap untouched */
     /* hand value: hd 4, pos 1, pair 0 turns 1 rad, pair 1 turns base^(-1/2) = 0.01 rad */
     float v[4] = {1, 2, 3, 4};
     ox_rope(v, 4, 1, 2, 10000.0f, 1.0f);
@@ -247,6 +256,13 @@ static void test_softmax(void) {
         CHECK_MSG(bad == 0, "softmax n=%d: %d differ", n, bad);
         CHECK_NEAR(sum, 1.0, 1e-5);
     }
+    /* masked (-inf) scores get exactly 0 */
+    float m[20];
+    for (int i = 0; i < 20; i++) m[i] = i % 3 ? -INFINITY : frand();
+    ox_softmax(m, 20);
+    int zeros = 1;
+    for (int i = 0; i < 20; i++) zeros &= (i % 3 != 0) == (m[i] == 0.0f);
+    CHECK(zeros);
     float z[9] = {0, 0, 0, 0, 0, 0, 0, 0, log(3.0f)};
     ox_softmax(z, 9);
     CHECK_NEAR(z[8], 3.0 / 11, 1e-6);

@@ -34,8 +34,8 @@ static void put(const char *target, const char *name, const void *data, size_t n
 }
 static void put_s(const char *target, const char *name, const char *s) { put(target, name, s, strlen(s)); }
 
-/* Write the file at src with its first `from` replaced by `to` (if present). */
-static void copy_edit(const char *src, const char *target, const char *name, const char *from, const char *to) {
+/* The whole file at src, NUL-terminated. */
+static char *slurp(const char *src, size_t *len) {
     FILE *f = fopen(src, "rb");
     if (!f) die(src, NULL);
     fseek(f, 0, SEEK_END);
@@ -45,31 +45,27 @@ static void copy_edit(const char *src, const char *target, const char *name, con
     if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) die(src, NULL);
     fclose(f);
     b[n] = 0;
+    *len = (size_t)n;
+    return b;
+}
+
+/* Copy the file at src into the corpus, its first `from` (if given and present) replaced by `to`. */
+static void copy_edit(const char *src, const char *target, const char *name, const char *from, const char *to) {
+    size_t n;
+    char *b = slurp(src, &n);
     char *at = from ? strstr(b, from) : NULL;
     if (!at) {
-        put(target, name, b, (size_t)n);
+        put(target, name, b, n);
     } else {
         size_t pre = (size_t)(at - b), fl = strlen(from), tl = strlen(to);
-        char *o = malloc((size_t)n - fl + tl);
-        memcpy(o, b, pre), memcpy(o + pre, to, tl), memcpy(o + pre + tl, at + fl, (size_t)n - pre - fl);
-        put(target, name, o, (size_t)n - fl + tl);
+        char *o = malloc(n - fl + tl);
+        memcpy(o, b, pre), memcpy(o + pre, to, tl), memcpy(o + pre + tl, at + fl, n - pre - fl);
+        put(target, name, o, n - fl + tl);
         free(o);
     }
     free(b);
 }
-
-static void copy(const char *src, const char *target, const char *name) {
-    FILE *f = fopen(src, "rb");
-    if (!f) die(src, NULL);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) die(src, NULL);
-    fclose(f);
-    put(target, name, b, (size_t)n);
-    free(b);
-}
+static void copy(const char *src, const char *target, const char *name) { copy_edit(src, target, name, NULL, NULL); }
 
 /* The smallest model synth.c accepts, so the seeds stay a few tens of KB. */
 static ox_synth mini(const char *preset) {
@@ -130,6 +126,24 @@ static void models(void) {
         snprintf(p, sizeof p, "%s/config.json", d), copy(p, "fuzz_config", name);
         snprintf(p, sizeof p, "%s/model.safetensors", d);
         snprintf(name, sizeof name, "%s.safetensors", cfgs[i]), copy(p, "fuzz_safetensors", name);
+        for (int k = 0; k < 2; k++) snprintf(p, sizeof p, "%s/%s", d, names[k]), remove(p);
+        snprintf(p, sizeof p, "%s/model.safetensors", d), remove(p);
+    }
+    /* fuzz_hf: u32 config length, config.json, model.safetensors (one shard, bf16 and f32) */
+    static const ox_type hf_types[] = {OX_BF16, OX_F32};
+    for (int i = 0; i < 2; i++) {
+        s = mini("tiny");
+        if (ox_synth_write_hf(&s, d, hf_types[i], 1, &e)) die(d, &e);
+        size_t cn, sn;
+        snprintf(p, sizeof p, "%s/config.json", d);
+        char *cj = slurp(p, &cn);
+        snprintf(p, sizeof p, "%s/model.safetensors", d);
+        char *st = slurp(p, &sn);
+        char *b = malloc(4 + cn + sn);
+        uint32_t n32 = (uint32_t)cn;
+        memcpy(b, &n32, 4), memcpy(b + 4, cj, cn), memcpy(b + 4 + cn, st, sn);
+        put("fuzz_hf", i ? "mini-f32.bin" : "mini-bf16.bin", b, 4 + cn + sn);
+        free(cj), free(st), free(b);
         for (int k = 0; k < 2; k++) snprintf(p, sizeof p, "%s/%s", d, names[k]), remove(p);
         snprintf(p, sizeof p, "%s/model.safetensors", d), remove(p);
     }
@@ -236,7 +250,7 @@ int main(int argc, char **argv) {
     }
     out = argv[1];
     mkdir(out, 0777);
-    static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
+    static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
                                     "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();

@@ -435,6 +435,9 @@ test('load progress and abort', async () => {
   const pre = new AbortController();
   pre.abort();
   await assert.rejects(loadModel(gguf, { signal: pre.signal }), (e) => e.code === 'ABORTED');
+  // an exception in onProgress stops the load and is what loadModel rejects with
+  const oops = new Error('oops');
+  await assert.rejects(loadModel(gguf, { threads: 1, onProgress: () => { throw oops; } }), (e) => e === oops);
   const again = await loadModel(gguf, { threads: 1 });
   await again.unload();
 });

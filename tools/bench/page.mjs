@@ -1,6 +1,7 @@
 // page.mjs — one engine per page, driven by tools/bench.mjs through page.evaluate():
 // window.bench.fetchModel(url), .load(engine, opts), .run(prompt), .memory(), .unload().
-// Both engines load the model from the same in-memory Blob (the fetch is timed apart) and
+// Both engines load the model from the same in-memory Blob (the fetch is timed apart; ours can
+// read the served file by HTTP Range requests instead) and
 // run the same prompts: prefill of the whole prompt (no cache reuse), then nGen greedy tokens
 // with end-of-sequence ignored.
 let blob = null;
@@ -12,10 +13,11 @@ async function fetchModel(url) {
   return { fetch_ms: performance.now() - t0, bytes: blob.size, isolated: self.crossOriginIsolated, cores: navigator.hardwareConcurrency, ua: navigator.userAgent };
 }
 
-async function loadOxinfer({ threads, nCtx }) {
+// source 'blob': the fetched Blob; 'url': HTTP Range reads of the served file (large models)
+async function loadOxinfer({ threads, nCtx, source, url }) {
   const { loadModel } = await import('/js/index.js');
   const t0 = performance.now();
-  const model = await loadModel({ blob, name: 'model.gguf' }, { threads, maxContext: nCtx });
+  const model = await loadModel(source === 'url' ? { url, name: 'model.gguf' } : { blob, name: 'model.gguf' }, { threads, maxContext: nCtx });
   const load_ms = performance.now() - t0;
   engine = {
     async run({ tokens, nGen }) {
