@@ -104,16 +104,19 @@ export function checkRangeResponse(name, r, off, len, want) {
     throw new HostError('UNSUPPORTED', `${name}: the server ignored the Range header (HTTP 200 instead of 206); HTTP Range requests are required`);
   if (r.status !== 206)
     throw new HostError('IO', `${name}: HTTP ${r.status} for ${range}`);
-  const cr = parseContentRange(r.header('content-range'));
-  if (!cr) throw new HostError('IO', `${name}: HTTP 206 without a valid Content-Range header for ${range}`);
-  if (cr.first !== off || cr.last !== off + len - 1)
-    throw new HostError('IO', `${name}: server sent ${r.header('content-range')} for ${range}`);
+  // A cross-origin server that does not expose Content-Range (CORS) hides it: then the body
+  // length is the check (checkBodyLength) and the size comes from HEAD (probeUrl).
+  const header = r.header('content-range');
+  const cr = header === null ? null : parseContentRange(header);
+  if (header !== null && !cr) throw new HostError('IO', `${name}: HTTP 206 with a bad Content-Range header (${header}) for ${range}`);
+  if (cr && (cr.first !== off || cr.last !== off + len - 1))
+    throw new HostError('IO', `${name}: server sent ${header} for ${range}`);
   const validator = r.header('etag') || r.header('last-modified') || null;
   if (want?.validator && validator && validator !== want.validator)
     throw new HostError('IO', `${name}: the file changed on the server while in use (${want.validator} -> ${validator})`);
-  if (want && cr.size >= 0 && cr.size !== want.size)
+  if (want && cr && cr.size >= 0 && cr.size !== want.size)
     throw new HostError('IO', `${name}: the file changed on the server while in use (size ${want.size} -> ${cr.size})`);
-  return { size: cr.size, validator };
+  return { size: cr ? cr.size : -1, validator };
 }
 
 function checkBodyLength(name, got, len, off) {
@@ -130,8 +133,14 @@ async function probeUrl(name, url) {
   }
   try {
     const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, 1, null);
-    if (got.size < 0) throw new HostError('UNSUPPORTED', `${name}: server did not say the file size (Content-Range */*)`);
     await r.arrayBuffer();
+    if (got.size < 0) {
+      const h = await fetch(url, { method: 'HEAD' }).catch(() => null);
+      const n = h?.ok ? Number(h.headers.get('content-length') ?? NaN) : NaN;
+      if (!Number.isSafeInteger(n) || n <= 0)
+        throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length (a cross-origin server must expose Content-Range)`);
+      got.size = n;
+    }
     return got;
   } finally {
     if (!r.bodyUsed) r.body?.cancel().catch(() => {});

@@ -11,10 +11,13 @@ export class OxError extends Error {
   code: OxErrorCode;
 }
 
-/** A model file: a Node path, an http(s) URL (read with Range requests; the server must answer
- *  206), a File/Blob, an OPFS FileSystemFileHandle, or one of those with an explicit name (the
- *  name decides how config.json / tokenizer.json / ... are recognised). In a browser a plain
- *  string is a URL relative to the page. */
+/** A model file: a Node path, an http(s) URL (read with Range requests: the server must answer
+ *  206; cross-origin, it must allow the Range header, and expose Content-Range or answer HEAD
+ *  with Content-Length; a changed ETag / Last-Modified between reads is an IO error), a
+ *  File/Blob, an OPFS FileSystemFileHandle (dedicated worker only: the engine's worker), or one
+ *  of those with an explicit name (the name decides how config.json / tokenizer.json / ... are
+ *  recognised). In a browser a plain string is a URL relative to the page. In Node, a
+ *  file-backed Blob (fs.openAsBlob) cannot be sent to a thread: pass its path. */
 export type ModelSource =
   | string
   | URL

@@ -190,6 +190,7 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
         float amax = 0;
         for (int l = 0; l < 8; l++) amax = m[l] > amax ? m[l] : amax;
         float dd = amax / 127, id = dd ? 1.0f / dd : 0.0f;
+        if (isinf(id)) id = 0; /* as ox_quantize_row */
         q[b].d = ox_f32_to_f16(dd);
         d[(size_t)b * d_stride] = ox_f16_to_f32(q[b].d);
         for (int k = 0; k < 4; k++) {

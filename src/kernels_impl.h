@@ -63,7 +63,8 @@ typedef void (*ox_tile_fn)(const ox_matrix *W, const ox_act *a, int r0, int r1, 
 ox_tile_fn ox_simd_tile(ox_type t);
 #endif
 
-/* fp16 -> f32 for scales in hot loops: exact for finite values, inf/nan kept. */
+/* ox_f16_to_f32 (quant.c) inlined for the hot loops: same algorithm, exact, inf/nan
+ * kept; test_kernels compares the two on all 65536 halves. */
 static inline float ox_f16_fast(uint16_t h) {
     union { uint32_t u; float f; } v = {(uint32_t)(h & 0x7fff) << 13};
     v.f *= 0x1p112f; /* rebias the exponent; also normalizes subnormals exactly */

@@ -7,8 +7,8 @@
  * are reduced into one vector whose lanes are the tokens, scaled by one vector multiply);
  * decode is one row x one token (multi-row decode passes measured slower under V8: its
  * SIMD register allocation spills). K-quant super-blocks are unpacked once per row to int16
- * (ox_kblock) and dotted with each token's int16 Q8_K quants, per-16 integer scales applied
- * to exact integer sums. */
+ * quants times their integer sub-block scales (ox_kblock) and dotted with each token's
+ * int16 Q8_K quants: exact integer sums, then d and the min term in f32. */
 #ifdef __wasm_simd128__
 #include "kernels_impl.h"
 
@@ -185,8 +185,7 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
                            wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs1), wasm_v128_load(k->mn + 12))));
         int32_t msum = wasm_i32x4_extract_lane(m, 0) + wasm_i32x4_extract_lane(m, 1) +
                        wasm_i32x4_extract_lane(m, 2) + wasm_i32x4_extract_lane(m, 3);
-        v = ab->d * v - ab->d * (k->dmin * (float)msum);
-        return v;
+        return ab->d * v - ab->d * (k->dmin * (float)msum);
     }
     return ab->d * v;
 }

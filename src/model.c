@@ -30,6 +30,7 @@ typedef struct layer_w {
     float out_scale;
     ox_matrix q, k, v, o, gate, up, down, ple_gate, ple_proj;
     ox_matrix router, exp_gate_up, exp_down; /* experts: E blocks of rows stacked */
+    ox_matrix exp_gate, exp_up;              /* the split form (older GGUFs) instead of exp_gate_up */
 } layer_w;
 
 struct ox_model {
@@ -259,8 +260,12 @@ static int walk_layer(loader *ld, int l) {
         TRY(take_mat(ld, NAME("ffn_gate_inp.weight"), 2, (uint64_t[]){H, E}, ROLE_STORED, &w->router));
         TRY(take_vec(ld, NAME("ffn_gate_inp.scale"), H, 0, &w->router_scale));
         TRY(take_vec(ld, NAME("ffn_down_exps.scale"), E, 0, &w->expert_scale));
-        TRY(take_mat(ld, NAME("ffn_gate_up_exps.weight"), 3, (uint64_t[]){H, 2 * Ie, E}, ROLE_LINEAR,
-                     &w->exp_gate_up));
+        if (ox_files_find(m->mf, NAME("ffn_gate_up_exps.weight"))) {
+            TRY(take_mat(ld, nm, 3, (uint64_t[]){H, 2 * Ie, E}, ROLE_LINEAR, &w->exp_gate_up));
+        } else { /* gate and up experts as two tensors (spec §c notes) */
+            TRY(take_mat(ld, NAME("ffn_gate_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_LINEAR, &w->exp_gate));
+            TRY(take_mat(ld, NAME("ffn_up_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_LINEAR, &w->exp_up));
+        }
         TRY(take_mat(ld, NAME("ffn_down_exps.weight"), 3, (uint64_t[]){Ie, H, E}, ROLE_LINEAR, &w->exp_down));
         TRY(take_vec(ld, NAME("pre_ffw_norm_2.weight"), H, 0, &w->pre_ffw_norm_2));
         TRY(take_vec(ld, NAME("post_ffw_norm_1.weight"), H, 0, &w->post_ffw_norm_1));
@@ -648,6 +653,14 @@ static void add_rows(float *h, const float *d, size_t n) {
     for (size_t i = 0; i < n; i++) h[i] += d[i];
 }
 
+/* Expert e's block of `rows` rows in a stacked expert tensor. */
+static ox_matrix expert_view(const ox_matrix *M, int e, int rows) {
+    ox_matrix v = *M;
+    v.rows = rows;
+    v.data = (uint8_t *)M->data + (size_t)e * (size_t)rows * M->row_bytes;
+    return v;
+}
+
 /* Routed experts (spec b.6 steps 2-3) into A->ye: router on the un-normed residual A->x,
  * experts on rms(x, pre_ffw_norm_2); tokens grouped per expert so each expert runs once. */
 static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *err) {
@@ -691,15 +704,21 @@ static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *e
                     m++;
                 }
         if (!m) continue;
-        ox_matrix gu = w->exp_gate_up, dn = w->exp_down;
-        gu.rows = 2 * Ie;
-        gu.data = (uint8_t *)gu.data + (size_t)e * 2 * Ie * gu.row_bytes;
-        dn.rows = H;
-        dn.data = (uint8_t *)dn.data + (size_t)e * H * dn.row_bytes;
-        TRY(ox_matmul(&s->ws, &gu, A->xe, m, A->gu, err));
-        for (int r = 0; r < m; r++) {
-            const float *row = A->gu + (size_t)r * 2 * Ie;
-            ox_geglu(A->eact + (size_t)r * Ie, row, row + Ie, Ie);
+        ox_matrix dn = expert_view(&w->exp_down, e, H);
+        int fused = w->exp_gate_up.data != NULL;
+        if (fused) {
+            ox_matrix gu = expert_view(&w->exp_gate_up, e, 2 * Ie);
+            TRY(ox_matmul(&s->ws, &gu, A->xe, m, A->gu, err));
+        } else {
+            ox_matrix g = expert_view(&w->exp_gate, e, Ie), u = expert_view(&w->exp_up, e, Ie);
+            const ox_matrix *Ws[2] = {&g, &u};
+            float *ys[2] = {A->gu, A->gu + (size_t)m * Ie};
+            TRY(ox_matmul_multi(&s->ws, Ws, 2, A->xe, m, ys, err));
+        }
+        for (int r = 0; r < m; r++) { /* fused rows: [gate | up]; split: all gates, then all ups */
+            const float *g = A->gu + (size_t)r * (fused ? 2 * Ie : Ie);
+            const float *u = fused ? g + Ie : A->gu + (size_t)(m + r) * Ie;
+            ox_geglu(A->eact + (size_t)r * Ie, g, u, Ie);
         }
         TRY(ox_matmul(&s->ws, &dn, A->eact, m, A->f, err));
         for (int r = 0; r < m; r++)

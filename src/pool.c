@@ -4,10 +4,11 @@
  * Threads claim a task with a compare-and-swap on that word. A thread that wakes late (or,
  * in wasm, starts late) can never run a task of a newer job with the older job's function:
  * its CAS fails once the word moves on, and while a job still has unclaimed tasks in the
- * word the caller cannot be rewriting the job's function and context. The caller takes tasks too and waits
- * for the count of finished tasks, never for the workers themselves — so ox_pool_run is
- * correct even if a worker has not started yet (a wasm pthread may only start once the
- * creating thread returns to the event loop, unless the pthread pool is preallocated). */
+ * word the caller cannot be rewriting the job's function and context. The caller takes
+ * tasks too and waits for the count of finished tasks, never for the workers themselves,
+ * so ox_pool_run is correct even if a worker has not started yet (a wasm pthread may only
+ * start once the creating thread returns to the event loop, unless the pthread pool is
+ * preallocated). */
 #include "pool.h"
 
 #include <pthread.h>

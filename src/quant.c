@@ -331,6 +331,13 @@ static void minmax(const float *x, int n, float *mn, float *mx) {
     *mn = lo; *mx = hi;
 }
 
+/* 1/d as ggml computes it (0 for d = 0); also 0 where 1/d overflows (|d| < 2^-128), which
+ * ggml leaves to an undefined float -> int conversion. */
+static float inv_or_zero(float d) {
+    float id = d ? 1.0f / d : 0.0f;
+    return isinf(id) ? 0.0f : id;
+}
+
 /* round half to even for |v| < 2^22, as ggml's nearest_int */
 static int nearest_int(float v) {
     float val = v + 12582912.f;
@@ -347,13 +354,13 @@ static int8_t round_q8(float v) { return v >= 127.f ? 127 : v <= -127.f ? -127 :
 static int trunc_q(float v) { return v >= 127.f ? 127 : v > 0.f ? (int)v : 0; }
 
 static void quant_q8_0(const float *x, ox_block_q8_0 *b) {
-    float d = absmax(x, 32, NULL) / 127, id = d ? 1.0f / d : 0.0f;
+    float d = absmax(x, 32, NULL) / 127, id = inv_or_zero(d);
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 32; j++) b->qs[j] = round_q8(x[j] * id);
 }
 
 static void quant_q8_1(const float *x, ox_block_q8_1 *b) {
-    float d = absmax(x, 32, NULL) / 127, id = d ? 1.0f / d : 0.0f;
+    float d = absmax(x, 32, NULL) / 127, id = inv_or_zero(d);
     int sum = 0;
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 32; j++) { b->qs[j] = round_q8(x[j] * id); sum += b->qs[j]; }
@@ -363,7 +370,7 @@ static void quant_q8_1(const float *x, ox_block_q8_1 *b) {
 OX_NO_CONTRACT static void quant_q4_0(const float *x, ox_block_q4_0 *b) {
     float max;
     absmax(x, 32, &max);
-    float d = max / -8, id = d ? 1.0f / d : 0.0f;
+    float d = max / -8, id = inv_or_zero(d);
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 16; j++) {
         float x0 = x[j] * id, x1 = x[j + 16] * id;
@@ -375,7 +382,7 @@ OX_NO_CONTRACT static void quant_q4_0(const float *x, ox_block_q4_0 *b) {
 OX_NO_CONTRACT static void quant_q4_1(const float *x, ox_block_q4_1 *b) {
     float mn, mx;
     minmax(x, 32, &mn, &mx);
-    float d = (mx - mn) / 15, id = d ? 1.0f / d : 0.0f;
+    float d = (mx - mn) / 15, id = inv_or_zero(d);
     b->d = ox_f32_to_f16(d);
     b->m = ox_f32_to_f16(mn);
     for (int j = 0; j < 16; j++) {
@@ -397,7 +404,7 @@ static void pack_q5(const int *q, uint8_t *qs, uint8_t *qh4) {
 OX_NO_CONTRACT static void quant_q5_0(const float *x, ox_block_q5_0 *b) {
     float max;
     absmax(x, 32, &max);
-    float d = max / -16, id = d ? 1.0f / d : 0.0f;
+    float d = max / -16, id = inv_or_zero(d);
     int q[32];
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 32; j++) {
@@ -411,7 +418,7 @@ OX_NO_CONTRACT static void quant_q5_0(const float *x, ox_block_q5_0 *b) {
 OX_NO_CONTRACT static void quant_q5_1(const float *x, ox_block_q5_1 *b) {
     float mn, mx;
     minmax(x, 32, &mn, &mx);
-    float d = (mx - mn) / 31, id = d ? 1.0f / d : 0.0f;
+    float d = (mx - mn) / 31, id = inv_or_zero(d);
     int q[32];
     b->d = ox_f32_to_f16(d);
     b->m = ox_f32_to_f16(mn);
@@ -426,8 +433,8 @@ OX_NO_CONTRACT static void quant_q5_1(const float *x, ox_block_q5_1 *b) {
 static void quant_q8_k(const float *x, ox_block_q8_K *b) {
     float max, amax = absmax(x, 256, &max);
     memset(b->bsums, 0, sizeof b->bsums);
-    if (!amax) { b->d = 0; memset(b->qs, 0, sizeof b->qs); return; }
-    float iscale = -127.f / max;
+    float iscale = amax ? -127.f / max : 0;
+    if (!amax || isinf(iscale)) { b->d = 0; memset(b->qs, 0, sizeof b->qs); return; }
     for (int j = 0; j < 256; j++) {
         int v = nearest_int(iscale * x[j]);
         b->qs[j] = (int8_t)(v < 127 ? v : 127);

@@ -696,7 +696,7 @@ static void tokenizer_json(const vocab *v, ox_strbuf *b) {
         first = 0;
     }
     ox_sb_printf(b, "],\n\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"" SPACE "\"},\n"
-                    "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"\\n\"}, \"behavior\": \"Isolated\", \"invert\": false},\n"
+                    "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", \"invert\": false},\n"
                     "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}}, "
                     "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], \"pair\": [{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}}, "
                     "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}}], "

@@ -280,7 +280,8 @@ async function benchConfig(a, ctx, t, file, threads) {
   const live = new Set(engines);
   for (let r = -a.warmup; r < a.reps; r++) {
     const p = { ...prompt(meta, a.n_prompt, 1000 + r + 17 * threads), nGen: a.n_gen };
-    const order = engines.filter((e) => live.has(e));
+    // a native rep is a new process: nothing of it to warm up
+    const order = engines.filter((e) => live.has(e) && !(r < 0 && e.name === 'native'));
     const k = ((r % order.length) + order.length) % (order.length || 1);
     for (const e of [...order.slice(k), ...order.slice(0, k)]) {
       try {
@@ -460,6 +461,16 @@ async function main() {
     };
   }
   const results = [];
+  const total = types.length * a.threads.length;
+  const jsonFile = a.json ?? path.join(a.dir, `results-${a.e2b ? 'e2b' : a.preset}-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+  // written after every configuration, so an interrupted run still leaves its figures
+  const report = () => {
+    const partial = results.length < total ? `\n_Partial: ${results.length} of ${total} configurations finished._\n` : '';
+    const body = section(a, ctx, results, started) + partial;
+    writeAtomic(jsonFile, JSON.stringify({ args: { ...a, engines: [...a.engines] }, started, machine: machine(ctx), results }, null, 1));
+    if (a.write) writeDoc(path.join(ROOT, 'docs', 'benchmarks.md'), a.e2b ? 'e2b' : 'main', body);
+    return body;
+  };
   try {
     for (const [i, t] of types.entries()) {
       for (const threads of a.threads) {
@@ -471,20 +482,15 @@ async function main() {
           await ctx.browser?.close();
           ctx.browser = null;
         }
+        report();
       }
     }
   } finally {
     ctx.server?.close();
   }
-  const body = section(a, ctx, results, started);
-  log(`\n${body}`);
-  const jsonFile = a.json ?? path.join(a.dir, `results-${a.e2b ? 'e2b' : a.preset}-${started.toISOString().replace(/[:.]/g, '-')}.json`);
-  writeAtomic(jsonFile, JSON.stringify({ args: { ...a, engines: [...a.engines] }, started, machine: machine(ctx), results }, null, 1));
+  log(`\n${report()}`);
   log(`raw results: ${jsonFile}`);
-  if (a.write) {
-    writeDoc(path.join(ROOT, 'docs', 'benchmarks.md'), a.e2b ? 'e2b' : 'main', body);
-    log('wrote docs/benchmarks.md');
-  }
+  if (a.write) log('wrote docs/benchmarks.md');
 }
 
 main().catch((e) => {

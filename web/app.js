@@ -11,7 +11,7 @@ const ui = {
   progress: $('progress'), progressFill: $('progress-fill'), progressText: $('progress-text'), loadCancel: $('load-cancel'),
   modelInfo: $('model-info'),
   systemPrompt: $('system-prompt'), thinking: $('thinking'), temperature: $('temperature'), topK: $('top-k'),
-  topP: $('top-p'), minP: $('min-p'), maxTokens: $('max-tokens'), threads: $('threads'),
+  topP: $('top-p'), minP: $('min-p'), maxTokens: $('max-tokens'), seed: $('seed'), threads: $('threads'),
   messages: $('messages'), emptyHint: $('empty-hint'),
   statTps: $('stat-tps'), statTokens: $('stat-tokens'), statMem: $('stat-mem'), statHost: $('stat-host'),
   composer: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), newChat: $('new-chat'),
@@ -64,7 +64,7 @@ function showThreadBadge(n) {
 showThreadBadge(Number(ui.threads.value));
 
 // ---------- settings (kept across reloads) ----------
-const SETTINGS = ['systemPrompt', 'thinking', 'temperature', 'topK', 'topP', 'minP', 'maxTokens'];
+const SETTINGS = ['systemPrompt', 'thinking', 'temperature', 'topK', 'topP', 'minP', 'maxTokens', 'seed'];
 try {
   const saved = JSON.parse(localStorage.getItem('oxinfer-demo-settings') || '{}');
   for (const k of SETTINGS) {
@@ -92,6 +92,8 @@ function samplingOptions() {
     minP: num(ui.minP, 0, 1, 'Min-p'),
     maxTokens: Math.round(num(ui.maxTokens, 1, 1 << 20, 'Max tokens')),
     thinking: ui.thinking.checked,
+    // empty = a new random seed per reply; a number makes replies reproducible
+    ...(ui.seed.value === '' ? {} : { seed: Math.round(num(ui.seed, 0, 2 ** 32 - 1, 'Seed')) }),
   };
 }
 

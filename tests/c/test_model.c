@@ -549,7 +549,7 @@ static int rewrite(const char *src, const char *dst, const char *target, int mod
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (strcmp(g->kv[i].key, "general.alignment")) ox_gguf_w_value(w, g->kv[i].key, &g->kv[i].val);
     void **bufs = calloc(g->n_tensors, sizeof *bufs);
-    int rc = 0;
+    int rc = 0, extra = 0;
     for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
         const ox_gguf_tensor *t = &g->tensors[i];
         uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
@@ -558,6 +558,26 @@ static int rewrite(const char *src, const char *dst, const char *target, int mod
         if (hit && mode == 0) continue;         /* drop */
         if (hit && mode == 1) ne[1] += 32;      /* wrong shape */
         if (hit && mode == 2) type = OX_Q8_K;   /* a type the engine does not take as a weight */
+        if (mode == 3 && strstr(t->name, "ffn_gate_up_exps")) { /* split experts: gate, up */
+            uint64_t half[3] = {ne[0], ne[1] / 2, ne[2]}, rb2;
+            ox_row_bytes(type, ne[0], &rb2, NULL);
+            uint8_t *all = malloc(t->nbytes);
+            ox_host_read(g->file, t->offset, t->nbytes, all, NULL);
+            for (int part = 0; part < 2 && !rc; part++) {
+                char nm[128];
+                snprintf(nm, sizeof nm, "%.*s%s", (int)(strstr(t->name, "ffn_gate_up_exps") - t->name), t->name,
+                         part ? "ffn_up_exps.weight" : "ffn_gate_exps.weight");
+                uint8_t *d = malloc(half[1] * half[2] * rb2);
+                for (uint64_t e = 0; e < half[2]; e++)
+                    memcpy(d + e * half[1] * rb2, all + (e * 2 * half[1] + part * half[1]) * rb2, half[1] * rb2);
+                bufs = realloc(bufs, (g->n_tensors + ++extra) * sizeof *bufs);
+                bufs[g->n_tensors + extra - 1] = d;
+                rc = ox_gguf_w_tensor(w, nm, type, 3, half, d, &err);
+            }
+            free(all);
+            bufs[i] = NULL;
+            continue;
+        }
         uint64_t rb, rows = ne[1] * ne[2] * ne[3];
         ox_row_bytes(type, ne[0], &rb, NULL);
         bufs[i] = calloc(1, rows * rb);
@@ -566,7 +586,7 @@ static int rewrite(const char *src, const char *dst, const char *target, int mod
     }
     if (!rc) rc = ox_gguf_w_write(w, dst, NULL, NULL, &err);
     if (rc) fprintf(stderr, "rewrite: %s\n", err.msg);
-    for (uint64_t i = 0; i < g->n_tensors; i++) free(bufs[i]);
+    for (uint64_t i = 0; i < g->n_tensors + (uint64_t)extra; i++) free(bufs[i]);
     free(bufs);
     ox_gguf_writer_free(w);
     ox_gguf_free(g);
@@ -602,6 +622,25 @@ static void test_errors(void) {
     CHECK(m == NULL && err.code == OX_E_NOMEM);
     CHECK_STR_CONTAINS(err.msg, "needs");
     printf("  max_resident: %s\n", err.msg);
+}
+
+/* Older MoE GGUFs keep gate and up experts apart: same model, same logits. */
+static void test_split_experts(void) {
+    ox_synth s = preset("moe", OX_Q8_0);
+    const char *p = fixture("moe-q8_0.gguf", &s);
+    char q[300];
+    snprintf(q, sizeof q, "%s/moe-split.gguf", tmp);
+    CHECK(rewrite(p, q, "", 3) == 0);
+    ox_model *a = open1(p, NULL), *b = open1(q, NULL);
+    CHECK(b && !ox_files_find(ox_model_files_of(b), "blk.0.ffn_gate_up_exps.weight"));
+    int32_t t[N_SEQ];
+    seq(t, N_SEQ, 1024);
+    float *la = a ? engine_logits(a, t, N_SEQ, N_SEQ) : NULL, *lb = b ? engine_logits(b, t, N_SEQ, N_SEQ) : NULL;
+    double d = la && lb ? max_abs_diff(la, lb, (size_t)N_SEQ * 1024) : 1e9;
+    printf("  MoE with split gate/up experts vs fused: max |dlogit| %.3g\n", d);
+    CHECK(d == 0);
+    free(la), free(lb);
+    ox_model_free(a), ox_model_free(b);
 }
 
 static int stop_early(void *ud, uint64_t done, uint64_t total) {
@@ -694,6 +733,7 @@ int main(void) {
     RUN(test_quant_on_load);
     RUN(test_errors);
     RUN(test_progress);
+    RUN(test_split_experts);
     cleanup();
     ox_pool_shutdown();
     return check_summary("test_model");

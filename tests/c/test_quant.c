@@ -253,6 +253,13 @@ static void test_q8_0_known(void) {
     CHECK(b.d == 0x2008);
     CHECK(b.qs[7] == -127 && b.qs[0] == 38 && b.qs[31] == 38); /* 0.3 * 127 = 38.1 */
 
+    /* tiny block: 1/d overflows; quants 0 instead of an undefined conversion */
+    for (int j = 0; j < 32; j++) x[j] = ldexpf(1, -140);
+    CHECK(ox_quantize_row(OX_Q8_0, x, &b, 32) == 0);
+    CHECK(b.d == 0 && b.qs[0] == 0);
+    ox_block_q4_0 b4;
+    CHECK(ox_quantize_row(OX_Q4_0, x, &b4, 32) == 0);
+    CHECK((b4.d & 0x7fff) == 0 && b4.qs[0] == 0x88); /* d = -0 */
     /* all zeros: d = 0, q = 0 */
     memset(x, 0, sizeof x);
     CHECK(ox_quantize_row(OX_Q8_0, x, &b, 32) == 0);

@@ -396,6 +396,22 @@ test('a jinja chat template from tokenizer_config.json is used', async () => {
   try {
     assert.equal(m.chatTemplate, tpl);
     assert.equal(await m.renderChat([{ role: 'user', content: 'x' }]), '<bos>[user]x[model]');
+    // the constructs Gemma 4's own template uses: macros with keyword arguments, namespace(),
+    // split / trim / dictsort, slicing, `in`, enable_thinking
+    const gemmaLike = `{%- macro strip(text) -%}{%- set ns = namespace(r='') -%}{%- for part in text.split('<channel|>') -%}
+{%- if '<|channel>' in part -%}{%- set ns.r = ns.r + part.split('<|channel>')[0] -%}{%- else -%}{%- set ns.r = ns.r + part -%}{%- endif -%}
+{%- endfor -%}{{- ns.r | trim -}}{%- endmacro -%}
+{%- macro args(a, quote=True) -%}{%- for k, v in a | dictsort -%}{{ k }}={{ ('"' ~ v ~ '"') if quote else v }}{{ ',' if not loop.last }}{%- endfor -%}{%- endmacro -%}
+{{ bos_token }}{%- set loop_messages = messages -%}
+{%- if enable_thinking or messages[0]['role'] in ['system', 'developer'] -%}<|turn>system{{ nl }}{{ '<|think|>' if enable_thinking }}
+{%- if messages[0]['role'] == 'system' -%}{{ messages[0]['content'] | trim }}{%- set loop_messages = messages[1:] -%}{%- endif -%}<turn|>{{ nl }}{%- endif -%}
+{%- for m in loop_messages -%}{%- set role = 'model' if m['role'] == 'assistant' else m['role'] -%}<|turn>{{ role }}{{ nl }}
+{%- if m['tool_calls'] -%}call:{{ args(m['tool_calls'][0]['arguments'], quote=False) }}{%- endif -%}
+{{- strip(m['content']) if role == 'model' else m['content'] | trim -}}<turn|>{{ nl }}{%- endfor -%}
+{%- if add_generation_prompt -%}<|turn>model{{ nl }}{%- endif -%}`;
+    const msgs = [{ role: 'system', content: ' S ' }, { role: 'user', content: 'Hi ' }, { role: 'assistant', content: '<|channel>thought\nhm<channel|>Yo', tool_calls: [{ arguments: { b: 2, a: 'x' } }] }];
+    assert.equal(await m.renderChat(msgs, { template: gemmaLike, thinking: true, vars: { nl: '\n' } }),
+      '<bos><|turn>system\n<|think|>S<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\ncall:a=x,b=2Yo<turn|>\n<|turn>model\n');
   } finally {
     await m.unload();
   }

@@ -6,6 +6,7 @@
 //   /short/NAME    206 whose body stops halfway (the connection is cut)
 //   /changing/NAME ETag changes after the first request
 //   /shrinking/NAME answers the probe, then 416 for every range
+//   /hidden/NAME   206 without Content-Range (as a CORS server that does not expose it looks)
 //   anything else  404
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import http from 'node:http';
@@ -23,7 +24,7 @@ export async function startServer(files) {
 function serve(files) {
   const hits = new Map(); // per url
   const server = http.createServer((req, res) => {
-    const m = /^\/(f|norange|short|changing|shrinking)\/([^/]+)$/.exec(req.url);
+    const m = /^\/(f|norange|short|changing|shrinking|hidden)\/([^/]+)$/.exec(req.url);
     const path = m && files[decodeURIComponent(m[2])];
     if (!path) {
       res.writeHead(404).end('not found');
@@ -38,7 +39,8 @@ function serve(files) {
     const r = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
     if (mode === 'norange' || !r) {
       res.writeHead(200, { ...common, 'Content-Length': size });
-      fs.createReadStream(path).pipe(res);
+      if (req.method === 'HEAD') res.end();
+      else fs.createReadStream(path).pipe(res);
       return;
     }
     const first = Number(r[1]), last = Math.min(Number(r[2]), size - 1);
@@ -47,7 +49,7 @@ function serve(files) {
       return;
     }
     const len = last - first + 1;
-    res.writeHead(206, { ...common, 'Content-Length': len, 'Content-Range': `bytes ${first}-${last}/${size}` });
+    res.writeHead(206, { ...common, 'Content-Length': len, ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }) });
     if (mode === 'short' && first > 0) {
       const fd = fs.openSync(path, 'r');
       const half = Buffer.alloc(Math.max(1, len >> 1));

@@ -9,7 +9,11 @@ let engine = null; // {name, run(p), memory(), unload()}
 
 async function fetchModel(url) {
   const t0 = performance.now();
-  blob = await (await fetch(url)).blob();
+  try {
+    blob = await (await fetch(url)).blob();
+  } catch (e) {
+    throw new Error(`the browser could not hold the model file as a Blob (${e.message})`);
+  }
   return { fetch_ms: performance.now() - t0, bytes: blob.size, isolated: self.crossOriginIsolated, cores: navigator.hardwareConcurrency, ua: navigator.userAgent };
 }
 
@@ -33,7 +37,7 @@ async function loadOxinfer({ threads, nCtx, source, url }) {
     },
     async memory() {
       const s = await model.stats();
-      return { wasm_bytes: s.wasmMemoryBytes, resident_bytes: s.residentBytes, host_bytes_read: s.hostBytesRead };
+      return { wasm_bytes: s.wasmMemoryBytes, resident_bytes: s.residentBytes, host_bytes_read: s.hostBytesRead, host_read_calls: s.hostReadCalls, host_bytes_all: s.hostBytesReadAll };
     },
     unload: () => model.unload(),
   };
