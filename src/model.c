@@ -438,7 +438,10 @@ static int kv_reserve(ox_session *s, int need, ox_err *err) {
         int cap = kc->cap ? kc->cap : 16;
         while (cap < need) cap = cap > s->max_ctx / 2 ? s->max_ctx : cap * 2;
         if (cap < need) cap = need;
-        size_t bytes = (size_t)cap * (size_t)kc->width * sizeof(float);
+        size_t bytes;
+        if (ox_mul_size((size_t)cap, (size_t)kc->width * sizeof(float), &bytes))
+            return ox_errf(err, OX_E_NOMEM, "KV cache of layer %d: %d positions x %d values is too large", l, cap,
+                           kc->width);
         float *k = realloc(kc->k, bytes);
         if (k) kc->k = k;
         float *v = k ? realloc(kc->v, bytes) : NULL;

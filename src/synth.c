@@ -110,11 +110,8 @@ typedef struct plan { ptensor *t; int n, cap; } plan;
 
 static ptensor *add(plan *p, const char *name, const char *hf, int kind, int nd, uint64_t ne0, uint64_t ne1,
                     uint64_t ne2, float mean, float sd) {
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->t = realloc(p->t, (size_t)p->cap * sizeof *p->t);
-        if (!p->t) abort(); /* tiny allocation; a model plan is a few hundred entries */
-    }
+    static ptensor spill; /* only when the plan could not be allocated; build_plan reports it */
+    if (p->n == p->cap) return &spill;
     ptensor *t = &p->t[p->n++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -136,7 +133,12 @@ static ptensor *wmat(plan *p, const char *name, const char *hf, uint64_t cols, u
     return t;
 }
 
-static void build_plan(const ox_synth *s, plan *p) {
+/* Every tensor of the model (at most 8 global + 32 per layer). 0, or OX_E_NOMEM. */
+static int build_plan(const ox_synth *s, plan *p, ox_err *err) {
+    p->n = 0;
+    p->cap = 8 + 32 * s->layers;
+    p->t = malloc((size_t)p->cap * sizeof *p->t);
+    if (!p->t) return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the tensor plan");
     uint64_t H = (uint64_t)s->hidden, V = (uint64_t)s->vocab, P = (uint64_t)s->ple, L = (uint64_t)s->layers;
     float sd = s->std, bg = s->branch_gain, qk = s->qk_norm_scale;
     ptensor *t;
@@ -203,11 +205,12 @@ static void build_plan(const ox_synth *s, plan *p) {
     }
 #undef W
 #undef N
+    return 0;
 }
 
 uint64_t ox_synth_params(const ox_synth *s) {
     plan p = {0};
-    build_plan(s, &p);
+    if (build_plan(s, &p, NULL)) return 0;
     uint64_t n = 0;
     for (int i = 0; i < p.n; i++)
         if (p.t[i].where != HF_ONLY) n += p.t[i].ne[0] * p.t[i].ne[1] * p.t[i].ne[2];
@@ -348,6 +351,7 @@ static const char *WORDS =
     "old year off come since against go came right used take three model token layer gemma weight cache tensor "
     "engine browser thread decode prefill logit value query key attention window slide full share embed norm "
     "scale rope hello world test";
+static const char *CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 static const char *PUNCT = ".,;:!?'\"()[]{}-_/\\*+=<>@#$%^&|~`";
 #define SPACE "\xE2\x96\x81" /* U+2581 */
 
@@ -427,10 +431,9 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
     const char *fixed[] = {"\n", "\t", SPACE};
     for (int i = 0; i < 3; i++)
         if (push(v, fixed[i], TOK_NORMAL)) goto oom;
-    for (int c = 'a'; c <= 'z'; c++) buf[0] = (char)c, buf[1] = 0, push(v, buf, TOK_NORMAL);
-    for (int c = 'A'; c <= 'Z'; c++) buf[0] = (char)c, buf[1] = 0, push(v, buf, TOK_NORMAL);
-    for (int c = '0'; c <= '9'; c++) buf[0] = (char)c, buf[1] = 0, push(v, buf, TOK_NORMAL);
-    for (const char *p = PUNCT; *p; p++) buf[0] = *p, buf[1] = 0, push(v, buf, TOK_NORMAL);
+    snprintf(buf, sizeof buf, "%s%s", CHARS, PUNCT);
+    for (const char *p = buf; *p; p++)
+        if (push(v, (char[2]){*p, 0}, TOK_NORMAL)) goto oom;
     /* words: merge chains SPACE + w[0], then + w[1], ... */
     char cur[256], ch[2] = {0, 0};
     for (const char *w = WORDS; *w && v->n < n_bpe;) {
@@ -447,7 +450,7 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
     /* the rest: random merges of normal pieces (no space inside the right part, at most 10
      * characters); when a random pair fails, a short piece + one character (big vocabs) */
     int *normal = malloc(sizeof(int) * (size_t)N), *shortp = malloc(sizeof(int) * (size_t)N), n_norm = 0, n_short = 0;
-    int first_char = first_normal + 3, n_chars = 62 + (int)strlen(PUNCT); /* a-z A-Z 0-9 punctuation */
+    int first_char = first_normal + 3, n_chars = (int)(strlen(CHARS) + strlen(PUNCT));
     if (!normal || !shortp) {
         free(normal), free(shortp);
         goto oom;
@@ -600,7 +603,10 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     vocab v;
     if ((rc = build_vocab(s, &v, err))) return rc;
     plan p = {0};
-    build_plan(s, &p);
+    if ((rc = build_plan(s, &p, err))) {
+        vocab_free(&v);
+        return rc;
+    }
     writer_ctx x = {.s = s};
     x.t = calloc((size_t)p.n, sizeof *x.t);
     ox_type *types = calloc((size_t)p.n, sizeof *types);
@@ -732,7 +738,10 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
     vocab v;
     if ((rc = build_vocab(s, &v, err))) return rc;
     plan p = {0};
-    build_plan(s, &p);
+    if ((rc = build_plan(s, &p, err))) {
+        vocab_free(&v);
+        return rc;
+    }
     ox_strbuf b = {0}, ix = {0};
     writer_ctx x = {.s = s};
     x.t = calloc((size_t)p.n, sizeof *x.t);
