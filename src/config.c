@@ -231,11 +231,12 @@ int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
 
 #define K(s) "gemma4." s
 
-/* Optional u32/f32 keys: absent -> dflt. */
+/* Optional u32/f32 keys: absent -> dflt. *out is set on every path, errors included. */
 static int g_u32(const ox_gguf *g, const char *key, int dflt, int *out, ox_err *err) {
     uint32_t v;
+    *out = dflt;
     int rc = ox_gguf_get_u32(g, key, &v, err);
-    if (rc == OX_E_MISSING) { *out = dflt; return 0; }
+    if (rc == OX_E_MISSING) return 0;
     if (rc) return err ? (err->code = OX_E_CONFIG) : OX_E_CONFIG;
     if (v > INT32_MAX) return ox_errf(err, OX_E_CONFIG, "%s: %s = %u is too large", ox_gguf_name(g), key, v);
     *out = (int)v;
@@ -248,8 +249,10 @@ static int g_f32(const ox_gguf *g, const char *key, float dflt, float *out, ox_e
     return 0;
 }
 static int g_req(const ox_gguf *g, const char *key, int *out, ox_err *err) {
-    if (!ox_gguf_find(g, key)) return ox_errf(err, OX_E_CONFIG, "%s: metadata key %s is missing", ox_gguf_name(g), key);
-    return g_u32(g, key, 0, out, err);
+    int rc = g_u32(g, key, 0, out, err);
+    if (!rc && !ox_gguf_find(g, key))
+        return ox_errf(err, OX_E_CONFIG, "%s: metadata key %s is missing", ox_gguf_name(g), key);
+    return rc;
 }
 
 /* A per-layer key that is a scalar or an L-element integer array. val(l) = vals[l]. */

@@ -25,7 +25,9 @@ int ox_err_prefix(ox_err *e, const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+    /* Messages are bounded: a combined message that does not fit ends in "..." so the cut shows. */
+    if (snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old) >= (int)sizeof e->msg)
+        memcpy(e->msg + sizeof e->msg - 4, "...", 4);
     return e->code;
 }
 

@@ -133,8 +133,10 @@ static int rd_value(reader *r, ox_gguf_value *v, ox_gguf_type t, const char *key
     return rc;
 }
 
+/* *t is set on every path, errors included (a failed read leaves it U8). */
 static int rd_type(reader *r, ox_gguf_type *t, const char *key) {
     uint32_t u;
+    *t = OX_GGUF_U8;
     int rc = rd_u32(r, &u, key);
     if (rc) return rc;
     if (u >= OX_GGUF_TYPE_COUNT)
@@ -420,6 +422,7 @@ static int bad_type(const ox_gguf *g, const char *key, const ox_gguf_value *v, c
 static int get_int(const ox_gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *out, const char *want,
                    ox_err *err) {
     int rc;
+    *out = 0; /* set on every path, errors included */
     const ox_gguf_value *v = get(g, key, err, &rc);
     if (!v) return rc;
     if (ox_gguf_val_i64(v, out)) return bad_type(g, key, v, want, err);

@@ -1,8 +1,8 @@
 /* hostfile.c — native host-file table: paths read with pread(), and in-memory buffers
  * (tests, fuzzers). The table is process-global by design (see hostfile.h); it is not
  * locked, because reads come only from the thread that runs the forward pass.
- * The wasm build uses hostfile_wasm.c instead. */
-#ifndef __EMSCRIPTEN__
+ * The wasm build uses hostfile_wasm.c instead, except the C tests' (OX_HOST_NATIVE, see hostfile.h). */
+#if !defined(__EMSCRIPTEN__) || defined(OX_HOST_NATIVE)
 #define _FILE_OFFSET_BITS 64
 #define _XOPEN_SOURCE 700
 #include "hostfile.h"

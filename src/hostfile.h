@@ -33,7 +33,9 @@ const char *ox_host_name(int file);
 uint64_t ox_host_bytes_read(void);
 uint64_t ox_host_reads(void);
 
-#ifndef __EMSCRIPTEN__
+/* OX_HOST_NATIVE: the native table (hostfile.c) in a wasm build, for the C tests under Node
+ * (tests/c/run_wasm.sh, NODERAWFS); the engine itself never defines it. */
+#if !defined(__EMSCRIPTEN__) || defined(OX_HOST_NATIVE)
 /* Native only: open a path read-only and register it; returns a handle >= 0 or <0. */
 int ox_host_open_path(const char *path, ox_err *err);
 /* Native and tests: register an in-memory buffer (not copied; caller keeps it alive). */

@@ -3,7 +3,7 @@
  * synchronously on the calling thread. Only the thread that runs the forward pass (the
  * engine worker, which owns the table) may read; a pool thread gets an error.
  * Offsets travel as doubles: exact up to 2^53 bytes. */
-#ifdef __EMSCRIPTEN__
+#if defined(__EMSCRIPTEN__) && !defined(OX_HOST_NATIVE)
 #include "hostfile.h"
 
 #include <emscripten.h>

@@ -11,8 +11,8 @@
 #include <string.h>
 
 /* 8-lane vectors: two v128 in wasm, one ymm with AVX, two xmm without. Only static inline
- * functions pass them, so GCC's note that their ABI depends on -mavx does not apply. */
-#if defined(__GNUC__) && !defined(__clang__)
+ * functions pass them, so the compilers' note that their ABI depends on -mavx does not apply. */
+#if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 typedef float v8f __attribute__((vector_size(32)));

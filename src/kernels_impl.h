@@ -6,6 +6,8 @@
 
 #include "kernels.h"
 
+#include <string.h>
+
 #if defined(__wasm_simd128__) || defined(__AVX2__)
 #define OX_HAVE_SIMD_TILES 1
 #endif
@@ -71,6 +73,14 @@ static inline float ox_f16_fast(uint16_t h) {
     if ((h & 0x7c00) == 0x7c00) v.u = 0x7f800000 | (uint32_t)(h & 0x3ff) << 13;
     v.u |= (uint32_t)(h & 0x8000) << 16;
     return v.f;
+}
+
+/* d of a Q8_0 or Q4_0 block: both start with it, an f16 (memcpy: rows are read as bytes,
+ * with no alignment promise). */
+static inline float ox_legacy_d(const uint8_t *blk) {
+    uint16_t dh;
+    memcpy(&dh, blk, 2);
+    return ox_f16_fast(dh);
 }
 
 #endif

@@ -12,7 +12,6 @@
 #ifdef __wasm_simd128__
 #include "kernels_impl.h"
 
-#include <string.h>
 #include <wasm_simd128.h>
 
 /* (two loads + extends measured faster under V8 than four v128.load8x8_s) */
@@ -71,9 +70,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
                 const int16_t *ab = a0 + b * OX_QK;
                 v128_t s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols),
                                  dot_block(w, ab + 3 * cols));
-                uint16_t dh;
-                memcpy(&dh, blk, 2);
-                v128_t scale = wasm_f32x4_mul(wasm_v128_load(a->dT + (size_t)b * tp + t), wasm_f32x4_splat(ox_f16_fast(dh)));
+                v128_t scale = wasm_f32x4_mul(wasm_v128_load(a->dT + (size_t)b * tp + t), wasm_f32x4_splat(ox_legacy_d(blk)));
                 acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), scale));
             }
             y[(size_t)t * rows + r] = wasm_f32x4_extract_lane(acc, 0);
@@ -91,9 +88,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
                 const uint8_t *blk = row + b * bb;
                 v128_t w[4];
                 if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
-                uint16_t dh;
-                memcpy(&dh, blk, 2);
-                float scale = ox_f16_fast(dh) * a->dT[(size_t)b * tp + t];
+                float scale = ox_legacy_d(blk) * a->dT[(size_t)b * tp + t];
                 acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(dot_block(w, at + b * OX_QK)),
                                                          wasm_f32x4_splat(scale)));
             }
@@ -129,28 +124,10 @@ static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock 
         }
 }
 
-static void unpack_q4_k(const void *blk, ox_kblock *k) {
-    const ox_block_q4_K *b = blk;
-    ox_kblock_scales_k4(b->scales, k);
-    unpack_q45_k(b->qs, NULL, k);
-    k->d = ox_f16_fast(b->d);
-    k->dmin = ox_f16_fast(b->dmin);
-}
-
-static void unpack_q5_k(const void *blk, ox_kblock *k) {
-    const ox_block_q5_K *b = blk;
-    ox_kblock_scales_k4(b->scales, k);
-    unpack_q45_k(b->qs, b->qh, k);
-    k->d = ox_f16_fast(b->d);
-    k->dmin = ox_f16_fast(b->dmin);
-}
-
 /* Q6_K: per half of 128, quarter 0..3 = ql[l] low, ql[l+32] low, ql[l] high, ql[l+32]
  * high, with 2 high bits from qh[l] at shift 2*quarter; minus 32. */
-static void unpack_q6_k(const void *blk, ox_kblock *k) {
-    const ox_block_q6_K *b = blk;
+static inline void unpack_q6_k_quants(const ox_block_q6_K *b, ox_kblock *k) {
     const v128_t m4 = wasm_i8x16_splat(0x0F), m2 = wasm_i8x16_splat(3), off = wasm_i8x16_splat(32);
-    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
@@ -161,8 +138,6 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
                 store_scaled(k, 128 * h + 32 * j + l, wasm_i8x16_sub(wasm_v128_or(q[j], hi), off));
             }
         }
-    k->d = ox_f16_fast(b->d);
-    k->dmin = 0;
 }
 
 /* a->d * (d * sum(q . a) - dmin * sum_g mn[g] * bsums[g]) */
@@ -190,45 +165,5 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
     return ab->d * v;
 }
 
-/* Each super-block of a row is unpacked once and dotted with every token. */
-static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
-                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
-    ox_kblock k __attribute__((aligned(16)));
-    const int nb = W->cols / OX_QK_K;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
-        for (int b = 0; b < nb; b++) {
-            unpack(row + b * bb, &k);
-            for (int t = 0; t < a->n_tok; t++) {
-                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
-                y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);
-            }
-        }
-    }
-}
-
-static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
-}
-static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
-}
-static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
-}
-
-static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
-static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }
-
-ox_tile_fn ox_simd_tile(ox_type t) {
-    switch (t) {
-    case OX_Q8_0: return tile_q8_0;
-    case OX_Q4_0: return tile_q4_0;
-    case OX_Q4_K: return tile_q4_k;
-    case OX_Q5_K: return tile_q5_k;
-    case OX_Q6_K: return tile_q6_k;
-    default: return NULL;
-    }
-}
+#include "kernels_tile.h"
 #endif

@@ -6,7 +6,6 @@
 #include "kernels_impl.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 static inline void widen_q8_0(const uint8_t *blk, __m256i *w) {
     w[0] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 2)));
@@ -54,9 +53,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
                 const int16_t *ab = a0 + b * OX_QK;
                 __m128i s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols),
                                   dot_block(w, ab + 3 * cols));
-                uint16_t dh;
-                memcpy(&dh, blk, 2);
-                __m128 scale = _mm_mul_ps(_mm_loadu_ps(a->dT + (size_t)b * tp + t), _mm_set1_ps(ox_f16_fast(dh)));
+                __m128 scale = _mm_mul_ps(_mm_loadu_ps(a->dT + (size_t)b * tp + t), _mm_set1_ps(ox_legacy_d(blk)));
                 acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(s), scale));
             }
             float out[4];
@@ -73,9 +70,7 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
                 const uint8_t *blk = row + b * bb;
                 __m256i w[2];
                 if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
-                uint16_t dh;
-                memcpy(&dh, blk, 2);
-                float scale = ox_f16_fast(dh) * a->dT[(size_t)b * tp + t];
+                float scale = ox_legacy_d(blk) * a->dT[(size_t)b * tp + t];
                 acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot_block(w, at + b * OX_QK)),
                                                        _mm256_set1_ps(scale)));
             }
@@ -111,26 +106,8 @@ static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock 
         }
 }
 
-static void unpack_q4_k(const void *blk, ox_kblock *k) {
-    const ox_block_q4_K *b = blk;
-    ox_kblock_scales_k4(b->scales, k);
-    unpack_q45_k(b->qs, NULL, k);
-    k->d = ox_f16_fast(b->d);
-    k->dmin = ox_f16_fast(b->dmin);
-}
-
-static void unpack_q5_k(const void *blk, ox_kblock *k) {
-    const ox_block_q5_K *b = blk;
-    ox_kblock_scales_k4(b->scales, k);
-    unpack_q45_k(b->qs, b->qh, k);
-    k->d = ox_f16_fast(b->d);
-    k->dmin = ox_f16_fast(b->dmin);
-}
-
-static void unpack_q6_k(const void *blk, ox_kblock *k) {
-    const ox_block_q6_K *b = blk;
+static inline void unpack_q6_k_quants(const ox_block_q6_K *b, ox_kblock *k) {
     const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(3), off = _mm_set1_epi8(32);
-    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             __m128i ql0 = _mm_loadu_si128((const __m128i *)(b->ql + 64 * h + l));
@@ -142,8 +119,6 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
                 store_scaled(k, 128 * h + 32 * j + l, _mm_sub_epi8(_mm_or_si128(q[j], hi), off));
             }
         }
-    k->d = ox_f16_fast(b->d);
-    k->dmin = 0;
 }
 
 static inline int32_t hsum_i32(__m256i v) {
@@ -172,44 +147,5 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
     return ab->d * v;
 }
 
-static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
-                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
-    ox_kblock k __attribute__((aligned(32)));
-    const int nb = W->cols / OX_QK_K;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
-        for (int b = 0; b < nb; b++) {
-            unpack(row + b * bb, &k);
-            for (int t = 0; t < a->n_tok; t++) {
-                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
-                y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);
-            }
-        }
-    }
-}
-
-static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
-}
-static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
-}
-static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
-}
-
-static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
-static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }
-
-ox_tile_fn ox_simd_tile(ox_type t) {
-    switch (t) {
-    case OX_Q8_0: return tile_q8_0;
-    case OX_Q4_0: return tile_q4_0;
-    case OX_Q4_K: return tile_q4_k;
-    case OX_Q5_K: return tile_q5_k;
-    case OX_Q6_K: return tile_q6_k;
-    default: return NULL;
-    }
-}
+#include "kernels_tile.h"
 #endif

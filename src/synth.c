@@ -278,7 +278,7 @@ static void gen_task(void *ctx, int task, int n_tasks) {
 typedef struct writer_ctx {
     const ox_synth *s;
     const ptensor **t;   /* tensors in write order */
-    const ox_type *type; /* their output types */
+    ox_type *type;       /* their output types */
     float *f;
     uint8_t *out;
     size_t f_cap, out_cap;
@@ -322,7 +322,7 @@ static int emit(writer_ctx *x, int i, FILE *fp, ox_err *err) {
 
 static void writer_ctx_free(writer_ctx *x) {
     free(x->t);
-    free((void *)x->type);
+    free(x->type);
     free(x->f);
     free(x->out);
 }
@@ -505,6 +505,34 @@ oom:
     return ox_errf(err, OX_E_NOMEM, "synth: out of memory building the vocab");
 }
 
+/* ------------------------------------------------------------------ both writers */
+
+static void writer_end(vocab *v, plan *p, writer_ctx *x) {
+    writer_ctx_free(x);
+    free(p->t);
+    vocab_free(v);
+}
+
+/* What the GGUF and the HF writers start from: the vocab, the tensor plan and a writer
+ * context with room for every tensor. On failure nothing is left allocated. */
+static int writer_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_err *err) {
+    int rc = build_vocab(s, v, err);
+    if (rc) return rc;
+    *p = (plan){0};
+    if ((rc = build_plan(s, p, err))) {
+        vocab_free(v);
+        return rc;
+    }
+    *x = (writer_ctx){.s = s};
+    x->t = calloc((size_t)p->n, sizeof *x->t);
+    x->type = calloc((size_t)p->n, sizeof *x->type);
+    if (!x->t || !x->type) {
+        writer_end(v, p, x);
+        return ox_errf(err, OX_E_NOMEM, "synth: out of memory");
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ GGUF */
 
 static uint32_t file_type_of(ox_type t) { /* llama_ftype */
@@ -601,18 +629,11 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     int rc = ox_synth_check(s, err);
     if (rc) return rc;
     vocab v;
-    if ((rc = build_vocab(s, &v, err))) return rc;
-    plan p = {0};
-    if ((rc = build_plan(s, &p, err))) {
-        vocab_free(&v);
-        return rc;
-    }
-    writer_ctx x = {.s = s};
-    x.t = calloc((size_t)p.n, sizeof *x.t);
-    ox_type *types = calloc((size_t)p.n, sizeof *types);
-    x.type = types;
+    plan p;
+    writer_ctx x;
+    if ((rc = writer_begin(s, &v, &p, &x, err))) return rc;
     ox_gguf_writer *w = ox_gguf_writer_new();
-    if (!x.t || !types || !w) {
+    if (!w) {
         rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory");
         goto done;
     }
@@ -624,16 +645,14 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     for (int i = 0; i < p.n; i++) {
         if (p.t[i].where == HF_ONLY) continue;
         x.t[n] = &p.t[i];
-        types[n] = p.t[i].type;
+        x.type[n] = p.t[i].type;
         if ((rc = ox_gguf_w_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims, p.t[i].ne, NULL, err))) goto done;
         n++;
     }
     rc = ox_gguf_w_write(w, path, gguf_fill, &x, err);
 done:
     ox_gguf_writer_free(w);
-    writer_ctx_free(&x);
-    free(p.t);
-    vocab_free(&v);
+    writer_end(&v, &p, &x);
     return rc;
 }
 
@@ -736,21 +755,10 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
     if (dtype != OX_F32 && dtype != OX_BF16) return ox_errf(err, OX_E_UNSUPPORTED, "synth: HF dtype must be F32 or BF16");
     if (n_shards < 1 || n_shards > 99) return ox_errf(err, OX_E_RANGE, "synth: shards must be in 1..99");
     vocab v;
-    if ((rc = build_vocab(s, &v, err))) return rc;
-    plan p = {0};
-    if ((rc = build_plan(s, &p, err))) {
-        vocab_free(&v);
-        return rc;
-    }
+    plan p;
+    writer_ctx x;
+    if ((rc = writer_begin(s, &v, &p, &x, err))) return rc;
     ox_strbuf b = {0}, ix = {0};
-    writer_ctx x = {.s = s};
-    x.t = calloc((size_t)p.n, sizeof *x.t);
-    ox_type *types = calloc((size_t)p.n, sizeof *types);
-    x.type = types;
-    if (!x.t || !types) {
-        rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory");
-        goto done;
-    }
     config_json(s, dtype, &b);
     if ((rc = write_text(dir, "config.json", &b, err))) goto done;
     b.len = 0;
@@ -783,7 +791,7 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
             for (int d = 0; d < t->n_dims; d++) shape[d] = t->ne[t->n_dims - 1 - d];
             snprintf(name, sizeof name, "model.language_model.%s", t->hf);
             x.t[n] = t;
-            types[n] = dtype;
+            x.type[n] = dtype;
             if ((rc = ox_st_w_tensor(w, name, dtype == OX_BF16 ? OX_ST_BF16 : OX_ST_F32, t->n_dims, shape, NULL, err))) {
                 ox_st_writer_free(w);
                 goto done;
@@ -801,9 +809,7 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
 done:
     ox_sb_free(&b);
     ox_sb_free(&ix);
-    writer_ctx_free(&x);
-    free(p.t);
-    vocab_free(&v);
+    writer_end(&v, &p, &x);
     return rc;
 }
 

@@ -334,16 +334,26 @@ static int json_str_is(const ox_json *v, const char *s) {
     return p && ox_json_len(v) == strlen(s) && memcmp(p, s, ox_json_len(v)) == 0;
 }
 
-/* Normalizers: null, Replace " " -> "▁", Prepend "▁", or a Sequence of them. */
-static int json_normalizer(ox_tokenizer *t, const ox_json *nz, int *replace, const char *fname, ox_err *err) {
-    if (!nz || ox_json_type(nz) == OX_JSON_NULL) return 0;
-    const ox_json *ty = ox_json_get(nz, "type");
-    if (json_str_is(ty, "Sequence")) {
-        const ox_json *list = ox_json_get(nz, "normalizers");
-        for (size_t i = 0; i < ox_json_len(list); i++)
-            if (json_normalizer(t, ox_json_at(list, i), replace, fname, err)) return err ? err->code : OX_E_UNSUPPORTED;
-        return 0;
+/* One normalizer or pre-tokenizer object (json_steps has handled null and Sequence). */
+typedef int (*json_step_fn)(ox_tokenizer *t, const ox_json *v, int *replace, const char *fname, ox_err *err);
+
+/* null, one step, or a Sequence of steps (nested ones too) listed under list_key: the
+ * normalizer and the pre_tokenizer objects share this shape. */
+static int json_steps(ox_tokenizer *t, const ox_json *v, const char *list_key, json_step_fn step, int *replace,
+                      const char *fname, ox_err *err) {
+    if (!v || ox_json_type(v) == OX_JSON_NULL) return 0;
+    if (!json_str_is(ox_json_get(v, "type"), "Sequence")) return step(t, v, replace, fname, err);
+    const ox_json *list = ox_json_get(v, list_key);
+    for (size_t i = 0; i < ox_json_len(list); i++) {
+        int rc = json_steps(t, ox_json_at(list, i), list_key, step, replace, fname, err);
+        if (rc) return rc;
     }
+    return 0;
+}
+
+/* Normalizers: Replace " " -> "▁", Prepend "▁". */
+static int json_normalizer(ox_tokenizer *t, const ox_json *nz, int *replace, const char *fname, ox_err *err) {
+    const ox_json *ty = ox_json_get(nz, "type");
     if (json_str_is(ty, "Replace") && json_str_is(ox_json_get(ox_json_get(nz, "pattern"), "String"), " ") &&
         json_str_is(ox_json_get(nz, "content"), SPACE_MARK)) {
         *replace = 1;
@@ -357,16 +367,9 @@ static int json_normalizer(ox_tokenizer *t, const ox_json *nz, int *replace, con
                    fname, ox_json_str(ty) ? ox_json_str(ty) : "?");
 }
 
-/* Pre-tokenizers: null; Split on " " (a no-op once spaces are "▁"); Metaspace without split. */
+/* Pre-tokenizers: Split on " " (a no-op once spaces are "▁"); Metaspace without split. */
 static int json_pretokenizer(ox_tokenizer *t, const ox_json *pt, int *replace, const char *fname, ox_err *err) {
-    if (!pt || ox_json_type(pt) == OX_JSON_NULL) return 0;
     const ox_json *ty = ox_json_get(pt, "type");
-    if (json_str_is(ty, "Sequence")) {
-        const ox_json *list = ox_json_get(pt, "pretokenizers");
-        for (size_t i = 0; i < ox_json_len(list); i++)
-            if (json_pretokenizer(t, ox_json_at(list, i), replace, fname, err)) return err ? err->code : OX_E_UNSUPPORTED;
-        return 0;
-    }
     if (json_str_is(ty, "Split") && *replace && json_str_is(ox_json_get(ox_json_get(pt, "pattern"), "String"), " "))
         return 0;
     if (json_str_is(ty, "Metaspace") && json_str_is(ox_json_get(pt, "replacement"), SPACE_MARK) &&
@@ -444,8 +447,8 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
     if (!t) return NULL;
     t->mode = MODE_BPE;
     int replace = 0;
-    if (json_normalizer(t, ox_json_get(doc, "normalizer"), &replace, fname, err) ||
-        json_pretokenizer(t, ox_json_get(doc, "pre_tokenizer"), &replace, fname, err))
+    if (json_steps(t, ox_json_get(doc, "normalizer"), "normalizers", json_normalizer, &replace, fname, err) ||
+        json_steps(t, ox_json_get(doc, "pre_tokenizer"), "pretokenizers", json_pretokenizer, &replace, fname, err))
         goto fail;
     if (!replace) {
         ox_errf(err, OX_E_UNSUPPORTED, "%s: spaces are not mapped to \"\xE2\x96\x81\" (not a SentencePiece-style BPE)", fname);

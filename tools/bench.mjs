@@ -11,7 +11,8 @@
 //            --engines web,wllama,node,native   --preset tiny|benchlike|bench (harness checks)
 //            --dir DIR (models; default $OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --regen
 //            --source blob|url (how our page reads the file; --e2b: url)
-//            --write / --no-write (docs/benchmarks.md)  --json FILE  --chromium PATH  --verbose
+//            --write / --no-write (the doc)  --doc FILE (default docs/benchmarks.md)  --json FILE
+//            --chromium PATH  --verbose
 //
 // Models are made by our generator (`oxinfer synth`, build/oxinfer or $OX_CLI) and cached
 // outside the repo. Per model file and thread count every engine is loaded once, runs one
@@ -40,7 +41,7 @@ function parseArgs(argv) {
   const a = {
     quick: false, e2b: false, types: null, threads: null, reps: null, warmup: 1, n_prompt: null, n_gen: null,
     engines: 'web,wllama,node,native', preset: null, dir: process.env.OX_BENCH_DIR || path.join(os.homedir(), '.cache', 'oxinfer-bench'),
-    regen: false, write: null, source: null, json: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium', verbose: false, timeout_s: 1800,
+    regen: false, write: null, source: null, doc: path.join(ROOT, 'docs', 'benchmarks.md'), json: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium', verbose: false, timeout_s: 1800,
   };
   const flags = new Set(['quick', 'e2b', 'regen', 'verbose']);
   for (let i = 0; i < argv.length; i++) {
@@ -129,6 +130,8 @@ function ensureModel(a, cli, t) {
   return file;
 }
 
+const cleanError = (e) => String(e?.message ?? e).split('\n')[0].replace(/^page\.evaluate: /, '').replace(/^(\w*Error|OxError): /, '');
+
 const withTimeout = (p, s, what) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`${what}: no answer in ${s} s`)), s * 1000).unref())]);
 
 // A browser engine: a page in its own browser context (so its own renderer process).
@@ -165,7 +168,8 @@ async function webEngine(name, browser, server, marker, taken, a, modelUrl) {
         // llama.cpp's wasm memory lives in wllama's worker (page.mjs exposes its size there)
         let wasm = null;
         for (const w of page.workers()) {
-          const b = await w.evaluate(() => self.__oxWasmBytes?.() ?? null).catch(() => null);
+          // (a pthread worker blocked in a wait never answers: bounded)
+          const b = await withTimeout(w.evaluate(() => self.__oxWasmBytes?.() ?? null), 3, 'worker').catch(() => null);
           if (b) wasm = Math.max(wasm ?? 0, b);
         }
         m.wasm_bytes = wasm;
@@ -174,7 +178,7 @@ async function webEngine(name, browser, server, marker, taken, a, modelUrl) {
       return { ...m, peak_rss: st?.hwm ?? null };
     },
     async close() {
-      await ev(() => window.bench.unload()).catch(() => {});
+      await withTimeout(page.evaluate(() => window.bench.unload()), 30, 'unload').catch(() => {});
       await context.close();
     },
   };
@@ -260,11 +264,11 @@ async function benchConfig(a, ctx, t, file, threads) {
       engines.push(e);
       log(`  ${name}: loaded in ${fmtS(e.loaded?.load_ms)}${e.loaded?.build ? ` (${e.loaded.build} build, ${e.loaded.threads} threads)` : ''}`);
     } catch (e) {
-      errors[name] = e.message.split('\n')[0];
+      errors[name] = cleanError(e);
       log(`  ${name}: LOAD FAILED: ${errors[name]}`);
     }
   };
-  const modelUrl = ctx.urlOf(file);
+  const modelUrl = ctx.urlOf?.(file);
   await open('web', () => webEngine('web', ctx.browser, ctx.server, ctx.marker, ctx.taken, a, modelUrl));
   const bytes = fs.statSync(file).size;
   // wllama copies the whole file into its wasm memory, with the Blob beside it
@@ -282,14 +286,14 @@ async function benchConfig(a, ctx, t, file, threads) {
     const p = { ...prompt(meta, a.n_prompt, 1000 + r + 17 * threads), nGen: a.n_gen };
     // a native rep is a new process: nothing of it to warm up
     const order = engines.filter((e) => live.has(e) && !(r < 0 && e.name === 'native'));
-    const k = ((r % order.length) + order.length) % (order.length || 1);
+    const n = order.length || 1, k = ((r % n) + n) % n;
     for (const e of [...order.slice(k), ...order.slice(0, k)]) {
       try {
         const x = await e.run(p);
         if (r >= 0) runs[e.name].push(x);
         log(`  ${r < 0 ? 'warm-up' : `rep ${r + 1}/${a.reps}`} ${e.name.padEnd(6)} prefill ${x.prefill_tps.toFixed(2)} tok/s (${x.prompt_n}), decode ${x.decode_tps.toFixed(2)} tok/s (${x.decode_n})`);
       } catch (err) {
-        errors[e.name] = err.message.split('\n')[0];
+        errors[e.name] = cleanError(err);
         log(`  ${e.name}: RUN FAILED: ${errors[e.name]}`);
         live.delete(e);
       }
@@ -311,7 +315,7 @@ async function benchConfig(a, ctx, t, file, threads) {
 
 const ENGINE = {
   web: 'oxinfer (wasm, Chromium)',
-  wllama: 'wllama 3.8.1 (wasm, Chromium)',
+  wllama: 'wllama (wasm, Chromium)',
   node: 'oxinfer (wasm, Node)',
   native: 'oxinfer (native CLI)',
 };
@@ -323,14 +327,15 @@ function memText(name, m) {
   return `${Number.isFinite(m.peak_rss) ? `RSS ${fmtMB(m.peak_rss)}` : ''}${wasm ? ` (${wasm})` : ''}` || '–';
 }
 
-function tableRows(results) {
+function tableRows(results, wllamaVersion) {
   const rows = [];
   for (const c of results) {
     const w = c.engines.wllama;
     for (const name of ['web', 'wllama', 'node', 'native']) {
       const e = c.engines[name];
       if (!e && !c.errors[name]) continue;
-      const label = name === 'web' && e?.loaded?.build ? `${ENGINE.web.replace('wasm', `wasm ${e.loaded.build}`)}` : ENGINE[name];
+      const label = name === 'web' && e?.loaded?.build ? ENGINE.web.replace('wasm', `wasm ${e.loaded.build}`)
+        : name === 'wllama' ? ENGINE.wllama.replace('wllama', `wllama ${wllamaVersion}`) : ENGINE[name];
       if (!e || !e.runs.length) {
         rows.push({ engine: label, weights: `${c.type} ${fmtMB(c.bytes)}`, threads: c.threads, mem: `failed: ${c.errors[name] ?? 'no runs'}`.replace(/\|/g, '/'), prefill: null, decode: null });
         continue;
@@ -345,8 +350,9 @@ function tableRows(results) {
 function machine(ctx) {
   const cpus = os.cpus();
   return {
-    cpu: `${cpus[0]?.model ?? '?'} × ${cpus.length}`, memory: fmtMB(os.totalmem()), os: `${os.type()} ${os.release()}`, node: process.version,
+    cpu: `${cpus[0]?.model ?? '?'} × ${cpus.length}`, load: os.loadavg().map((x) => x.toFixed(2)).join(' '), memory: fmtMB(os.totalmem()), os: `${os.type()} ${os.release()}`, node: process.version,
     chromium: ctx.chromiumVersion ?? '–', wllama: ctx.wllamaVersion,
+    wasm: (() => { try { return fs.statSync(path.join(ROOT, 'dist', 'oxinfer-mt.wasm')).mtime.toISOString().replace(/\.\d+Z$/, 'Z'); } catch { return '–'; } })(),
     commit: (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim() + (execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ' (+ uncommitted changes)' : ''); } catch { return '?'; } })(),
   };
 }
@@ -354,11 +360,12 @@ function machine(ctx) {
 function section(a, ctx, results, started) {
   const m = machine(ctx);
   const cmd = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`;
-  const rows = tableRows(results);
+  const rows = tableRows(results, ctx.wllamaVersion);
   const lines = [
     `Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')} with \`${cmd}\` (${a.reps} reps after ${a.warmup} warm-up, ${a.n_prompt}-token prompt, ${a.n_gen} greedy tokens).`,
     '',
-    `Machine: ${m.cpu}, ${m.memory} RAM, ${m.os}; Node ${m.node}; Chromium ${m.chromium} headless; @wllama/wllama ${m.wllama}; oxinfer-web commit ${m.commit}.`,
+    `Machine: ${m.cpu}, ${m.memory} RAM, ${m.os}; Node ${m.node}; ${ctx.chromiumVersion ? `Chromium ${m.chromium} headless; ` : ''}@wllama/wllama ${m.wllama}; oxinfer-web commit ${m.commit}, dist/ wasm built ${m.wasm}, native CLI ${path.relative(ROOT, ctx.cli)}. ` +
+      `Load average at the start ${ctx.loadStart}, at the end ${m.load} (other work on the machine slows every engine, wllama's spinning threads most).`,
     '',
     markdownTable(rows),
     '',
@@ -388,7 +395,10 @@ Gemma 4 E2B shapes (hidden 1536, 8 query / 1 KV heads, head 256 sliding / 512 fu
 How: our wasm engine (\`js/index.js\` \`loadModel\` + \`generate\`, threaded build in a
 cross-origin-isolated page) and wllama 3.8.1 (llama.cpp in wasm, memory64 + JSPI build) run in
 the same headless Chromium, each page in its own browser context, both loading the same file
-from an in-memory Blob (the fetch from the local server is not in the load time). Our engine
+from an in-memory Blob (the fetch from the local server is not in the load time; with \`--e2b\`
+our page reads the served file by HTTP Range requests instead, load time included, because
+this Chromium cannot hold a 2.6 GB Blob — which is also why wllama cannot load that file here).
+Our engine
 also runs in Node (the same wasm through the same API, file read from disk), and our native CLI
 (\`oxinfer run --bench\`, one process per rep) gives the native figure. Per model and thread
 count every engine is loaded once, runs one warm-up generation, then the reps interleave the
@@ -410,8 +420,9 @@ ours / wllama for the same file and thread count (above 1: ours is faster).
 
 function writeDoc(file, mode, body) {
   let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  if (!text.startsWith('# Benchmarks')) text = DOC_HEAD;
-  else text = DOC_HEAD + text.slice(text.indexOf('\n## '));
+  // the head is rewritten, the sections after it are kept (each mode replaces its own)
+  const keep = text.indexOf('<!-- bench:');
+  text = DOC_HEAD + (keep >= 0 ? `\n${text.slice(keep)}` : '');
   const title = mode === 'e2b' ? '## E2B geometry (`npm run bench -- --e2b`)' : '## Bench preset (`npm run bench`)';
   const block = `<!-- bench:${mode} -->\n${title}\n\n${body}\n<!-- /bench:${mode} -->\n`;
   const re = new RegExp(`<!-- bench:${mode} -->[\\s\\S]*?<!-- /bench:${mode} -->\\n?`);
@@ -426,12 +437,13 @@ function writeDoc(file, mode, body) {
 async function main() {
   const a = parseArgs(process.argv.slice(2));
   const started = new Date();
+  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const types = a.types.map(parseType);
   const cli = ensureCli();
   if (a.engines.has('web') || a.engines.has('node')) ensureWasm();
   const files = types.map((t) => ensureModel(a, cli, t));
 
-  const ctx = { cli, taken: new Set(), marker: `--oxbench-marker=${process.pid}-${Date.now()}` };
+  const ctx = { cli, loadStart, taken: new Set(), marker: `--oxbench-marker=${process.pid}-${Date.now()}` };
   ctx.wllamaVersion = JSON.parse(fs.readFileSync(require.resolve('@wllama/wllama/package.json'), 'utf8')).version;
   const web = a.engines.has('web') || a.engines.has('wllama');
   if (web) {
@@ -468,7 +480,7 @@ async function main() {
     const partial = results.length < total ? `\n_Partial: ${results.length} of ${total} configurations finished._\n` : '';
     const body = section(a, ctx, results, started) + partial;
     writeAtomic(jsonFile, JSON.stringify({ args: { ...a, engines: [...a.engines] }, started, machine: machine(ctx), results }, null, 1));
-    if (a.write) writeDoc(path.join(ROOT, 'docs', 'benchmarks.md'), a.e2b ? 'e2b' : 'main', body);
+    if (a.write) writeDoc(a.doc, a.e2b ? 'e2b' : 'main', body);
     return body;
   };
   try {
@@ -490,7 +502,7 @@ async function main() {
   }
   log(`\n${report()}`);
   log(`raw results: ${jsonFile}`);
-  if (a.write) log('wrote docs/benchmarks.md');
+  if (a.write) log(`wrote ${path.relative(process.cwd(), a.doc)}`);
 }
 
 main().catch((e) => {

@@ -12,7 +12,8 @@ mkdir -p "$log"
 passed=0 failed=0 status=0
 skip() { [[ " ${OX_SKIP:-} " == *" $1 "* ]]; }
 
-# count PASS FAIL from a log: ctest summary or node --test TAP summary
+# count PASS FAIL from a log: ctest summary, node --test TAP summary, or (wasm-c) one
+# check_summary line per test program, "name: N passed, N failed" (passed if 0 failed)
 tally() {
   local f=$1 p=0 x=0
   if grep -q 'tests passed, ' "$f"; then
@@ -22,6 +23,9 @@ tally() {
   elif grep -qE '^# pass [0-9]+' "$f"; then
     p=$(grep -E '^# pass [0-9]+' "$f" | tail -1 | awk '{print $3}')
     x=$(grep -E '^# fail [0-9]+' "$f" | tail -1 | awk '{print $3}')
+  elif grep -qE '^[A-Za-z0-9_]+: [0-9]+ passed, [0-9]+ failed' "$f"; then
+    p=$(grep -cE '^[A-Za-z0-9_]+: [0-9]+ passed, 0 failed' "$f")
+    x=$(grep -cE '^[A-Za-z0-9_]+: [0-9]+ passed, [1-9][0-9]* failed' "$f")
   fi
   echo "$p $x"
 }
@@ -58,6 +62,7 @@ suite native native
 suite sanitize sanitize
 [ -f tools/fuzz.sh ] && suite fuzz fuzz
 [ -f Makefile.emscripten ] && suite wasm wasm
+[ -f Makefile.emscripten ] && suite wasm-c bash tests/c/run_wasm.sh build-wasm-tests
 ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests
 

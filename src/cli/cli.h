@@ -3,10 +3,17 @@
 #ifndef OX_CLI_H
 #define OX_CLI_H
 
+#include "tensors.h"
+
 int cli_inspect(int argc, char **argv);   /* inspect.c  — config, per-layer values, tensor table */
 int cli_quantize(int argc, char **argv);  /* quantize.c — IN... -o OUT --quant q8|q4 */
 int cli_run(int argc, char **argv);       /* run.c      — forward over --tokens, top-K log-probs, --bench */
 int cli_synth(int argc, char **argv);     /* synth.c    — write a synthetic Gemma 4 model */
 int cli_tokenize(int argc, char **argv);  /* tokenize.c — text -> ids with a model's tokenizer */
+
+/* files.c: the tensor directory over n opened host files, NULL after printing
+ * "CMD: CODE: message"; and closing it, the files and the (malloc'd) files array. */
+ox_model_files *cli_files_open(const char *cmd, const int *files, int n);
+void cli_files_close(ox_model_files *mf, int *files, int n);
 
 #endif

@@ -48,10 +48,7 @@ int cli_inspect(int argc, char **argv) {
         fprintf(stderr, "usage: oxinfer inspect FILE...\n");
         goto done;
     }
-    if (!(mf = ox_files_open(files, n, &err))) {
-        fprintf(stderr, "inspect: %s: %s\n", ox_err_code_name(err.code), err.msg);
-        goto done;
-    }
+    if (!(mf = cli_files_open("inspect", files, n))) goto done;
     printf("files: %s\n", ox_files_describe(mf));
     print_config(ox_files_config(mf), ox_files_stored_quant(mf));
     printf("\ntensors:\n  %-44s %-5s %-28s %14s\n", "name", "type", "shape (ne)", "bytes");
@@ -73,8 +70,6 @@ int cli_inspect(int argc, char **argv) {
            (unsigned long long)bytes, (double)bytes / (1 << 30));
     rc = 0;
 done:
-    ox_files_free(mf);
-    for (int i = 0; i < n; i++) ox_host_close(files[i]);
-    free(files);
+    cli_files_close(mf, files, n);
     return rc;
 }

@@ -33,10 +33,7 @@ int cli_quantize(int argc, char **argv) {
         fprintf(stderr, "usage: oxinfer quantize IN... -o OUT.safetensors --quant q8|q4\n");
         goto done;
     }
-    if (!(mf = ox_files_open(files, n, &err))) {
-        fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
-        goto done;
-    }
+    if (!(mf = cli_files_open("quantize", files, n))) goto done;
     int last = -1;
     if (ox_prequant_write(mf, out, quant, progress, &last, &err)) {
         fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
@@ -46,8 +43,6 @@ int cli_quantize(int argc, char **argv) {
     fprintf(stderr, "quantize: wrote %s (%s)\n", out, quant);
     rc = 0;
 done:
-    ox_files_free(mf);
-    for (int i = 0; i < n; i++) ox_host_close(files[i]);
-    free(files);
+    cli_files_close(mf, files, n);
     return rc;
 }

@@ -229,9 +229,7 @@ static void expect(const uint8_t *data, size_t n, int code, const char *what) {
     ox_gguf *g = ox_gguf_open(h, &e);
     CHECK_MSG(g == NULL, "opened, expected %s", what);
     ox_gguf_free(g);
-    CHECK_MSG(e.code == code, "code %s, expected %s (%s): %s", ox_err_code_name(e.code), ox_err_code_name(code), what, e.msg);
-    CHECK_STR_CONTAINS(e.msg, "bad.gguf");
-    CHECK_STR_CONTAINS(e.msg, what);
+    CHECK_ERR(e, code, "bad.gguf", what);
     ox_host_close(h);
 }
 

@@ -1,0 +1,85 @@
+/* kernels_tile.h — the parts of the SIMD matmul tiles that do not depend on the vector unit:
+ * the K-quant super-block driver, the scalar halves of the unpackers and the tile table.
+ * Included once, at the end, by the one architecture file compiled for the target
+ * (kernels_simd128.c, kernels_x86.c), which defines before it, for its own vectors:
+ *   unpack_q45_k(qs, qh, k)        Q4_K/Q5_K quants (qh NULL for Q4_K) into k->q, scaled
+ *   unpack_q6_k_quants(b, k)       Q6_K quants into k->q, scaled
+ *   kblock_dot(k, a, ab, has_min)  one unpacked super-block . one token's Q8_K block
+ *   tile_legacy(W, a, r0, r1, y, q4)  the Q8_0 (q4 = 0) / Q4_0 (q4 = 1) tile
+ * All of it is static, in the architecture file's unit, so that kblock_dot and the unpackers
+ * still inline into the driver. */
+#ifndef OX_KERNELS_TILE_H
+#define OX_KERNELS_TILE_H
+
+/* Q4_K and Q5_K. d and dmin are passed by address and read last, as the per-type copies
+ * did: loaded first, they stayed live across the unpacking and GCC's code for it changed. */
+static inline void unpack_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs,
+                              const uint8_t *qh, ox_kblock *k) {
+    ox_kblock_scales_k4(scales, k); /* before the quants: unpack_q45_k multiplies by them */
+    unpack_q45_k(qs, qh, k);
+    k->d = ox_f16_fast(*d);
+    k->dmin = ox_f16_fast(*dmin);
+}
+
+static void unpack_q4_k(const void *blk, ox_kblock *k) {
+    const ox_block_q4_K *b = blk;
+    unpack_k45(&b->d, &b->dmin, b->scales, b->qs, NULL, k);
+}
+
+static void unpack_q5_k(const void *blk, ox_kblock *k) {
+    const ox_block_q5_K *b = blk;
+    unpack_k45(&b->d, &b->dmin, b->scales, b->qs, b->qh, k);
+}
+
+static void unpack_q6_k(const void *blk, ox_kblock *k) {
+    const ox_block_q6_K *b = blk;
+    for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
+    unpack_q6_k_quants(b, k);
+    k->d = ox_f16_fast(b->d);
+    k->dmin = 0;
+}
+
+/* Each super-block of a row is unpacked once and dotted with every token. (32-byte aligned:
+ * a whole AVX2 vector; 16 would do for SIMD128.) */
+static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
+                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
+    ox_kblock k __attribute__((aligned(32)));
+    const int nb = W->cols / OX_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
+        for (int b = 0; b < nb; b++) {
+            unpack(row + b * bb, &k);
+            for (int t = 0; t < a->n_tok; t++) {
+                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
+                y[(size_t)t * W->rows + r] += kblock_dot(&k, a->q16 + (size_t)t * a->cols + b * OX_QK_K, ab, has_min);
+            }
+        }
+    }
+}
+
+static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
+}
+static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
+}
+static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
+}
+
+static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
+static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }
+
+ox_tile_fn ox_simd_tile(ox_type t) {
+    switch (t) {
+    case OX_Q8_0: return tile_q8_0;
+    case OX_Q4_0: return tile_q4_0;
+    case OX_Q4_K: return tile_q4_k;
+    case OX_Q5_K: return tile_q5_k;
+    case OX_Q6_K: return tile_q6_k;
+    default: return NULL;
+    }
+}
+
+#endif
