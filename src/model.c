@@ -749,21 +749,18 @@ static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
         TRY(ox_matmul_multi(&s->ws, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
         if (lc->k_eq_v) memcpy(A->v, A->k, (size_t)n * kvw * sizeof(float)); /* V from the raw K */
     }
-    for (int t = 0; t < n; t++)
-        for (int h = 0; h < nh; h++) {
-            float *qh = A->q + ((size_t)t * nh + h) * hd;
-            ox_rmsnorm(qh, qh, w->q_norm, hd, eps);
-            ox_rope(qh, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
-        }
+    for (int t = 0; t < n; t++) {
+        float *qt = A->q + (size_t)t * nh * hd;
+        rms_rows(qt, qt, w->q_norm, nh, hd, eps);
+        ox_rope_heads(qt, nh, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
+    }
     kv_cache *kc = &s->kv[lc->kv_src];
     if (!lc->shared) {
         for (int t = 0; t < n; t++) {
             float *kd = kc->k + (size_t)(s->pos + t) * kvw, *vd = kc->v + (size_t)(s->pos + t) * kvw;
-            for (int h = 0; h < nkv; h++) {
-                ox_rmsnorm(kd + h * hd, A->k + (size_t)t * kvw + h * hd, w->k_norm, hd, eps);
-                ox_rope(kd + h * hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
-                ox_rmsnorm(vd + h * hd, A->v + (size_t)t * kvw + h * hd, NULL, hd, eps);
-            }
+            rms_rows(kd, A->k + (size_t)t * kvw, w->k_norm, nkv, hd, eps);
+            ox_rope_heads(kd, nkv, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
+            rms_rows(vd, A->v + (size_t)t * kvw, NULL, nkv, hd, eps);
         }
     }
     int tasks = ox_pool_threads();
