@@ -181,12 +181,17 @@ int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
     REQUIRE(c->ple_dim == 0 || c->ple_vocab > 0, "%s: vocab_size_per_layer_input = %d must be positive", fname, c->ple_vocab);
     REQUIRE(c->n_kv_shared >= 0 && c->n_kv_shared < L, "%s: num_kv_shared_layers = %d must be in [0, %d)", fname,
             c->n_kv_shared, L);
-    REQUIRE(c->rms_eps > 0, "%s: rms_norm_eps must be positive", fname);
-    REQUIRE(c->softcap >= 0, "%s: final_logit_softcapping must not be negative", fname);
-    REQUIRE(c->rope_base_full > 0 && c->rope_base_sliding > 0, "%s: rope_theta must be positive", fname);
+    /* float keys are read as f32: a JSON number beyond FLT_MAX arrives as inf */
+    REQUIRE(c->rms_eps > 0 && isfinite(c->rms_eps), "%s: rms_norm_eps must be positive and finite", fname);
+    REQUIRE(c->softcap >= 0 && isfinite(c->softcap), "%s: final_logit_softcapping must be finite and not negative",
+            fname);
+    REQUIRE(c->rope_base_full > 0 && c->rope_base_sliding > 0 && isfinite(c->rope_base_full) &&
+                isfinite(c->rope_base_sliding),
+            "%s: rope_theta must be positive and finite", fname);
     REQUIRE(c->partial_rotary > 0 && c->partial_rotary <= 1, "%s: partial_rotary_factor = %g must be in (0, 1]", fname,
             c->partial_rotary);
-    REQUIRE(c->rope_factor > 0, "%s: rope_parameters factor must be positive", fname);
+    REQUIRE(c->rope_factor > 0 && isfinite(c->rope_factor), "%s: rope_parameters factor must be positive and finite",
+            fname);
     REQUIRE(c->ctx_max > 0, "%s: max_position_embeddings = %d must be positive", fname, c->ctx_max);
     if (c->moe) {
         REQUIRE(c->n_experts > 0, "%s: enable_moe_block needs num_experts > 0", fname);

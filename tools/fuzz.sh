@@ -57,7 +57,8 @@ for t in "${targets[@]}"; do
         fi
     fi
     mkdir -p "$work/corpus/$t" "$work/crashes/$t"
-    "$bld/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len="$(max_len "$t")" \
+    # CI: a fixed seed, so a run explores the same inputs each time; by hand: a new seed per run
+    "$bld/$t" -max_total_time="$secs" ${CI:+-seed=1} -rss_limit_mb=2048 -timeout=10 -max_len="$(max_len "$t")" \
         -print_final_stats=1 -artifact_prefix="$work/crashes/$t/" \
         "$work/corpus/$t" "$work/seeds/$t" >"$work/$t.log" 2>&1
     rc=$?
