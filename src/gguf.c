@@ -205,6 +205,14 @@ void ox_gguf_free(ox_gguf *g) {
 
 const char *ox_gguf_name(const ox_gguf *g) { return ox_host_name(g->file); }
 
+/* ggml types this engine does not read, named so the user knows what the file holds. */
+static const char *unsupported_type_name(uint32_t t) {
+    static const char *names[] = {[16] = "IQ2_XXS", [17] = "IQ2_XS", [18] = "IQ3_XXS", [19] = "IQ1_S",
+                                  [20] = "IQ4_NL", [21] = "IQ3_S", [22] = "IQ2_S", [23] = "IQ4_XS",
+                                  [24] = "I8", [25] = "I16", [26] = "I32", [27] = "I64", [28] = "F64",
+                                  [29] = "IQ1_M", [34] = "TQ1_0", [35] = "TQ2_0", [39] = "MXFP4"};
+    return t < sizeof names / sizeof names[0] && names[t] ? names[t] : "unknown";
+}
 static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t idx) {
     ox_gguf_str name = {0, NULL};
     int rc = rd_str(r, &name, MAX_NAME, "tensor name");
@@ -226,8 +234,8 @@ static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t i
     }
     if ((rc = rd_u32(r, &type, t->name)) || (rc = rd_u64(r, &t->offset, t->name))) return rc;
     if (!ox_type_known((int)type))
-        return ox_errf(r->err, OX_E_UNSUPPORTED, "%s: tensor %s: unknown or unsupported ggml type %u", r->fname, t->name,
-                       type);
+        return ox_errf(r->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported ggml type %u (%s)", r->fname, t->name,
+                       type, unsupported_type_name(type));
     t->type = (ox_type)type;
     if (t->offset % g->alignment)
         return ox_errf(r->err, OX_E_FORMAT, "%s: tensor %s: data offset %llu is not a multiple of the alignment %llu",

@@ -319,7 +319,7 @@ static void test_errors(void) {
     expect(b.b, b.n, OX_E_FORMAT, "tensor five: 5 dimensions");
     tinfo tt[1] = {{"blk.0.attn_q.weight", 1, {32}, 99, 0}};
     build(&b, 3, tt, 1, 128);
-    expect(b.b, b.n, OX_E_UNSUPPORTED, "tensor blk.0.attn_q.weight: unknown or unsupported ggml type 99");
+    expect(b.b, b.n, OX_E_UNSUPPORTED, "tensor blk.0.attn_q.weight: unsupported ggml type 99 (unknown)");
     tinfo ovf[1] = {{"ovf", 3, {1ull << 40, 1ull << 40, 1ull << 40}, OX_F32, 0}};
     build(&b, 3, ovf, 1, 32);
     expect(b.b, b.n, OX_E_FORMAT, "tensor ovf: element count overflows");
