@@ -23,6 +23,9 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startServer, ROOT } from '../../tools/serve.mjs';
 import { launchChromium } from './browser.mjs';
+import { tokenSeq } from '../../tools/bench/lib.mjs';
+
+export { tokenSeq }; // deterministic prompt ids, shared with the benchmark
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -48,19 +51,6 @@ export function sha256File(file) {
   const d = h.digest('hex');
   fileHashes.set(memo, d);
   return d;
-}
-
-// deterministic ids in [lo, hi): xorshift32, same as the shared harness
-export function tokenSeq(n, seed, lo, hi) {
-  let x = seed >>> 0 || 1;
-  const out = [];
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    out.push(lo + (x % (hi - lo)));
-  }
-  return out;
 }
 
 export class Oracle {

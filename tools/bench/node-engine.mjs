@@ -4,6 +4,7 @@
 // one JSON reply per stdout line: {ok: true, value} or {ok: false, error}.
 import readline from 'node:readline';
 import { loadModel } from '../../js/index.js';
+import { timeGenerate } from './measure.mjs';
 
 let model = null;
 const ops = {
@@ -13,15 +14,7 @@ const ops = {
     return { load_ms: performance.now() - t0, build: model.build, threads: model.threads, info: model.info };
   },
   async run({ tokens, nGen }) {
-    await model.resetChat();
-    const t = performance.now();
-    let stats = null, n = 0;
-    for await (const c of model.generate(tokens, { maxTokens: nGen, temperature: 0, stopIds: [] })) {
-      if (c.stats) stats = c.stats;
-      else n++;
-    }
-    return { wall_ms: performance.now() - t, generated: n, prompt_n: stats.prefillTokens, prefill_tps: stats.prefillTokPerSec,
-      decode_tps: stats.decodeTokPerSec, decode_n: stats.decodeSteps };
+    return timeGenerate(model, tokens, nGen);
   },
   async memory() {
     const s = await model.stats();

@@ -20,20 +20,13 @@ async function fetchModel(url) {
 // source 'blob': the fetched Blob; 'url': HTTP Range reads of the served file (large models)
 async function loadOxinfer({ threads, nCtx, source, url }) {
   const { loadModel } = await import('/js/index.js');
+  const { timeGenerate } = await import('./measure.mjs');
   const t0 = performance.now();
   const model = await loadModel(source === 'url' ? { url, name: 'model.gguf' } : { blob, name: 'model.gguf' }, { threads, maxContext: nCtx });
   const load_ms = performance.now() - t0;
   engine = {
     async run({ tokens, nGen }) {
-      await model.resetChat();
-      const t = performance.now();
-      let stats = null, n = 0;
-      for await (const c of model.generate(tokens, { maxTokens: nGen, temperature: 0, stopIds: [] })) {
-        if (c.stats) stats = c.stats;
-        else n++;
-      }
-      return { wall_ms: performance.now() - t, generated: n, prompt_n: stats.prefillTokens, prefill_tps: stats.prefillTokPerSec,
-        decode_tps: stats.decodeTokPerSec, decode_n: stats.decodeSteps, stats };
+      return timeGenerate(model, tokens, nGen);
     },
     async memory() {
       const s = await model.stats();
