@@ -1,5 +1,5 @@
 // hostfile.js — the host-file table: model files stay on the host and the C core reads byte
-// ranges of them synchronously (src/hostfile_wasm.c -> js/hostfile_lib.js -> HostFiles.readInto).
+// ranges of them synchronously (src/host/hostfile_wasm.c -> js/hostfile_lib.js -> HostFiles.readInto).
 //
 // Sources: a Node path (fs.readSync), a File/Blob (FileReaderSync in a browser worker), a URL
 // (HTTP Range requests: sync XHR in a browser worker; in Node a helper thread runs fetch() and the

@@ -1,4 +1,4 @@
-// hostfile_lib.js — Emscripten JS library (--js-library): the imports of src/hostfile_wasm.c.
+// hostfile_lib.js — Emscripten JS library (--js-library): the imports of src/host/hostfile_wasm.c.
 // They call the engine's host-file table, Module.oxHost (a HostFiles from js/hostfile.js, set
 // by js/worker.js), synchronously. Pool threads have no table: their reads fail with a message.
 // Pointers and sizes are unsigned (memory may exceed 2 GiB), hence the `>>> 0`.

@@ -1,6 +1,6 @@
 // Type declarations for oxinfer-web (js/index.js).
 
-/** Error codes, as in src/err.h. */
+/** Error codes, as in src/base/err.h. */
 export type OxErrorCode =
   | 'IO' | 'FORMAT' | 'TRUNCATED' | 'UNSUPPORTED' | 'MISSING' | 'CONFIG'
   | 'NOMEM' | 'RANGE' | 'ABORTED' | 'STATE';

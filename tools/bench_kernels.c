@@ -7,8 +7,8 @@
  *   wasm:   emcc -O3 -msimd128 -pthread -sPTHREAD_POOL_SIZE=4 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB ... ; node --no-experimental-fetch
  * Usage: bench_kernels [seconds per case (default 1) [Q8_0|Q4_0 n_tok threads]] — the second
  * form runs one case (for perf stat). */
-#include "kernels.h"
-#include "pool.h"
+#include "kernels/kernels.h"
+#include "kernels/pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #ifndef OX_CLI_H
 #define OX_CLI_H
 
-#include "tensors.h"
+#include "formats/tensors.h"
 
 int cli_inspect(int argc, char **argv);   /* inspect.c  — config, per-layer values, tensor table */
 int cli_quantize(int argc, char **argv);  /* quantize.c — IN... -o OUT --quant q8|q4 */

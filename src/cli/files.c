@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "hostfile.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "formats/tensors.h"
 
 ox_model_files *cli_files_open(const char *cmd, const int *files, int n) {
     ox_err err = {0};

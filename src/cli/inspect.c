@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "hostfile.h"
-#include "quant.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "kernels/quant.h"
+#include "formats/tensors.h"
 
 static void print_config(const ox_config *c, const char *stored) {
     printf("config:\n");

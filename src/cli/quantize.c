@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "hostfile.h"
-#include "prequant.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "tools/prequant.h"
+#include "formats/tensors.h"
 
 static void progress(void *ud, uint64_t done, uint64_t total) {
     int *last = ud, pct = total ? (int)(done * 100 / total) : 100;

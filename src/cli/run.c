@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "hostfile.h"
-#include "model.h"
-#include "pool.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "model/model.h"
+#include "kernels/pool.h"
+#include "formats/tensors.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pool.h"
-#include "synth.h"
+#include "kernels/pool.h"
+#include "tools/synth.h"
 
 static int usage(void) {
     fprintf(stderr,

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "model/tokenizer.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: oxinfer tokenize FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]\n");

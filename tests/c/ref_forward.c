@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 /* A weight matrix as doubles, with the type it is stored in (for activation rounding). */
 typedef struct rmat {

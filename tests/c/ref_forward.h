@@ -6,7 +6,7 @@
 #define OX_REF_FORWARD_H
 
 #include <stdint.h>
-#include "tensors.h"
+#include "formats/tensors.h"
 
 typedef struct ref_model ref_model;
 

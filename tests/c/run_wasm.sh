@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every C test (tests/c/test_*.c) with Emscripten, with the wasm engine's flags (SIMD128 +
 # pthreads), and runs each under Node: the same tests as ctest, against the wasm build of the
-# same core (all src/*.c but the wasm entry points).
+# same core (every layer of src/ and src/tools, but not the wasm entry points).
 #   tests/c/run_wasm.sh [build-dir]     (default: /tmp/oxinfer-wasm-tests)
 # Prints each test's summary line ("name: N passed, N failed", from check_summary; a test that
 # dies before its own gets one with "1 failed") and exits non-zero if a build or a test fails.
@@ -22,7 +22,7 @@ t0=$SECONDS
 # Objects once, then one link per test; -j2 (emcc is slow and the machines are small), -k so
 # one broken test does not hide the others.
 make -C "$root" -k -j2 -f - OUT="$out" <<'EOF'
-SRC := $(filter-out src/wasm_api.c src/hostfile_wasm.c,$(wildcard src/*.c))
+SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host formats kernels model tools,$(wildcard src/$(l)/*.c)))
 OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(wildcard tests/c/test_*.c))
 # the engine's compile flags (Makefile.emscripten), plus the native host table
@@ -36,7 +36,7 @@ all: $(TESTS) $(OUT)/package.json
 # the repository's package.json says "type": "module"; Emscripten's glue is CommonJS
 $(OUT)/package.json:
 	echo '{ "type": "commonjs" }' > $@
-$(OUT)/obj/%.o: src/%.c $(wildcard src/*.h)
+$(OUT)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	emcc $(CFLAGS) -c $< -o $@
 # tests include helpers (ref_forward.c, the fuzz harnesses) directly; an absolute path, as

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "config.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "json.h"
+#include "formats/config.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "formats/json.h"
 
 /* layer_types JSON array: full where l % period == period - 1 */
 static void layer_types(char *out, size_t cap, int L, int period) {

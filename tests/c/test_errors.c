@@ -15,15 +15,15 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "json.h"
-#include "model.h"
-#include "pool.h"
-#include "safetensors.h"
-#include "synth.h"
-#include "tensors.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "formats/json.h"
+#include "model/model.h"
+#include "kernels/pool.h"
+#include "formats/safetensors.h"
+#include "tools/synth.h"
+#include "formats/tensors.h"
+#include "model/tokenizer.h"
 
 static char dir[64];          /* scratch directory for this run */
 static char good_gguf[128];   /* the pristine model */

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "quant.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "kernels/quant.h"
 
 #define TMP "/tmp/oxinfer_test_gguf.gguf"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "json.h"
+#include "formats/json.h"
 
 static ox_json *parse(const char *s, ox_err *e) { return ox_json_parse(s, strlen(s), "t.json", e); }
 

@@ -2,9 +2,9 @@
  * type (1..9 tokens, odd row counts, 1 and 2 threads, fused multi), the row kernels, and
  * the matmul argument checks. */
 #include "check.h"
-#include "kernels.h"
-#include "kernels_impl.h" /* private: the vectorized Q8_0 activation quantizer, ox_f16_fast */
-#include "pool.h"
+#include "kernels/kernels.h"
+#include "kernels/kernels_impl.h" /* private: the vectorized Q8_0 activation quantizer, ox_f16_fast */
+#include "kernels/pool.h"
 
 #include <stdint.h>
 #include <stdlib.h>

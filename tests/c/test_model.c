@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "model.h"
-#include "pool.h"
-#include "synth.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "model/model.h"
+#include "kernels/pool.h"
+#include "tools/synth.h"
 
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 

@@ -1,7 +1,7 @@
 /* test_pool.c — the thread pool: every task runs exactly once, back-to-back jobs, resizing,
  * bad sizes, and more than one thread really taking part. */
 #include "check.h"
-#include "pool.h"
+#include "kernels/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -3,7 +3,7 @@
  * structure), quantizer round trips, hand-checked Q8_0/Q4_0 blocks, and the reference
  * dots against dequantize(w) . dequantize(quantize(a)). */
 #include "check.h"
-#include "quant.h"
+#include "kernels/quant.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "hostfile.h"
-#include "quant.h"
-#include "safetensors.h"
+#include "host/hostfile.h"
+#include "kernels/quant.h"
+#include "formats/safetensors.h"
 
 #define TMP "/tmp/oxinfer_test_st.safetensors"
 

@@ -8,12 +8,12 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "prequant.h"
-#include "quant.h"
-#include "safetensors.h"
-#include "tensors.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "tools/prequant.h"
+#include "kernels/quant.h"
+#include "formats/safetensors.h"
+#include "formats/tensors.h"
 
 #define DIR "/tmp/oxinfer_test_tensors/"
 enum { V = 100, H = 64, FF = 128 };

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "json.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "formats/json.h"
+#include "model/tokenizer.h"
 
 #define SP "\xE2\x96\x81" /* ▁ */
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 
 /* Abort (a finding) unless rc is a stable error code and err carries a message. */
 static inline void fuzz_expect_error(int rc, const ox_err *err) {

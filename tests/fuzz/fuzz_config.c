@@ -1,8 +1,8 @@
 /* fuzz_config.c — config.json -> ox_config (HF keys, text_config, derived per-layer values);
  * an accepted config must survive ox_config_to_json -> ox_config_from_json unchanged. */
-#include "config.h"
+#include "formats/config.h"
 #include "fuzz.h"
-#include "json.h"
+#include "formats/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ox_err err = {0};

@@ -1,11 +1,11 @@
 /* fuzz_gguf.c — the GGUF reader (header, metadata, tensor infos), the typed getters, the
  * config from GGUF metadata and the tensor directory (ox_files_open) on arbitrary bytes. */
-#include "config.h"
+#include "formats/config.h"
 #include "fuzz.h"
-#include "gguf.h"
-#include "hostfile.h"
-#include "tensors.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "host/hostfile.h"
+#include "formats/tensors.h"
+#include "model/tokenizer.h"
 
 static void walk_metadata(const ox_gguf *g) {
     for (uint64_t i = 0; i < g->n_kv; i++) {

@@ -3,9 +3,9 @@
  * HF config keys, name mapping, shape checks against the config, quantize-on-load (the
  * input's length picks the precision), a session and two forward tokens. */
 #include "fuzz.h"
-#include "hostfile.h"
-#include "model.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "model/model.h"
+#include "formats/tensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t n;

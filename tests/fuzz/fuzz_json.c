@@ -1,7 +1,7 @@
 /* fuzz_json.c — the JSON parser on arbitrary bytes; an accepted document is walked, and
  * every string written back with ox_sb_json_str must parse to the same bytes. */
 #include "fuzz.h"
-#include "json.h"
+#include "formats/json.h"
 
 static void walk(const ox_json *v, int depth) {
     fuzz_assert(depth <= OX_JSON_MAX_DEPTH + 1, "depth limit");

@@ -3,9 +3,9 @@
  * (the input's length picks the precision), a session and two forward tokens.
  * Loads are capped at 64 MiB resident so a header that claims huge tensors must fail cleanly. */
 #include "fuzz.h"
-#include "hostfile.h"
-#include "model.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "model/model.h"
+#include "formats/tensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int h = ox_host_open_mem("fuzz.gguf", data, size);

@@ -1,9 +1,9 @@
 /* fuzz_safetensors.c — the safetensors header reader and the tensor directory built from it
  * (HF name mapping, pre-quantized pairs) on arbitrary bytes. */
 #include "fuzz.h"
-#include "hostfile.h"
-#include "safetensors.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "formats/safetensors.h"
+#include "formats/tensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int h = ox_host_open_mem("model.safetensors", data, size);

@@ -1,9 +1,9 @@
 /* fuzz_st_index.c — the sharded-checkpoint index (model.safetensors.index.json) reader, and
  * matching it against a real shard in ox_files_open. */
 #include "fuzz.h"
-#include "hostfile.h"
-#include "safetensors.h"
-#include "tensors.h"
+#include "host/hostfile.h"
+#include "formats/safetensors.h"
+#include "formats/tensors.h"
 
 /* A one-tensor shard named as the index seeds name their first shard. */
 static const uint8_t *shard(size_t *n) {

@@ -6,8 +6,8 @@
  * text, and decode(encode(text)) == text when the text holds no "▁" and no control tokens
  * are matched (every byte has a byte token, so nothing is lost). */
 #include "fuzz.h"
-#include "json.h"
-#include "tokenizer.h"
+#include "formats/json.h"
+#include "model/tokenizer.h"
 
 static ox_tokenizer *tok;
 

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "safetensors.h"
-#include "synth.h"
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
+#include "tools/synth.h"
 
 static const char *out;
 

@@ -1,0 +1,69 @@
+/* model.h — the Gemma 4 text decoder: load, sessions (KV caches), forward.
+ *
+ * Load copies every linear weight into memory in its stored format (or quantizes on load
+ * for bf16/f16/f32 checkpoints), norms as f32. The PLE table (per_layer_token_embd) is
+ * never loaded: its rows are read through the host interface per forward call, one read
+ * per needed row, on the calling thread. With tables_on_host the token-embedding lookups
+ * go to the host too (the tied LM head still needs the table resident). */
+#ifndef OX_MODEL_H
+#define OX_MODEL_H
+
+#include <stdint.h>
+#include "base/err.h"
+#include "formats/config.h"
+#include "formats/tensors.h"
+
+typedef enum { OX_QUANT_STORED = 0, OX_QUANT_BF16, OX_QUANT_Q8, OX_QUANT_Q4 } ox_quant;
+
+/* Return nonzero from progress to abort the load (OX_E_ABORTED). */
+typedef int (*ox_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
+typedef struct ox_load_opts {
+    ox_quant quant;            /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
+    int tables_on_host;        /* token-embedding lookups read from the host too */
+    uint64_t max_resident;     /* 0 = no limit; else fail before allocating, saying how much is needed */
+    ox_progress_fn progress;
+    void *progress_ud;
+} ox_load_opts;
+
+typedef struct ox_model ox_model;
+typedef struct ox_session ox_session;
+
+ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *err); /* takes mf */
+void ox_model_free(ox_model *m);
+const ox_config *ox_model_config(const ox_model *m);
+const ox_model_files *ox_model_files_of(const ox_model *m);
+
+typedef struct ox_model_stats {
+    uint64_t resident_bytes;   /* weights + caches held in memory */
+    uint64_t host_bytes_read;  /* table rows read through the host after load */
+    uint64_t rows_fetched;
+} ox_model_stats;
+void ox_model_stats_get(const ox_model *m, ox_model_stats *st);
+
+/* Sessions: KV caches per own-KV layer, grown with use (not preallocated to ctx_max). */
+ox_session *ox_session_new(ox_model *m, int max_ctx, ox_err *err);
+void ox_session_free(ox_session *s);
+int ox_session_pos(const ox_session *s);
+int ox_session_truncate(ox_session *s, int pos, ox_err *err);  /* rewind to pos <= current */
+ox_session *ox_session_clone(const ox_session *s, ox_err *err);
+void ox_session_reset(ox_session *s);
+
+/* Run n >= 1 tokens at the session's position and append them to its caches.
+ * soft: optional n x hidden embeddings; where soft_mask[i] != 0 token i takes soft[i]
+ * (not scaled by sqrt(H)) and the pad token's PLE row.
+ * logits: NULL, or vocab floats (last token) or n * vocab (all_logits).
+ * hidden: NULL, or n * hidden floats of final-normed hidden states.
+ * On error the session is left at its previous position. */
+typedef struct ox_forward_io {
+    const int32_t *tokens;
+    int n;
+    const float *soft;
+    const uint8_t *soft_mask;
+    float *logits;
+    int all_logits;
+    float *hidden;
+} ox_forward_io;
+int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err);
+
+#endif

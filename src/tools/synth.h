@@ -1,0 +1,57 @@
+/* synth.h — synthetic Gemma 4 text models (random weights, made-up BPE vocab) for the tests,
+ * the demo and the benchmarks, written as GGUF or as an HF checkpoint directory.
+ *
+ * Each tensor's values depend only on (seed, tensor name): row r of a tensor comes from its
+ * own generator keyed by (seed, GGUF name, r), whatever the type or format, so a Q8_0 GGUF
+ * is exactly the Q8_0 quantization of the F32 GGUF and the HF checkpoint holds the same
+ * weights. Tensors are generated and written one chunk of rows at a time (the e2b preset is
+ * several GB): nothing holds the whole model.
+ *
+ * Knobs that make a random model less chaotic (for correctness fixtures): std (weights),
+ * branch_gain (mean of the post-branch norm weights: the residual dominates), qk_norm_scale
+ * (softer attention). */
+#ifndef OX_SYNTH_H
+#define OX_SYNTH_H
+
+#include <stdint.h>
+#include "base/err.h"
+#include "kernels/quant.h"
+
+typedef struct ox_synth {
+    int hidden, layers, heads, kv_heads, head_dim, global_head_dim;
+    int ffn, double_wide;      /* intermediate size; doubled on KV-shared layers if double_wide */
+    int ple;                   /* per-layer embedding width P, 0 = none */
+    int vocab, user_tokens;    /* trailing USER_DEFINED <unusedN> block */
+    int swa_period;            /* layer l is full attention when l % period == period - 1 */
+    int kv_shared, window, ctx;
+    int k_eq_v, global_kv_heads; /* full layers: no attn_v, global_kv_heads KV heads */
+    int moe, n_experts, top_k, moe_ffn;
+    int bidirectional;         /* HF config use_bidirectional_attention "all" (GGUF: no key) */
+    int all_byte_tokens;       /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
+    float rope_base, rope_base_swa, partial_rotary, softcap, eps;
+    float std, branch_gain, qk_norm_scale;
+    uint32_t seed;
+    ox_type type;              /* 2-D weights (norms, scales, router stay F32) */
+    ox_type embd_type;         /* token_embd */
+    ox_type ple_type;          /* per_layer_token_embd (read per row, never quantized on load) */
+    ox_type ple_proj_type;     /* per_layer_model_proj (q4 on load keeps it and token_embd Q8_0) */
+    int bf16_values;           /* round every value to bf16 precision first (so an F32/quantized
+                                  GGUF matches a bf16 HF checkpoint, norms included) */
+} ox_synth;
+
+/* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */
+int ox_synth_preset(ox_synth *s, const char *name, ox_err *err);
+/* Check the shapes are consistent (and loadable by llama.cpp's KV-sharing rule). */
+int ox_synth_check(const ox_synth *s, ox_err *err);
+/* Parameter count (all tensors) and bytes the GGUF's tensor data takes. */
+uint64_t ox_synth_params(const ox_synth *s);
+
+int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err);
+/* HF checkpoint dir (must exist): config.json, tokenizer.json, model.safetensors (or n_shards
+ * model-0000i-of-0000n.safetensors + model.safetensors.index.json). dtype OX_F32 or OX_BF16. */
+int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_shards, ox_err *err);
+
+/* Type by name ("f32", "q8_0", "q4_k", ...), or -1. */
+int ox_synth_type_from_name(const char *name);
+
+#endif
