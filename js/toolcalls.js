@@ -195,11 +195,12 @@ export function valueToJSON(src) {
 /**
  * Parse a model turn.
  * @param {string} text the generated text with control tokens shown
- * @param {{partial?: boolean}} [opts] partial: the text may end anywhere
- *   (a stream in progress); incomplete parts are returned as far as they go
+ * @param {{partial?: boolean, tools?: boolean}} [opts] partial: the text may end anywhere
+ *   (a stream in progress); incomplete parts are returned as far as they go. tools: false
+ *   keeps tool-call syntax as content (no tools were offered).
  * @returns {{content: string, reasoning: string, toolCalls: {name: string, arguments: string, partial?: boolean}[]}}
  */
-export function parseTurn(text, { partial = false } = {}) {
+export function parseTurn(text, { partial = false, tools = true } = {}) {
   const s = text;
   let i = s.startsWith('<|turn>model\n') ? '<|turn>model\n'.length : 0;
   let content = '';
@@ -207,7 +208,7 @@ export function parseTurn(text, { partial = false } = {}) {
   const toolCalls = [];
   const nextMarker = (from) => {
     let best = -1;
-    for (const m of [CH_OPEN, CH_CLOSE, CALL_OPEN]) {
+    for (const m of tools ? [CH_OPEN, CH_CLOSE, CALL_OPEN] : [CH_OPEN, CH_CLOSE]) {
       const j = s.indexOf(m, from);
       if (j >= 0 && (best < 0 || j < best)) best = j;
     }
@@ -233,7 +234,7 @@ export function parseTurn(text, { partial = false } = {}) {
       i = j + CH_CLOSE.length;
     } else if (s.startsWith(CH_CLOSE, i)) {
       i += CH_CLOSE.length; // a stray closing channel token
-    } else if (s.startsWith(CALL_OPEN, i)) {
+    } else if (tools && s.startsWith(CALL_OPEN, i)) {
       const call = readCall(s, i + CALL_OPEN.length, partial);
       if (call === null) {
         // not a tool call after all: keep the text as content
@@ -291,18 +292,20 @@ function readCall(s, i, partial) {
  * once, with the first piece of a call's arguments; arguments grow by appended text only.
  */
 export class TurnStream {
-  constructor() {
+  /** @param {{tools?: boolean}} [opts] as parseTurn's */
+  constructor({ tools = true } = {}) {
+    this.tools = tools;
     this.text = '';
     this.sent = { content: '', reasoning: '', calls: [] }; // what was emitted so far
   }
   /** @param {string} piece @returns {object[]} */
   push(piece) {
     this.text += piece;
-    return this.diff(parseTurn(this.text, { partial: true }));
+    return this.diff(parseTurn(this.text, { partial: true, tools: this.tools }));
   }
   /** The final deltas and the whole parsed turn. */
   end() {
-    const turn = parseTurn(this.text);
+    const turn = parseTurn(this.text, { tools: this.tools });
     return { deltas: this.diff(turn), turn };
   }
   diff(turn) {
