@@ -42,12 +42,29 @@ typedef struct gstate {
     uint8_t need;  /* continuation bytes it still needs */
 } gstate;
 
-typedef struct level {
-    gset own;
-    const gset *set; /* &own, or an earlier level's set while a code point is unfinished */
+/* The walk's states, interned: a set of stacks with its unfinished code point gets an id,
+ * and its transitions by byte are remembered, so the walk over ~250k tokens mostly looks up
+ * transitions instead of advancing stacks (the DFA of the part of the grammar it visits). */
+typedef struct istate {
+    uint32_t off, n, count; /* its records in the intern arena */
     uint32_t part;
     uint8_t need;
-} level;
+    int8_t end;             /* can the text end here: -1 not known yet, 0, 1 */
+    uint32_t hash;
+    int32_t *next;          /* 256 transitions: an id, DEAD, or UNKNOWN; NULL until needed */
+} istate;
+
+enum { DEAD = -1, UNKNOWN = -2 };
+#define INTERN_MAX 8192 /* states kept before the table starts over */
+
+typedef struct intern {
+    istate *s;
+    uint32_t n, cap;
+    uint32_t *data; /* the records of every state */
+    uint32_t n_data, cap_data;
+    int32_t *slot;  /* open addressing: state id + 1, 0 empty */
+    uint32_t n_slot;
+} intern;
 
 typedef struct cache_slot {
     uint32_t *key; /* the state: part, need, then the set's records */
@@ -65,8 +82,9 @@ struct ox_grammar {
     gset tmp[2];
     uint32_t *scratch;
     uint32_t sp;
-    level *lv;
+    int32_t *lv;    /* the walk's state id after each byte of the current token */
     uint32_t n_lv;
+    intern in;
     cache_slot cache[CACHE_SLOTS];
     uint64_t clock;
     ox_err *err; /* the current call's, for errors deep in the walk */
@@ -367,6 +385,110 @@ static int can_end(const ox_grammar *g, const gset *set, uint32_t part, uint8_t 
     return 0;
 }
 
+static int grow_u32(uint32_t **buf, uint32_t *cap, uint32_t need) {
+    if (need <= *cap) return 0;
+    uint32_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    uint32_t *q = realloc(*buf, (size_t)c * sizeof *q);
+    if (!q) return -1;
+    *buf = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- interned states ---- */
+
+static void intern_clear(intern *in) {
+    for (uint32_t k = 0; k < in->n; k++) free(in->s[k].next);
+    in->n = in->n_data = 0;
+    if (in->slot) memset(in->slot, 0, in->n_slot * sizeof *in->slot);
+}
+
+static uint32_t state_hash(const uint32_t *d, uint32_t n, uint32_t part, uint8_t need) {
+    uint32_t h = 2166136261u ^ part ^ ((uint32_t)need << 24);
+    for (uint32_t k = 0; k < n; k++) h = (h ^ d[k]) * 16777619u;
+    return h ? h : 1;
+}
+
+/* the id of (set, part, need), added if new; <0 on allocation failure */
+static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t need) {
+    intern *in = &g->in;
+    uint32_t h = state_hash(set->d, set->n, part, need);
+    if (in->n * 2 >= in->n_slot) { /* grow and rehash */
+        uint32_t ns = in->n_slot ? in->n_slot * 2 : 1024;
+        int32_t *sl = calloc(ns, sizeof *sl);
+        if (!sl) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
+        for (uint32_t k = 0; k < in->n; k++) {
+            uint32_t j = in->s[k].hash & (ns - 1);
+            while (sl[j]) j = (j + 1) & (ns - 1);
+            sl[j] = (int32_t)k + 1;
+        }
+        free(in->slot);
+        in->slot = sl;
+        in->n_slot = ns;
+    }
+    uint32_t j = h & (in->n_slot - 1);
+    for (; in->slot[j]; j = (j + 1) & (in->n_slot - 1)) {
+        const istate *st = &in->s[in->slot[j] - 1];
+        if (st->hash == h && st->n == set->n && st->part == part && st->need == need &&
+            !memcmp(in->data + st->off, set->d, (size_t)set->n * sizeof *set->d))
+            return in->slot[j] - 1;
+    }
+    if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n)) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
+    if (in->n == in->cap) {
+        uint32_t c = in->cap ? in->cap * 2 : 256;
+        istate *q = realloc(in->s, (size_t)c * sizeof *q);
+        if (!q) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
+        in->s = q;
+        in->cap = c;
+    }
+    memcpy(in->data + in->n_data, set->d, (size_t)set->n * sizeof *set->d);
+    in->s[in->n] = (istate){.off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .hash = h};
+    in->n_data += set->n;
+    in->slot[j] = (int32_t)in->n + 1;
+    return (int32_t)in->n++;
+}
+
+/* a read-only view of an interned state's set (valid until the next intern_get) */
+static gset state_set(const ox_grammar *g, int32_t id) {
+    const istate *st = &g->in.s[id];
+    return (gset){.d = g->in.data + st->off, .n = st->n, .cap = st->n, .count = st->count};
+}
+
+/* the state after byte b; DEAD if no parse takes it; <OX_E... on errors */
+static int32_t transition(ox_grammar *g, int32_t id, unsigned char b) {
+    istate *st = &g->in.s[id];
+    if (!st->next) {
+        if (!(st->next = malloc(256 * sizeof *st->next))) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
+        for (int k = 0; k < 256; k++) st->next[k] = UNKNOWN;
+    }
+    if (st->next[b] != UNKNOWN) return st->next[b];
+    gset set = state_set(g, id);
+    uint32_t part = st->part;
+    uint8_t need = st->need;
+    const gset *res;
+    int rc = step_byte(g, &set, &part, &need, b, &g->tmp[0], &res);
+    int32_t to = DEAD;
+    if (rc < 0) return rc;
+    if (rc) {
+        /* copy the view first: interning may move the arena it points into */
+        if (res == &set && (rc = set_copy(g, &g->tmp[1], &set))) return rc;
+        to = intern_get(g, res == &set ? &g->tmp[1] : res, part, need);
+        if (to < 0 && to != DEAD) return to;
+    }
+    g->in.s[id].next[b] = to;
+    return to;
+}
+
+static int state_can_end(ox_grammar *g, int32_t id) {
+    istate *st = &g->in.s[id];
+    if (st->end < 0) {
+        gset set = state_set(g, id);
+        st->end = (int8_t)can_end(g, &set, st->part, st->need);
+    }
+    return st->end;
+}
+
 /* ---- the grammar ---- */
 
 static int is_stop(const ox_grammar *g, int token) {
@@ -394,8 +516,11 @@ void ox_grammar_free(ox_grammar *g) {
     free(g->tmp[0].d);
     free(g->tmp[1].d);
     free(g->scratch);
-    for (uint32_t k = 0; k < g->n_lv; k++) free(g->lv[k].own.d);
     free(g->lv);
+    intern_clear(&g->in);
+    free(g->in.s);
+    free(g->in.data);
+    free(g->in.slot);
     for (int k = 0; k < CACHE_SLOTS; k++) free(g->cache[k].key), free(g->cache[k].bits);
     free(g);
 }
@@ -415,7 +540,7 @@ ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t l
     g->stops = malloc((size_t)(n_stops > 0 ? n_stops : 1) * sizeof *g->stops);
     g->scratch = malloc(MAX_DEPTH * sizeof *g->scratch);
     g->n_lv = v->max_len + 1;
-    g->lv = calloc(g->n_lv, sizeof *g->lv);
+    g->lv = malloc(g->n_lv * sizeof *g->lv);
     if (!el || !g->stops || !g->scratch || !g->lv) {
         if (el) g->r.el = el;
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
@@ -461,7 +586,7 @@ ox_grammar *ox_grammar_clone(const ox_grammar *src, ox_err *err) {
     g->n_stops = src->n_stops;
     g->scratch = malloc(MAX_DEPTH * sizeof *g->scratch);
     g->n_lv = src->n_lv;
-    g->lv = calloc(g->n_lv, sizeof *g->lv);
+    g->lv = malloc(g->n_lv * sizeof *g->lv);
     if (!g->r.el || !g->r.ranges || !g->r.rule_start || !g->stops || !g->scratch || !g->lv || set_copy(g, &g->st.set, &src->st.set)) {
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
         ox_grammar_free(g);
@@ -512,35 +637,31 @@ static cache_slot *cache_take(ox_grammar *g) {
 }
 
 /* Walk the sorted vocabulary from the current state: a token is allowed if its bytes keep some
- * parse open. Levels hold the state after each byte of the current token; the next token
- * reuses the levels of the prefix it shares, and tokens under a dead prefix are skipped. */
+ * parse open. lv[d] is the state after d bytes of the current token; the next token reuses the
+ * states of the prefix it shares, and tokens under a dead prefix are skipped. */
 static int walk(ox_grammar *g, uint32_t *bits) {
     const ox_grammar_vocab *v = g->v;
-    level *lv = g->lv;
-    lv[0].set = &g->st.set;
-    lv[0].part = g->st.part;
-    lv[0].need = g->st.need;
-    uint32_t valid = 0; /* levels 0..valid hold the previous token's path */
+    if (g->in.n > INTERN_MAX) intern_clear(&g->in);
+    int32_t *lv = g->lv;
+    if ((lv[0] = intern_get(g, &g->st.set, g->st.part, g->st.need)) < 0) return lv[0];
+    uint32_t valid = 0; /* lv[0..valid] hold the previous token's path */
     for (uint32_t i = 0; i < v->n; i++) {
         uint32_t d = v->lcp[i] < valid ? v->lcp[i] : valid;
         const unsigned char *b = (const unsigned char *)v->bytes + v->off[i];
         uint32_t len = v->off[i + 1] - v->off[i];
-        int alive = 1;
+        int32_t id = lv[d];
         for (; d < len; d++) {
-            level *cur = &lv[d], *nx = &lv[d + 1];
-            nx->part = cur->part;
-            nx->need = cur->need;
-            alive = step_byte(g, cur->set, &nx->part, &nx->need, b[d], &nx->own, &nx->set);
-            if (alive <= 0) break;
+            if ((id = transition(g, id, b[d])) < 0) break;
+            lv[d + 1] = id;
         }
-        if (alive < 0) return alive;
-        if (!alive) {
+        if (id < DEAD) return id;
+        if (id == DEAD) {
             valid = d;
             while (i + 1 < v->n && v->lcp[i + 1] > d) i++; /* the same dead prefix */
             continue;
         }
         valid = len;
-        if (can_end(g, lv[len].set, lv[len].part, lv[len].need)) bits[v->id[i] >> 5] |= 1u << (v->id[i] & 31);
+        if (state_can_end(g, id)) bits[v->id[i] >> 5] |= 1u << (v->id[i] & 31);
     }
     /* control tokens the grammar names; stop tokens where the text is complete */
     if (!g->st.need) {
