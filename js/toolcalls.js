@@ -350,3 +350,74 @@ export function formatValue(v) {
   }
   return String(v);
 }
+
+// ---- declarations, calls and responses as the Gemma 4 template writes them ----
+// (the built-in format uses these when a checkpoint ships no template)
+
+const STANDARD_KEYS = new Set(['description', 'type', 'properties', 'required', 'nullable']);
+const upper = (t) => String(t).toUpperCase();
+const sortedEntries = (o) => Object.keys(o).sort().map((k) => [k, o[k]]);
+
+// A parameter list: each property `name:{description…,type:<|"|>T<|"|>}`, names sorted.
+// (Names that are schema keywords are skipped, as the template skips them.)
+function formatParameters(properties) {
+  const out = [];
+  for (const [key, value] of sortedEntries(properties ?? {})) {
+    if (STANDARD_KEYS.has(key) || !value || typeof value !== 'object') continue;
+    const parts = [];
+    if (value.description) parts.push(`description:${Q}${value.description}${Q}`);
+    const type = upper(value.type ?? '');
+    if (type === 'STRING' && value.enum) parts.push(`enum:${formatValue(value.enum)}`);
+    else if (type === 'ARRAY' && value.items && typeof value.items === 'object' && Object.keys(value.items).length) {
+      const items = [];
+      for (const [k, v] of sortedEntries(value.items)) {
+        if (v === null || v === undefined) continue;
+        if (k === 'properties') items.push(`properties:{${v && typeof v === 'object' ? formatParameters(v) : ''}}`);
+        else if (k === 'required') items.push(`required:[${v.map((r) => Q + r + Q).join(',')}]`);
+        else if (k === 'type') items.push(`type:${formatValue(typeof v === 'string' ? upper(v) : v.map(upper))}`);
+        else items.push(`${k}:${formatValue(v)}`);
+      }
+      parts.push(`items:{${items.join(',')}}`);
+    }
+    if (value.nullable) parts.push('nullable:true');
+    if (type === 'OBJECT') {
+      parts.push(`properties:{${formatParameters(value.properties && typeof value.properties === 'object' ? value.properties : value)}}`);
+      if (value.required?.length) parts.push(`required:[${value.required.map((r) => Q + r + Q).join(',')}]`);
+    }
+    parts.push(`type:${Q}${type}${Q}`);
+    out.push(`${key}:{${parts.join(',')}}`);
+  }
+  return out.join(',');
+}
+
+/**
+ * A tool in the system turn: `<|tool>declaration:NAME{description:…,parameters:{…}}<tool|>`.
+ * @param {{function: {name: string, description?: string, parameters?: object}}} tool
+ */
+export function formatDeclaration(tool) {
+  const f = tool.function;
+  let s = `declaration:${f.name}{description:${Q}${f.description ?? ''}${Q}`;
+  const p = f.parameters;
+  if (p && Object.keys(p).length) {
+    s += ',parameters:{';
+    if (p.properties && Object.keys(p.properties).length) s += `properties:{${formatParameters(p.properties)}},`;
+    if (p.required?.length) s += `required:[${p.required.map((r) => Q + r + Q).join(',')}],`;
+    if (p.type) s += `type:${Q}${upper(p.type)}${Q}}`;
+  }
+  return `<|tool>${s}}<tool|>`;
+}
+
+/** A call in a model turn: `<|tool_call>call:NAME{k:v,…}<tool_call|>` (keys sorted). */
+export function formatCall(fn) {
+  const args = typeof fn.arguments === 'string' ? fn.arguments : sortedEntries(fn.arguments ?? {}).map(([k, v]) => `${k}:${formatValue(v)}`).join(',');
+  return `<|tool_call>call:${fn.name}{${args}}<tool_call|>`;
+}
+
+/** A tool's result: `<|tool_response>response:NAME{k:v,…}<tool_response|>`; a non-object
+ *  result becomes `{value:…}`. */
+export function formatResponse(name, response) {
+  const body = response && typeof response === 'object' && !Array.isArray(response)
+    ? sortedEntries(response).map(([k, v]) => `${k}:${formatValue(v)}`).join(',')
+    : `value:${formatValue(response)}`;
+  return `<|tool_response>response:${name}{${body}}<tool_response|>`;
+}
