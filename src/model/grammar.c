@@ -466,7 +466,7 @@ static int32_t transition(ox_grammar *g, int32_t id, unsigned char b) {
     gset set = state_set(g, id);
     uint32_t part = st->part;
     uint8_t need = st->need;
-    const gset *res;
+    const gset *res = NULL;
     int rc = step_byte(g, &set, &part, &need, b, &g->tmp[0], &res);
     int32_t to = DEAD;
     if (rc < 0) return rc;
@@ -707,7 +707,7 @@ static int accept_bytes(ox_grammar *g, const unsigned char *b, size_t n, ox_err 
     uint8_t need = g->st.need;
     int which = 0;
     for (size_t k = 0; k < n; k++) {
-        const gset *res;
+        const gset *res = NULL;
         int rc = step_byte(g, cur, &part, &need, b[k], &g->tmp[which], &res);
         if (rc < 0) return rc;
         if (!rc) return ox_errf(err, OX_E_RANGE, "grammar: %s does not fit the grammar here", what);
