@@ -381,7 +381,9 @@ typedef struct kv_cache {
 struct ox_session {
     ox_model *m;
     int max_ctx, pos;
-    kv_cache *kv; /* per layer; used only where !shared */
+    kv_cache *kv;   /* per layer; used only where !shared */
+    int32_t *toks;  /* [pos] the tokens in the caches, -1 where a soft embedding went in */
+    int toks_cap;
     ox_scratch ws, act;
 };
 
@@ -414,13 +416,25 @@ void ox_session_free(ox_session *s) {
         free(s->kv[l].v);
     }
     free(s->kv);
+    free(s->toks);
     ox_scratch_free(&s->ws);
     ox_scratch_free(&s->act);
     free(s);
 }
 
 int ox_session_pos(const ox_session *s) { return s->pos; }
+int ox_session_max_ctx(const ox_session *s) { return s->max_ctx; }
+const ox_model *ox_session_model(const ox_session *s) { return s->m; }
+const int32_t *ox_session_tokens(const ox_session *s) { return s->toks; }
 void ox_session_reset(ox_session *s) { s->pos = 0; }
+
+int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err) {
+    if (n < 1 || !tokens) return ox_errf(err, OX_E_RANGE, "reuse: need at least one token (got %d)", n);
+    int k = 0, lim = n - 1 < s->pos ? n - 1 : s->pos;
+    while (k < lim && s->toks[k] == tokens[k]) k++;
+    s->pos = k;
+    return k;
+}
 
 int ox_session_truncate(ox_session *s, int pos, ox_err *err) {
     if (pos < 0 || pos > s->pos)
@@ -429,15 +443,27 @@ int ox_session_truncate(ox_session *s, int pos, ox_err *err) {
     return 0;
 }
 
-/* Grow every own-KV cache to hold `need` positions (doubling, capped at max_ctx). */
+/* A capacity >= need: doubling from cap (16 at first), capped at max_ctx. */
+static int grown_cap(int cap, int need, int max_ctx) {
+    if (!cap) cap = 16;
+    while (cap < need) cap = cap > max_ctx / 2 ? max_ctx : cap * 2;
+    return cap < need ? need : cap;
+}
+
+/* Grow the token list and every own-KV cache to hold `need` positions. */
 static int kv_reserve(ox_session *s, int need, ox_err *err) {
     const ox_config *c = &s->m->c;
+    if (s->toks_cap < need) {
+        int cap = grown_cap(s->toks_cap, need, s->max_ctx);
+        int32_t *t = realloc(s->toks, (size_t)cap * sizeof *t);
+        if (!t) return ox_errf(err, OX_E_NOMEM, "out of memory: token list of %d positions", cap);
+        s->toks = t;
+        s->toks_cap = cap;
+    }
     for (int l = 0; l < c->n_layers; l++) {
         kv_cache *kc = &s->kv[l];
         if (c->layers[l].shared || kc->cap >= need) continue;
-        int cap = kc->cap ? kc->cap : 16;
-        while (cap < need) cap = cap > s->max_ctx / 2 ? s->max_ctx : cap * 2;
-        if (cap < need) cap = need;
+        int cap = grown_cap(kc->cap, need, s->max_ctx);
         size_t bytes;
         if (ox_mul_size((size_t)cap, (size_t)kc->width * sizeof(float), &bytes))
             return ox_errf(err, OX_E_NOMEM, "KV cache of layer %d: %d positions x %d values is too large", l, cap,
@@ -467,6 +493,7 @@ ox_session *ox_session_clone(const ox_session *s, ox_err *err) {
         memcpy(d->kv[l].k, s->kv[l].k, bytes);
         memcpy(d->kv[l].v, s->kv[l].v, bytes);
     }
+    if (s->pos > 0) memcpy(d->toks, s->toks, (size_t)s->pos * sizeof *d->toks);
     d->pos = s->pos;
     return d;
 }
@@ -832,6 +859,7 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
             for (size_t i = 0; i < (size_t)nl * V; i++) io->logits[i] = cap * tanhf(io->logits[i] / cap);
         }
     }
+    for (int i = 0; i < n; i++) s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
     s->pos += n;
     return 0;
 }
