@@ -128,6 +128,14 @@ static int token_bytes(ox_gen *g, int tok, ox_gen_token *out, ox_err *err) {
     return 0;
 }
 
+static int filter_failed(ox_err *err, int rc) {
+    if (err) {
+        err->code = rc;
+        ox_err_prefix(err, "logits filter");
+    }
+    return rc;
+}
+
 static int finish(ox_gen *g, int status) {
     g->done = 1;
     return status;
@@ -149,14 +157,13 @@ int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err) {
     int pos = ox_session_pos(g->s);
     if (pos >= g->limit) return finish(g, OX_GEN_CONTEXT);
     int rc;
-    if (g->filter.mask && (rc = g->filter.mask(g->filter.ud, g->logits, g->vocab)) < 0)
-        return ox_errf(err, rc, "generate: the logits filter failed (mask)");
+    if (g->filter.mask && (rc = g->filter.mask(g->filter.ud, g->logits, g->vocab, err)) < 0)
+        return filter_failed(err, rc);
     int tok = ox_sample(g->smp, g->logits, g->vocab, ox_session_tokens(g->s), pos);
     if (tok < 0)
         return ox_errf(err, tok, "sample: %s", tok == OX_E_NOMEM ? "out of memory"
                        : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
-    if (g->filter.accept && (rc = g->filter.accept(g->filter.ud, tok)) < 0)
-        return ox_errf(err, rc, "generate: the logits filter failed (accept token %d)", tok);
+    if (g->filter.accept && (rc = g->filter.accept(g->filter.ud, tok, err)) < 0) return filter_failed(err, rc);
     out->token = tok;
     if (is_stop(g, tok)) return finish(g, OX_GEN_STOP);
     if ((rc = token_bytes(g, tok, out, err))) return rc;

@@ -53,11 +53,12 @@ enum { OX_GEN_STATUSES(OX_GEN_ENUM_) };
 
 /* The logits-filter hook (a grammar engine, say). mask runs on the logits before the
  * sampler (set a logit to -INFINITY to forbid a token); accept gets every sampled token,
- * stop ids included. Either may be NULL; a negative return fails the step with that code. */
+ * stop ids included. Either may be NULL. A negative return (with err set by the hook) fails
+ * the step with that code; the message gets "logits filter: " in front. */
 typedef struct ox_logits_filter {
     void *ud;
-    int (*mask)(void *ud, float *logits, int vocab);
-    int (*accept)(void *ud, int token);
+    int (*mask)(void *ud, float *logits, int vocab, ox_err *err);
+    int (*accept)(void *ud, int token, ox_err *err);
 } ox_logits_filter;
 
 typedef struct ox_gen_params {

@@ -270,16 +270,16 @@ typedef struct script {
     int32_t seen[16];
 } script;
 
-static int script_mask(void *ud, float *logits, int vocab) {
+static int script_mask(void *ud, float *logits, int vocab, ox_err *err) {
     script *s = ud;
-    if (s->masks == s->fail_at) return OX_E_RANGE;
+    if (s->masks == s->fail_at) return ox_errf(err, OX_E_RANGE, "script: no token at step %d", s->masks);
     int32_t w = s->want[s->masks++ % s->n];
     for (int i = 0; i < vocab; i++)
         if (i != w) logits[i] = -INFINITY;
     return 0;
 }
 
-static int script_accept(void *ud, int token) {
+static int script_accept(void *ud, int token, ox_err *err) {
     script *s = ud;
     if (s->accepts < 16) s->seen[s->accepts] = token;
     s->accepts++;
@@ -309,7 +309,7 @@ static void test_filter_hook(void) {
     CHECK(g && ox_gen_start(g, prompt, 10, &err) == 0 && ox_gen_prefill(g, 0, &err) == 0);
     CHECK(ox_gen_step(g, &t, &err) == OX_GEN_TOKEN && ox_gen_step(g, &t, &err) == OX_GEN_TOKEN);
     CHECK(ox_gen_step(g, &t, &err) == OX_E_RANGE);
-    CHECK_STR_CONTAINS(err.msg, "logits filter");
+    CHECK_STR_CONTAINS(err.msg, "logits filter: script: no token at step 2");
     ox_gen_free(g);
     ox_session_free(s);
 }
