@@ -196,6 +196,13 @@ static int finish(ox_tokenizer *t, ox_err *err) {
     return 0;
 }
 
+/* A loader's failure path: free the half-built tables, say "tokenizer" in the message. */
+static ox_tokenizer *abandon(ox_tokenizer *t, ox_err *err) {
+    ox_err_prefix(err, "tokenizer");
+    ox_tokenizer_free(t);
+    return NULL;
+}
+
 /* ---- GGUF ---- */
 
 ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
@@ -291,9 +298,7 @@ ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
     if (finish(t, err)) goto fail;
     return t;
 fail:
-    ox_err_prefix(err, "tokenizer");
-    ox_tokenizer_free(t);
-    return NULL;
+    return abandon(t, err);
 }
 
 /* ---- tokenizer.json ---- */
@@ -481,9 +486,7 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
     if (finish(t, err)) goto fail;
     return t;
 fail:
-    ox_err_prefix(err, "tokenizer");
-    ox_tokenizer_free(t);
-    return NULL;
+    return abandon(t, err);
 }
 
 ox_tokenizer *ox_tokenizer_from_json_text(const char *text, size_t len, const char *fname, ox_err *err) {

@@ -14,7 +14,6 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
-#include "model/sampler.h"
 #include "model/tokenizer.h"
 
 #define API OX_EXPORT
@@ -245,24 +244,6 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
     o[OX_WASM_GO_generated] = c->generated;
     o[OX_WASM_GO_decoded] = c->decoded;
     o[OX_WASM_GO_pos] = ox_session_pos(g->s);
-    return rc;
-}
-
-/* ---- transitional: the worker's own decode loop, until js/worker.js uses ox_wasm_gen_* ---- */
-
-API ox_sampler *ox_wasm_sampler_new(float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-                                    float frequency_penalty, float presence_penalty, int penalty_window, double seed,
-                                    const int32_t *bias_ids, const float *bias, int n_bias) {
-    ox_sampler_params p = {temperature, top_k, top_p, min_p, repeat_penalty, frequency_penalty, presence_penalty,
-                           penalty_window, (uint64_t)seed, bias_ids, bias, n_bias};
-    return ox_sampler_new(&p, &last);
-}
-
-API void ox_wasm_sampler_free(ox_sampler *s) { ox_sampler_free(s); }
-
-API int ox_wasm_sample(const ox_wasm_engine *e, ox_sampler *s, float *logits, const int32_t *recent, int n_recent) {
-    int rc = ox_sample(s, logits, ox_model_config(e->m)->vocab, recent, n_recent);
-    if (rc < 0) ox_errf(&last, rc, "sample: %s", rc == OX_E_NOMEM ? "out of memory" : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
     return rc;
 }
 #endif
