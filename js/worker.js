@@ -11,6 +11,7 @@ import { Engine } from './worker/engine.js';
 import { generate } from './worker/generate.js';
 import { chatText, promptOf } from './worker/prompt.js';
 import { Protocol } from './worker/protocol.js';
+import { inNode } from './worker/runtime.js';
 
 const PROGRESS_MS = 50; // at most one progress event per this, and the last one
 
@@ -18,7 +19,7 @@ function serve(protocol) {
   let engine = null; // the Engine, once init ran
   const loaded = () => {
     if (!engine) throw new OxError('STATE', 'the engine is not started (init)');
-    return engine.loaded;
+    return engine.requireModel();
   };
   protocol.ops = {
     async init(m) {
@@ -52,7 +53,7 @@ function serve(protocol) {
   };
 }
 
-if (typeof WorkerGlobalScope === 'undefined') {
+if (inNode) {
   // Node: messages wait in parentPort's queue until the listener is attached
   import('node:worker_threads').then(({ parentPort }) => {
     const protocol = new Protocol((msg, transfer) => parentPort.postMessage(msg, transfer));

@@ -33,7 +33,8 @@ export class Engine {
     return this.heap.C.ox_wasm_threads();
   }
 
-  get loaded() {
+  // this, if a model is loaded
+  requireModel() {
     if (!this.ptr) throw new OxError('STATE', 'no model is loaded');
     return this;
   }

@@ -15,7 +15,8 @@
 // blob: workers besides 'wasm-unsafe-eval'.
 import { OxError } from '../errors.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof importScripts !== 'function' && typeof window === 'undefined';
+// Node (worker_threads or a test's main thread), not a Web Worker
+export const inNode = typeof WorkerGlobalScope === 'undefined';
 const EXPORT_NAME = { mt: 'OxinferMT', st: 'OxinferST' };
 
 const missing = (what, why) => new OxError('MISSING', `${what}: cannot load the engine (${why}); build it with make -f Makefile.emscripten, or tell loadModel where dist/ is (assetBase, locateFile)`);
@@ -47,15 +48,17 @@ async function browserFactory(build, assets, cfg) {
 
 async function nodeFactory(assets, cfg) {
   const [{ createRequire }, { fileURLToPath }, fs] = await Promise.all([import('node:module'), import('node:url'), import('node:fs')]);
-  const path = (u, what) => {
+  // a file URL -> its path, which must exist
+  const file = (u, what) => {
     if (!String(u).startsWith('file:')) throw new OxError('UNSUPPORTED', `${u}: in Node the engine's ${what} must be a file`);
-    return fileURLToPath(u);
+    const p = fileURLToPath(u);
+    if (!fs.existsSync(p)) throw missing(p, 'no such file');
+    return p;
   };
-  const glue = path(assets.glue, 'glue');
-  if (!fs.existsSync(glue)) throw missing(glue, 'no such file');
-  cfg.wasmBinary = fs.readFileSync(path(assets.wasm, 'wasm'));
+  const glue = file(assets.glue, 'glue');
+  cfg.wasmBinary = fs.readFileSync(file(assets.wasm, 'wasm'));
   if (assets.worker) {
-    const w = path(assets.worker, 'pthread worker');
+    const w = file(assets.worker, 'pthread worker');
     cfg.locateFile = (p, dir) => (p.endsWith('.worker.js') ? w : dir + p);
   }
   return createRequire(glue)(glue);
@@ -65,6 +68,6 @@ async function nodeFactory(assets, cfg) {
 export async function startRuntime({ build, assets, poolSize, onAbort }) {
   if (!EXPORT_NAME[build]) throw new OxError('RANGE', `unknown build ${build}`);
   const cfg = { oxPoolSize: poolSize, print: (s) => console.log(s), printErr: (s) => console.error(s), onAbort };
-  const factory = isNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
+  const factory = inNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
   return factory(cfg);
 }

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { loadModel, OxError } from '../../js/index.js';
 import { renderChat } from '../../js/chat.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { collect } from './api_collect.mjs';
 
 // prints S:text for a string content, [type:text] per part for an array
 const INSPECT = '{% for m in messages %}<{{ m.role }}>{% if m.content is string %}S:{{ m.content }}'
@@ -43,9 +44,7 @@ test('the built-in Gemma 4 format joins the text parts', async () => {
   // and chat() runs that same prompt: the same greedy tokens from arrays as from strings
   const run = async (msgs) => {
     await model.resetChat();
-    const ids = [];
-    for await (const c of model.chat(msgs, { temperature: 0, maxTokens: 6, stopIds: [] })) if (c.token != null) ids.push(c.token);
-    return ids;
+    return (await collect(model.chat(msgs, { temperature: 0, maxTokens: 6, stopIds: [] }))).tokens;
   };
   const fromArrays = await run(MSGS);
   assert.equal(fromArrays.length, 6);

@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { loadModel } from '../../js/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { collect } from './api_collect.mjs';
 
 const FIXTURE = new URL('./api-streams.json', import.meta.url);
 const RECORD = process.env.OX_RECORD === '1';
@@ -37,17 +38,9 @@ const CHAT = [
 let dir, file, model;
 const recorded = RECORD ? { cases: {} } : JSON.parse(fs.readFileSync(FIXTURE, 'utf8'));
 
-async function collect(stream) {
-  const tokens = [];
-  let text = '';
-  let stats = null;
-  for await (const c of stream) {
-    if (c.stats) stats = c.stats;
-    else {
-      if (c.token !== null) tokens.push(c.token);
-      text += c.text;
-    }
-  }
+// the stream, with the stats that do not depend on timing
+async function streamed(stream) {
+  const { tokens, text, stats } = await collect(stream);
   const { reason, promptTokens, reusedTokens, prefillTokens, generatedTokens, decodeSteps, contextTokens } = stats;
   return { tokens, text, stats: { reason, promptTokens, reusedTokens, prefillTokens, generatedTokens, decodeSteps, contextTokens } };
 }
@@ -80,14 +73,14 @@ after(async () => {
 for (const [name, [prompt, opts]] of Object.entries(GENERATE))
   test(`generate: ${name}`, async () => {
     await model.resetChat();
-    check(name, await collect(model.generate(prompt, opts)));
+    check(name, await streamed(model.generate(prompt, opts)));
   });
 
 test('generate: a second call reuses the cached prefix and samples the same tokens', async () => {
   const [prompt, opts] = GENERATE['default sampler'];
   await model.resetChat();
-  await collect(model.generate(prompt, opts));
-  const again = await collect(model.generate(prompt, opts));
+  await streamed(model.generate(prompt, opts));
+  const again = await streamed(model.generate(prompt, opts));
   assert.equal(again.stats.reusedTokens, prompt.length - 1);
   check('default sampler, reused', again);
 });
@@ -97,7 +90,7 @@ test('chat: three turns, each prefilling only what the cache lacks', async () =>
   const msgs = [];
   for (const [i, turn] of CHAT.entries()) {
     msgs.push(...turn);
-    const r = await collect(model.chat(msgs, { seed: 11 + i, maxTokens: 20, temperature: 0.9 }));
+    const r = await streamed(model.chat(msgs, { seed: 11 + i, maxTokens: 20, temperature: 0.9 }));
     check(`chat turn ${i + 1}`, r);
     msgs.push({ role: 'assistant', content: r.text });
   }
@@ -111,7 +104,7 @@ test('the single-threaded build samples the same streams', async () => {
     for (const name of ['pure sampling', 'greedy', 'logit bias']) {
       const [prompt, opts] = GENERATE[name];
       await st.resetChat();
-      const r = await collect(st.generate(prompt, opts));
+      const r = await streamed(st.generate(prompt, opts));
       if (!RECORD) check(name, r);
     }
   } finally {
