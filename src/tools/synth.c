@@ -1,8 +1,8 @@
 /* synth.c — synthetic Gemma 4 text models (see synth.h).
  *
- * Layout follows llama.cpp's gemma4 loader (../shared/docs/wllama-oracle.md, loader table):
- * GGUF tensors as make_gguf.py writes them (no K/V on KV-shared layers, rope_freqs for the
- * proportional RoPE of full layers); the HF checkpoint carries the HF names and also the
+ * Layout follows llama.cpp's gemma4 loader (docs/gemma4.md §3): GGUF tensors without K/V on
+ * KV-shared layers and with rope_freqs for the proportional RoPE of full layers, as llama.cpp's
+ * converter writes them; the HF checkpoint carries the HF names and also the
  * unused k_proj/v_proj/k_norm of shared layers, as released checkpoints do.
  *
  * Vocab (ids): 0-6 specials <pad> <eos> <bos> <unk> <mask> <|turn> <turn|>; then byte tokens
@@ -24,6 +24,8 @@
 #include "formats/json.h"
 #include "kernels/pool.h"
 #include "formats/safetensors.h"
+#include "tools/gguf_write.h"
+#include "tools/safetensors_write.h"
 
 /* ------------------------------------------------------------------ presets */
 
