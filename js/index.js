@@ -6,6 +6,7 @@ import { engineAssets } from './assets.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
+import { createChatCompletion, createFetchHandler } from './openai.js';
 import { tokenStream } from './stream.js';
 
 export { OxError };
@@ -117,6 +118,8 @@ export async function loadModel(sources, opts = {}) {
 class Model {
   constructor(engine, info, env) {
     this.engine = engine;
+    /** fetch() for /v1/chat/completions, /v1/embeddings, /v1/models (js/openai.js): pass it to an OpenAI client. */
+    this.fetch = createFetchHandler(this);
     const { chatTemplate, ...rest } = info;
     this.info = rest;
     this.chatTemplate = chatTemplate;
@@ -155,9 +158,10 @@ class Model {
   }
 
   generate(prompt, opts = {}) {
-    const prepare = () => {
-      if (typeof prompt === 'string') return { text: prompt, opts: samplingArgs(opts) };
-      return { tokens: Array.from(prompt), opts: samplingArgs(opts) };
+    const prepare = async () => {
+      const args = await this.generationArgs(opts);
+      if (typeof prompt === 'string') return { text: prompt, opts: args };
+      return { tokens: Array.from(prompt), opts: args };
     };
     return tokenStream(this.engine, prepare, opts.signal);
   }
@@ -165,7 +169,60 @@ class Model {
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
-    return tokenStream(this.engine, () => ({ messages, chat: chatArgs(opts), opts: samplingArgs(opts) }), opts.signal);
+    return tokenStream(this.engine, async () => ({ messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) }), opts.signal);
+  }
+
+  // the sampling options, and soft tokens with their placeholder as an id
+  async generationArgs(opts) {
+    const args = samplingArgs(opts);
+    if (opts.softTokens !== undefined) {
+      const { token, embeddings } = opts.softTokens ?? {};
+      if (!(embeddings instanceof Float32Array) || embeddings.length % this.info.hidden)
+        throw new OxError('RANGE', `softTokens.embeddings must be a Float32Array of rows of ${this.info.hidden} (the hidden size)`);
+      let id = token;
+      if (typeof token === 'string') {
+        const ids = await this.tokenize(token);
+        if (ids.length !== 1) throw new OxError('RANGE', `softTokens.token ${JSON.stringify(token)} is not one token of the vocabulary`);
+        [id] = ids;
+      }
+      if (!Number.isInteger(id) || id < 0 || id >= this.info.vocab) throw new OxError('RANGE', `softTokens.token must be a token id or piece, not ${JSON.stringify(token)}`);
+      args.soft = { token: id, embeddings };
+    }
+    return args;
+  }
+
+  /**
+   * Embeddings of texts (or token arrays): Float32Arrays of the hidden size.
+   * @param {string | (string | number[])[]} texts
+   * @param {{pooling?: 'mean' | 'last' | 'cls', normalize?: boolean}} [opts]
+   */
+  async embed(texts, opts = {}) {
+    const list = Array.isArray(texts) && (texts.length === 0 || typeof texts[0] !== 'number') ? texts : [texts];
+    if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t))) throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
+    return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
+  }
+
+  /** OpenAI's chat.completions.create shape (js/openai.js). */
+  createChatCompletion(request) {
+    return createChatCompletion(this, request);
+  }
+
+  /** OpenAI's embeddings.create shape: {input, model?, encoding_format?}. */
+  async createEmbedding(request) {
+    const input = request?.input;
+    const list = typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number') ? [input] : input;
+    if (!Array.isArray(list) || !list.length) throw new OxError('RANGE', 'createEmbedding: input must be a string, a token array, or an array of them');
+    if (request.encoding_format !== undefined && request.encoding_format !== 'float' && request.encoding_format !== 'base64')
+      throw new OxError('RANGE', "createEmbedding: encoding_format must be 'float' or 'base64'");
+    const vecs = await this.embed(list, { pooling: request.pooling, normalize: request.normalize });
+    const tokens = (await Promise.all(list.map((t) => (typeof t === 'string' ? this.tokenize(t) : t)))).reduce((n, t) => n + t.length + 1, 0);
+    const encode = (v) => (request.encoding_format === 'base64' ? base64(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)) : Array.from(v));
+    return {
+      object: 'list',
+      data: vecs.map((v, index) => ({ object: 'embedding', index, embedding: encode(v) })),
+      model: typeof request.model === 'string' ? request.model : this.info.name || 'oxinfer',
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    };
   }
 
   // the prompt text chat() would run
@@ -195,6 +252,12 @@ class Model {
   }
 }
 
+function base64(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
 // Options checked here with their JS names; top_p, min_p, the penalties and the bias are
 // checked by the C sampler (sampler.h), whose messages use its names.
 const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
@@ -221,5 +284,20 @@ function samplingArgs(o) {
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds, Number);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.includeSpecial !== undefined) out.includeSpecial = !!o.includeSpecial;
+  if (o.grammar !== undefined && o.grammar !== null) {
+    if (typeof o.grammar !== 'string' || !o.grammar.length) throw new OxError('RANGE', 'grammar must be a non-empty GBNF string (docs/grammar.md)');
+    out.grammar = o.grammar;
+  }
+  if (o.speculative !== undefined && o.speculative !== false && o.speculative !== null) {
+    const { method = 'prompt-lookup', draftTokens = 8, ...rest } = o.speculative === true ? {} : o.speculative;
+    if (method !== 'prompt-lookup') throw new OxError('UNSUPPORTED', `speculative.method ${JSON.stringify(method)}: only 'prompt-lookup' is available (the MTP drafter is not implemented)`);
+    if (!Number.isInteger(draftTokens) || draftTokens < 1 || draftTokens > 16) throw new OxError('RANGE', `speculative.draftTokens must be an integer from 1 to 16, not ${draftTokens}`);
+    if (Object.keys(rest).length) throw new OxError('RANGE', `speculative: unknown option ${Object.keys(rest)[0]}`);
+    out.speculative = { method, draftTokens };
+  }
+  if (o.logprobs !== undefined) {
+    if (!Number.isInteger(o.logprobs) || o.logprobs < 0 || o.logprobs > 20) throw new OxError('RANGE', `logprobs must be an integer from 0 to 20 (alternatives per token), not ${o.logprobs}`);
+    out.logprobs = o.logprobs;
+  }
   return out;
 }

@@ -112,6 +112,19 @@ export class Engine {
     return out;
   }
 
+  // texts -> one embedding each (a Float32Array of hidden floats); pooling: mean, last, cls
+  embed(texts, { pooling = 'mean', normalize = true } = {}) {
+    const { heap, info } = this;
+    const mode = { mean: 0, last: 1, cls: 2 }[pooling];
+    if (mode === undefined) throw new OxError('RANGE', `pooling must be 'mean', 'last' or 'cls', not ${JSON.stringify(pooling)}`);
+    return texts.map((t) => {
+      const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
+      const tokens = ids[0] === info.bos ? ids : [info.bos, ...ids];
+      return heap.withInts(tokens, (p) =>
+        heap.scoped(info.hidden * 4, (out) => (heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)), heap.f32(out, info.hidden).slice())));
+    });
+  }
+
   stats() {
     const { heap } = this;
     const n = statsFields.length;
