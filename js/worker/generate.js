@@ -101,7 +101,9 @@ export async function generate(engine, tokens, o, job) {
     st.reason = reason;
     if (stop) st.stop = stop;
     st.prefillTokPerSec = st.prefillMs > 0 ? (st.prefillTokens * 1000) / st.prefillMs : 0;
-    st.decodeTokPerSec = st.decodeMs > 0 ? (st.decodeSteps * 1000) / st.decodeMs : 0;
+    // speculative steps return several tokens per forward: count tokens, not forwards
+    const decoded = o.speculative ? st.generatedTokens - 1 : st.decodeSteps;
+    st.decodeTokPerSec = st.decodeMs > 0 ? (decoded * 1000) / st.decodeMs : 0;
     st.seed = seed;
     st.contextTokens = engine.session.pos;
     return st;
@@ -129,7 +131,7 @@ export async function generate(engine, tokens, o, job) {
       if (job.aborted) return finish('abort');
       const status = heap.check(C.ox_wasm_gen_step(g));
       const out = heap.f64(outAt, genOut.length); // (a new view: memory may have grown)
-      if (out[O.decoded] > st.decodeSteps) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
+      if (out[O.decoded] > st.decodeSteps || (o.speculative && out[O.generated] > st.generatedTokens)) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
       st.generatedTokens = out[O.generated];
       if (o.speculative) [st.draftedTokens, st.acceptedTokens] = [out[O.drafted], out[O.accepted]];
       const tok = status === genStatus.stop ? -1 : out[O.token];
