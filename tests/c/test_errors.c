@@ -618,11 +618,12 @@ static void test_fuzz_regressions(void) {
     char root[512];
     snprintf(root, sizeof root, "%s", __FILE__); /* .../tests/c/test_errors.c */
     char *cut = strstr(root, "tests/c/test_errors.c");
-    if (!cut) {
-        fprintf(stderr, "fuzz regressions: source path unknown, skipped\n");
-        return;
-    }
+    CHECK_MSG(cut != NULL, "fuzz regressions: source path %s does not end in tests/c/test_errors.c", root);
+    if (!cut) return;
     strcpy(cut, "tests/fuzz/regressions");
+    DIR *top = opendir(root);
+    CHECK_MSG(top != NULL, "fuzz regressions: %s is missing", root);
+    if (top) closedir(top);
     int n = 0;
     for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
         char d[700];
@@ -644,7 +645,8 @@ static void test_fuzz_regressions(void) {
         closedir(D);
     }
     fprintf(stderr, "fuzz regressions: %d inputs replayed\n", n);
-    CHECK(n >= 0);
+    /* the committed inputs exist (fuzz_config, fuzz_model): replaying none means the walk broke */
+    CHECK_MSG(n > 0, "fuzz regressions: no input found under %s", root);
 }
 
 /* ------------------------------------------------------------------ main */
