@@ -168,7 +168,14 @@ export async function loadModel(sources, opts = {}) {
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
-  const onAbort = () => (abortFlag ? Atomics.store(abortFlag, 0, 1) : engine.terminate(abortError('load')));
+  // A wait the flag cannot reach (a browser's sync read of local data) is cut by terminating
+  // the worker when the load has not unwound 2 s after the abort.
+  let abortTimer = null;
+  const onAbort = () => {
+    if (!abortFlag) return engine.terminate(abortError('load'));
+    Atomics.store(abortFlag, 0, 1);
+    abortTimer ??= setTimeout(() => engine.terminate(abortError('load')), 2000);
+  };
   signal?.addEventListener('abort', onAbort, { once: true });
   let callbackError = null; // an exception from onProgress stops the load and is rethrown
   const progress = (ev) => {
@@ -194,6 +201,7 @@ export async function loadModel(sources, opts = {}) {
     if (signal?.aborted) throw abortError('load');
     throw toOxError(e);
   } finally {
+    clearTimeout(abortTimer);
     signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -109,6 +109,10 @@
         dead = `the wasm engine stopped: ${what}`;
       },
     };
+    // tests (Node): OX_TEST_MAX_MEMORY caps the threaded build's wasm memory, so that growth
+    // is refused in the middle of a generation
+    const cap = isBrowser ? 0 : Number(process.env.OX_TEST_MAX_MEMORY ?? 0);
+    if (cap > 0 && m.build === 'mt') cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
     let factory;
     if (isBrowser) {
       try {
@@ -130,7 +134,7 @@
     }
     M = await factory(cfg);
     const hf = await import(new URL('./hostfile.js', base).href);
-    host = new hf.HostFiles(m.host ?? {});
+    host = new hf.HostFiles({ ...m.host, abortFlag: m.abortFlag ?? null }); // an aborted load ends host waits too
     host.onClose = (h) => M._ox_host_wasm_forget(h);
     M.oxHost = host;
     abortFlag = m.abortFlag ?? null;
