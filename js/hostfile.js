@@ -197,38 +197,46 @@ async function probeUrl(name, url, ctx) {
   });
 }
 
+// A transport runs one Range GET: (url, range, signal) -> Promise<{status, header(name) ->
+// string|null, chunks: AsyncIterable<Uint8Array>, cancel()}>. fetch() everywhere; the Node
+// helper thread uses node:http (js/reader_worker.js), which costs half the CPU per byte.
+export async function fetchTransport(url, range, signal) {
+  const r = await fetch(url, { headers: { Range: range }, signal });
+  const reader = r.body.getReader();
+  const chunks = {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    },
+  };
+  return { status: r.status, header: (h) => r.headers.get(h), chunks, cancel: () => reader.cancel().catch(() => {}) };
+}
+
 // One async Range read (the helper thread); fills `into` (a Uint8Array of exactly len bytes,
 // or a new one) from the response stream, so no second len-sized buffer is made.
-export async function fetchRange(name, url, off, len, want, timeoutMs, into = new Uint8Array(len)) {
+export async function fetchRange(name, url, off, len, want, timeoutMs, into = new Uint8Array(len), transport = fetchTransport) {
   const what = `bytes ${off}-${off + len - 1}`;
   return bounded({ timeoutMs }, name, what, async (signal) => {
     let r;
     try {
-      r = await fetch(url, { headers: { Range: `bytes=${off}-${off + len - 1}` }, signal });
+      r = await transport(url, `bytes=${off}-${off + len - 1}`, signal);
     } catch (e) {
       if (signal.aborted) throw e;
       throw new HostError('IO', `${name}: fetch of ${what} failed: ${e.cause?.message ?? e.message}`);
     }
-    try {
-      checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, off, len, want);
-    } catch (e) {
-      r.body?.cancel().catch(() => {});
-      throw e;
-    }
     let got = 0;
     try {
-      const reader = r.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (got + value.length > len) {
-          reader.cancel().catch(() => {});
-          throw new HostError('IO', `${name}: long body: more than ${len} bytes for ${what}`);
-        }
+      checkRangeResponse(name, r, off, len, want);
+      for await (const value of r.chunks) {
+        if (got + value.length > len) throw new HostError('IO', `${name}: long body: more than ${len} bytes for ${what}`);
         into.set(value, got);
         got += value.length;
       }
     } catch (e) {
+      r.cancel();
       if (e instanceof HostError || signal.aborted) throw e;
       throw new HostError('IO', `${name}: short body at offset ${off}: ${e.cause?.message ?? e.message}`);
     }
@@ -247,7 +255,8 @@ class Bridge {
     const url = new URL('./reader_worker.js', import.meta.url);
     const init = { ctrl, data, timeoutMs: ctx.timeoutMs };
     let w;
-    const ready = bounded(ctx, 'reader thread', 'start', () => new Promise((resolve, reject) => {
+    // a thread start is slow on a loaded machine: bounded by 30 s, or timeoutMs if longer
+    const ready = bounded({ ...ctx, timeoutMs: Math.max(ctx.timeoutMs, 30000) }, 'reader thread', 'start', () => new Promise((resolve, reject) => {
       if (isNode) {
         import('node:worker_threads').then(({ Worker }) => {
           w = new Worker(url, { workerData: init });

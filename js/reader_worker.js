@@ -5,17 +5,32 @@
 // Control words: ctrl[0] state (1 = answered), ctrl[1] status (0 or an err.h code),
 // ctrl[2] byte count (of the data, or of a UTF-8 error message).
 //
-// URLs are read ahead: after a large read, the next AHEAD windows of CHUNK bytes are fetched
-// in parallel, so a sequential scan (a model load) has several requests in flight instead of
-// one round trip per chunk. Window buffers are reused, so the read-ahead holds AHEAD * CHUNK
-// bytes at most. Every request is bounded by timeoutMs (fetchRange; Blob reads here).
+// URLs are read ahead: along a sequential scan (a model load), the next AHEAD windows of CHUNK
+// bytes are fetched in parallel, so several requests are in flight instead of one round trip
+// per read. Window buffers are reused: the read-ahead holds about AHEAD * CHUNK bytes. Every request is bounded by timeoutMs (fetchRange; Blob reads here).
 import { fetchRange, ERROR_CODES, HostError, CHUNK } from './hostfile.js';
 
-const AHEAD = 4;
 const isNode = typeof process === 'object' && !!process.versions?.node;
+
+const AHEAD = 4;
+// Node: node:http with keep-alive (the reads of one file reuse their connections)
+const transport = isNode ? await nodeTransport() : undefined;
+
+async function nodeTransport() {
+  const http = await import('node:http'), https = await import('node:https');
+  const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+  return (url, range, signal) => new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const lib = u.protocol === 'https:' ? https : http;
+    const req = lib.get(u, { agent: agents[u.protocol], headers: { Range: range }, signal }, (res) =>
+      resolve({ status: res.statusCode, header: (h) => res.headers[h] ?? null, chunks: res, cancel: () => res.destroy() }));
+    req.on('error', reject);
+  });
+}
+const GAP = 1 << 20; // bytes a scan may skip between two reads
 let port, ctrl, data, timeoutMs;
 const blobs = new Map();
-const windows = new Map(); // url -> [{off, len, buf, p}], in offset order, contiguous
+const windows = new Map(); // url -> {list: [{off, len, buf, p}] (contiguous, in order), last: end of the last read}
 const spare = [];          // window buffers not in use
 
 function answer(status, n) {
@@ -36,47 +51,45 @@ function dropWindow(w) {
   w.p.then(() => spare.push(w.buf), () => spare.push(w.buf));
 }
 
-// start windows after `from` until AHEAD are in flight (never past the file's end)
-function readAhead(m, list, from) {
-  while (list.length < AHEAD && from < m.want.size) {
-    const len = Math.min(CHUNK, m.want.size - from);
-    const buf = spare.pop() ?? new Uint8Array(CHUNK);
-    const w = { off: from, len, buf, p: fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len)) };
-    w.p.catch(() => {}); // seen when a read needs this window
-    list.push(w);
-    from += len;
-  }
+function addWindow(m, list, from) {
+  const len = Math.min(CHUNK, m.want.size - from);
+  const buf = spare.pop() ?? new Uint8Array(CHUNK);
+  const w = { off: from, len, buf, p: fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len), transport) };
+  w.p.catch(() => {}); // seen when a read needs this window
+  list.push(w);
 }
 
+const spanEnd = (list) => (list.length ? list.at(-1).off + list.at(-1).len : -1);
+
+// A read that starts inside the windows, or continues the previous read (a small gap is an
+// alignment pad), is a scan: it is served from windows, and the next ones are started. Any
+// other read (a row of a table, a jump back for a few bytes) is fetched on its own and leaves
+// the windows alone.
 async function readUrl(m) {
-  const list = windows.get(m.url) ?? [];
-  windows.set(m.url, list);
-  // drop the windows that end before this read: the scan moved past them (or jumped)
-  while (list.length && list[0].off + list[0].len <= m.off) dropWindow(list.shift());
-  const end = m.off + m.len;
+  const st = windows.get(m.url) ?? { list: [], last: -1 };
+  windows.set(m.url, st);
+  const { list } = st, end = m.off + m.len;
+  const inSpan = list.length > 0 && list[0].off <= m.off && m.off < spanEnd(list);
+  const next = st.last >= 0 && m.off >= st.last && m.off - st.last <= GAP;
+  st.last = end;
   try {
-    await readRange(m, list, end);
-  } catch (e) {
-    for (const w of list.splice(0)) dropWindow(w); // a later read starts afresh (the host may recover)
-    throw e;
-  }
-  // a large read is a scan: keep the next windows coming
-  if (m.len >= CHUNK / 2) readAhead(m, list, list.length ? list[list.length - 1].off + list[list.length - 1].len : end);
-}
-
-async function readRange(m, list, end) {
-  const covered = list.length && list[0].off <= m.off && list[list.length - 1].off + list[list.length - 1].len >= end;
-  if (!covered) {
-    for (const w of list.splice(0)) dropWindow(w);
-    await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len));
-  } else {
+    if (!inSpan && !next) return void (await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport));
+    if (!inSpan) {
+      for (const w of list.splice(0)) dropWindow(w);
+      addWindow(m, list, m.off);
+    }
+    while (list[0].off + list[0].len <= m.off) dropWindow(list.shift());
+    while (spanEnd(list) < end) addWindow(m, list, spanEnd(list));
+    while (list.length < AHEAD && spanEnd(list) < m.want.size) addWindow(m, list, spanEnd(list));
     for (const w of list) {
       if (w.off >= end) break;
       const bytes = await w.p;
       const a = Math.max(m.off, w.off), b = Math.min(end, w.off + w.len);
       data.set(bytes.subarray(a - w.off, b - w.off), a - m.off);
     }
-    while (list.length && list[0].off + list[0].len <= end) dropWindow(list.shift());
+  } catch (e) {
+    for (const w of list.splice(0)) dropWindow(w); // a later read starts afresh (the host may recover)
+    throw e;
   }
 }
 
@@ -100,7 +113,7 @@ async function receive(m) {
   if (m.op === 'blob') return void blobs.set(m.id, m.blob);
   if (m.op === 'drop') return void blobs.delete(m.id);
   if (m.op === 'drop-url') {
-    for (const w of windows.get(m.url) ?? []) dropWindow(w);
+    for (const w of windows.get(m.url)?.list ?? []) dropWindow(w);
     return void windows.delete(m.url);
   }
   try {
