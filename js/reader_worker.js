@@ -27,7 +27,9 @@ async function nodeTransport() {
     req.on('error', reject);
   });
 }
-const GAP = 1 << 20; // bytes a scan may skip between two reads
+const GAP = 1 << 20;  // bytes a scan may skip between two reads
+const SCAN = 1 << 20; // bytes read in a row before the read-ahead starts
+const IDLE_MS = 1000;
 let port, ctrl, data, timeoutMs;
 const blobs = new Map();
 const windows = new Map(); // url -> {list: [{off, len, buf, p}] (contiguous, in order), last: end of the last read}
@@ -47,8 +49,9 @@ function fail(e, m) {
   answer(ERROR_CODES[e.code] ?? ERROR_CODES.IO, bytes.length);
 }
 
-function dropWindow(w) {
-  w.p.then(() => spare.push(w.buf), () => spare.push(w.buf));
+// a dropped window's buffer is reused once its fetch has settled (keep), or left to the GC
+function dropWindow(w, keep = true) {
+  if (keep) w.p.then(() => spare.push(w.buf), () => spare.push(w.buf));
 }
 
 function addWindow(m, list, from) {
@@ -61,20 +64,26 @@ function addWindow(m, list, from) {
 
 const spanEnd = (list) => (list.length ? list.at(-1).off + list.at(-1).len : -1);
 
-// A read that starts inside the windows, or continues the previous read (a small gap is an
-// alignment pad), is a scan: it is served from windows, and the next ones are started. Any
-// other read (a row of a table, a jump back for a few bytes) is fetched on its own and leaves
-// the windows alone.
+// A read that continues the previous one (a small gap is an alignment pad) after at least
+// SCAN bytes read in a row is a scan: it is served from windows, and the next windows are
+// started. Any other read (rows of a table, a jump back for a few bytes) is fetched on its
+// own and leaves the windows alone. A second without reads ends the scan: its windows and
+// buffers are released.
 async function readUrl(m) {
-  const st = windows.get(m.url) ?? { list: [], last: -1 };
+  const st = windows.get(m.url) ?? { list: [], last: -1, run: 0, idle: null };
   windows.set(m.url, st);
   const { list } = st, end = m.off + m.len;
-  const inSpan = list.length > 0 && list[0].off <= m.off && m.off < spanEnd(list);
   const next = st.last >= 0 && m.off >= st.last && m.off - st.last <= GAP;
+  st.run = next ? st.run + m.len : m.len;
   st.last = end;
+  clearTimeout(st.idle);
+  st.idle = setTimeout(() => {
+    for (const w of list.splice(0)) dropWindow(w, false);
+    spare.length = 0;
+  }, IDLE_MS);
   try {
-    if (!inSpan && !next) return void (await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport));
-    if (!inSpan) {
+    if (!next || st.run < SCAN) return void (await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport));
+    if (!(list.length && list[0].off <= m.off && m.off < spanEnd(list))) {
       for (const w of list.splice(0)) dropWindow(w);
       addWindow(m, list, m.off);
     }
@@ -113,7 +122,9 @@ async function receive(m) {
   if (m.op === 'blob') return void blobs.set(m.id, m.blob);
   if (m.op === 'drop') return void blobs.delete(m.id);
   if (m.op === 'drop-url') {
-    for (const w of windows.get(m.url)?.list ?? []) dropWindow(w);
+    const st = windows.get(m.url);
+    if (st) clearTimeout(st.idle);
+    for (const w of st?.list ?? []) dropWindow(w, false);
     return void windows.delete(m.url);
   }
   try {
