@@ -3,6 +3,7 @@
 // here is a message to it. See index.d.ts for the documented types.
 import { describeSource } from './hostfile.js';
 import { renderChat } from './chat.js';
+import { checkOptions, LOAD_OPTIONS, GENERATE_OPTIONS, CHAT_OPTIONS, TOKENIZE_OPTIONS, DETOKENIZE_OPTIONS, LOGITS_OPTIONS } from './options.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const QUANT = { stored: 0, bf16: 1, q8: 2, q4: 3 };
@@ -17,6 +18,21 @@ export class OxError extends Error {
 }
 
 const toOxError = (e) => (e instanceof OxError ? e : new OxError(typeof e?.code === 'string' ? e.code : 'STATE', e?.message ?? String(e)));
+
+// js/options.js: an unknown or invalid option is a RANGE OxError naming it
+function optionError(call, table, opts, vocab) {
+  try {
+    checkOptions(call, table, opts, vocab);
+    return null;
+  } catch (e) {
+    return toOxError(e);
+  }
+}
+function checked(call, table, opts, vocab) {
+  const e = optionError(call, table, opts, vocab);
+  if (e) throw e;
+  return opts ?? {};
+}
 
 // ---- which build, how many threads ----
 
@@ -147,6 +163,7 @@ class Engine {
 const abortError = (what) => new OxError('ABORTED', `${what} aborted`);
 
 export async function loadModel(sources, opts = {}) {
+  checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
   if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
   let descs;
@@ -304,24 +321,27 @@ class Model {
     this.engineNote = env.note;
   }
 
-  async tokenize(text, { special = true, addBos = false } = {}) {
+  async tokenize(text, opts) {
+    const { special = true, addBos = false } = checked('tokenize', TOKENIZE_OPTIONS, opts);
     if (typeof text !== 'string') throw new OxError('RANGE', 'tokenize: text must be a string');
     const ids = await this.engine.call('tokenize', { text, special });
     return addBos && ids[0] !== this.info.bos ? [this.info.bos, ...ids] : ids;
   }
 
-  async detokenize(ids, { skipSpecial = false } = {}) {
-    return new TextDecoder().decode(await this.detokenizeBytes(ids, { skipSpecial }));
+  async detokenize(ids, opts) {
+    return new TextDecoder().decode(await this.detokenizeBytes(ids, opts));
   }
 
   // the raw bytes (a token may end inside a UTF-8 character)
-  detokenizeBytes(ids, { skipSpecial = false } = {}) {
+  async detokenizeBytes(ids, opts) {
+    const { skipSpecial = false } = checked('detokenize', DETOKENIZE_OPTIONS, opts);
     return this.engine.call('detokenize', { ids: Array.from(ids), skipSpecial });
   }
 
   // Streaming: push(ids) -> the text completed so far (a character split across tokens waits
   // for its last byte); flush() -> what is left.
-  detokenizer({ skipSpecial = false } = {}) {
+  detokenizer(opts) {
+    const { skipSpecial = false } = checked('detokenizer', DETOKENIZE_OPTIONS, opts);
     const d = new TextDecoder();
     return {
       push: async (ids) => d.decode(await this.detokenizeBytes(ids, { skipSpecial }), { stream: true }),
@@ -329,22 +349,28 @@ class Model {
     };
   }
 
-  async logits(tokens, { all = false } = {}) {
+  async logits(tokens, opts) {
+    const { all = false } = checked('logits', LOGITS_OPTIONS, opts);
     return this.engine.call('logits', { tokens: Array.from(tokens), all });
   }
 
   generate(prompt, opts = {}) {
+    // checked before the stream reads opts.signal; a bad option ends the stream with its error
+    const bad = optionError('generate', GENERATE_OPTIONS, opts, this.info.vocab);
     const prepare = async () => {
+      if (bad) throw bad;
       const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: true }) : Array.from(prompt);
       return { tokens, opts: samplingArgs(opts) };
     };
-    return tokenStream(this.engine, prepare, opts.signal);
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
   }
 
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
+    const bad = optionError('chat', CHAT_OPTIONS, opts, this.info.vocab);
     const prepare = async () => {
+      if (bad) throw bad;
       const text = await renderChat(opts.template ?? this.chatTemplate, messages, opts);
       const args = samplingArgs(opts);
       // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not
@@ -352,12 +378,17 @@ class Model {
       if (!args.stopIds && turnEnd >= 0 && !eosIds.includes(turnEnd)) args.stopIds = [...eosIds, turnEnd];
       return { tokens: await this.tokenize(text), opts: args };
     };
-    return tokenStream(this.engine, prepare, opts.signal);
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
   }
 
   // the prompt text chat() would run
-  renderChat(messages, opts = {}) {
-    return renderChat(opts.template ?? this.chatTemplate, messages, opts);
+  async renderChat(messages, opts = {}) {
+    checked('renderChat', CHAT_OPTIONS, opts, this.info.vocab);
+    try {
+      return await renderChat(opts.template ?? this.chatTemplate, messages, opts);
+    } catch (e) {
+      throw toOxError(e); // a ChatError (RANGE / FORMAT) reaches the caller as an OxError
+    }
   }
 
   resetChat() {
@@ -382,24 +413,14 @@ class Model {
   }
 }
 
-// Options checked here with their JS names; top_p, min_p, the penalties and the bias are
-// checked by the C sampler (sampler.h), whose messages use its names.
-const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
-
+// The request's sampling arguments, from options js/options.js has checked (ranges such as
+// top_p in [0, 1] are the C sampler's, sampler.h, whose messages use its names).
 function samplingArgs(o) {
   const out = {};
-  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk']) {
-    const v = o[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new OxError('RANGE', `${k} must be a finite number, not ${v}`);
-    if (k in INT_OPTS && (!Number.isInteger(v) || v < INT_OPTS[k] || v > Number.MAX_SAFE_INTEGER))
-      throw new OxError('RANGE', `${k} must be an integer >= ${INT_OPTS[k]}, not ${v}`);
-    if (k === 'temperature' && v < 0) throw new OxError('RANGE', `temperature must be >= 0 (0 = greedy), not ${v}`);
-    out[k] = v;
-  }
-  if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).map(String);
-  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds, Number);
+  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk', 'includeSpecial'])
+    if (o[k] !== undefined) out[k] = o[k];
+  if (o.stop !== undefined) out.stop = Array.isArray(o.stop) ? o.stop : [o.stop];
+  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
-  if (o.includeSpecial !== undefined) out.includeSpecial = !!o.includeSpecial;
   return out;
 }

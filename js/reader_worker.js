@@ -77,10 +77,6 @@ async function readUrl(m) {
   st.run = next ? st.run + m.len : m.len;
   st.last = end;
   clearTimeout(st.idle);
-  st.idle = setTimeout(() => {
-    for (const w of list.splice(0)) dropWindow(w, false);
-    spare.length = 0;
-  }, IDLE_MS);
   try {
     if (!next || st.run < SCAN) return void (await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport));
     if (!(list.length && list[0].off <= m.off && m.off < spanEnd(list))) {
@@ -99,6 +95,12 @@ async function readUrl(m) {
   } catch (e) {
     for (const w of list.splice(0)) dropWindow(w); // a later read starts afresh (the host may recover)
     throw e;
+  } finally {
+    // counted from the end of this read: a slow window is not dropped while it is awaited
+    st.idle = setTimeout(() => {
+      for (const w of list.splice(0)) dropWindow(w, false);
+      spare.length = 0;
+    }, IDLE_MS);
   }
 }
 
