@@ -7,6 +7,7 @@ import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 
 export { OxError };
@@ -23,6 +24,21 @@ function jinjaUrl() {
   } catch {
     return null;
   }
+}
+
+// js/options.js: an unknown or invalid option is a RANGE OxError naming it
+function optionError(call, table, opts, vocab) {
+  try {
+    checkOptions(call, table, opts, vocab);
+    return null;
+  } catch (e) {
+    return toOxError(e);
+  }
+}
+function checked(call, table, opts, vocab) {
+  const e = optionError(call, table, opts, vocab);
+  if (e) throw e;
+  return opts ?? {};
 }
 
 // ---- which build, how many threads ----
@@ -61,6 +77,7 @@ export async function chooseEngine(opts = {}) {
 // ---- loading ----
 
 export async function loadModel(sources, opts = {}) {
+  checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
   if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
   let descs;
@@ -83,7 +100,14 @@ export async function loadModel(sources, opts = {}) {
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
-  const onAbort = () => (abortFlag ? Atomics.store(abortFlag, 0, 1) : engine.terminate(abortError('load')));
+  // A wait the flag cannot reach (a browser's sync read of local data) is cut by terminating
+  // the worker when the load has not unwound 2 s after the abort.
+  let abortTimer = null;
+  const onAbort = () => {
+    if (!abortFlag) return engine.terminate(abortError('load'));
+    Atomics.store(abortFlag, 0, 1);
+    abortTimer ??= setTimeout(() => engine.terminate(abortError('load')), 2000);
+  };
   signal?.addEventListener('abort', onAbort, { once: true });
   let callbackError = null; // an exception from onProgress stops the load and is rethrown
   const progress = (ev) => {
@@ -109,6 +133,7 @@ export async function loadModel(sources, opts = {}) {
     if (signal?.aborted) throw abortError('load');
     throw toOxError(e);
   } finally {
+    clearTimeout(abortTimer);
     signal?.removeEventListener('abort', onAbort);
   }
 }
@@ -128,24 +153,27 @@ class Model {
     this.engineNote = env.note;
   }
 
-  async tokenize(text, { special = true, addBos = false } = {}) {
+  async tokenize(text, opts) {
+    const { special = true, addBos = false } = checked('tokenize', TOKENIZE_OPTIONS, opts);
     if (typeof text !== 'string') throw new OxError('RANGE', 'tokenize: text must be a string');
     const ids = await this.engine.call('tokenize', { text, special });
     return addBos && ids[0] !== this.info.bos ? [this.info.bos, ...ids] : ids;
   }
 
-  async detokenize(ids, { skipSpecial = false } = {}) {
-    return new TextDecoder().decode(await this.detokenizeBytes(ids, { skipSpecial }));
+  async detokenize(ids, opts) {
+    return new TextDecoder().decode(await this.detokenizeBytes(ids, opts));
   }
 
   // the raw bytes (a token may end inside a UTF-8 character)
-  detokenizeBytes(ids, { skipSpecial = false } = {}) {
+  async detokenizeBytes(ids, opts) {
+    const { skipSpecial = false } = checked('detokenize', DETOKENIZE_OPTIONS, opts);
     return this.engine.call('detokenize', { ids: Array.from(ids), skipSpecial });
   }
 
   // Streaming: push(ids) -> the text completed so far (a character split across tokens waits
   // for its last byte); flush() -> what is left.
-  detokenizer({ skipSpecial = false } = {}) {
+  detokenizer(opts) {
+    const { skipSpecial = false } = checked('detokenizer', DETOKENIZE_OPTIONS, opts);
     const d = new TextDecoder();
     return {
       push: async (ids) => d.decode(await this.detokenizeBytes(ids, { skipSpecial }), { stream: true }),
@@ -153,23 +181,32 @@ class Model {
     };
   }
 
-  async logits(tokens, { all = false } = {}) {
+  async logits(tokens, opts) {
+    const { all = false } = checked('logits', LOGITS_OPTIONS, opts);
     return this.engine.call('logits', { tokens: Array.from(tokens), all });
   }
 
   generate(prompt, opts = {}) {
+    // checked before the stream reads opts.signal; a bad option ends the stream with its error
+    const bad = optionError('generate', GENERATE_OPTIONS, opts, this.info.vocab);
     const prepare = async () => {
+      if (bad) throw bad;
       const args = await this.generationArgs(opts);
       if (typeof prompt === 'string') return { text: prompt, opts: args };
       return { tokens: Array.from(prompt), opts: args };
     };
-    return tokenStream(this.engine, prepare, opts.signal);
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
   }
 
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
-    return tokenStream(this.engine, async () => ({ messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) }), opts.signal);
+    const bad = optionError('chat', CHAT_OPTIONS, opts, this.info.vocab);
+    const prepare = async () => {
+      if (bad) throw bad;
+      return { messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) };
+    };
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
   }
 
   // the sampling options, and soft tokens with their placeholder as an id
@@ -197,6 +234,7 @@ class Model {
    * @param {{pooling?: 'mean' | 'last' | 'cls', normalize?: boolean}} [opts]
    */
   async embed(texts, opts = {}) {
+    checked('embed', EMBED_OPTIONS, opts);
     const list = Array.isArray(texts) && (texts.length === 0 || typeof texts[0] !== 'number') ? texts : [texts];
     if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t))) throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
     return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
@@ -227,6 +265,7 @@ class Model {
 
   // the prompt text chat() would run
   renderChat(messages, opts = {}) {
+    checked('renderChat', CHAT_OPTIONS, opts, this.info.vocab);
     return this.engine.call('render', { messages, chat: chatArgs(opts) });
   }
 
@@ -258,10 +297,6 @@ function base64(bytes) {
   return btoa(s);
 }
 
-// Options checked here with their JS names; top_p, min_p, the penalties and the bias are
-// checked by the C sampler (sampler.h), whose messages use its names.
-const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
-
 // what the chat template needs (js/chat.js renderChat's options)
 function chatArgs(o) {
   const out = {};
@@ -269,35 +304,19 @@ function chatArgs(o) {
   return out;
 }
 
+// The request's generation arguments, from options js/options.js has checked (ranges such as
+// top_p in (0, 1] are the C sampler's, sampler.h, whose messages use its names).
 function samplingArgs(o) {
   const out = {};
-  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk']) {
-    const v = o[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new OxError('RANGE', `${k} must be a finite number, not ${v}`);
-    if (k in INT_OPTS && (!Number.isInteger(v) || v < INT_OPTS[k] || v > Number.MAX_SAFE_INTEGER))
-      throw new OxError('RANGE', `${k} must be an integer >= ${INT_OPTS[k]}, not ${v}`);
-    if (k === 'temperature' && v < 0) throw new OxError('RANGE', `temperature must be >= 0 (0 = greedy), not ${v}`);
-    out[k] = v;
-  }
-  if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).map(String);
-  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds, Number);
+  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk', 'includeSpecial', 'grammar', 'logprobs'])
+    if (o[k] !== undefined) out[k] = o[k];
+  if (o.stop !== undefined) out.stop = Array.isArray(o.stop) ? o.stop : [o.stop];
+  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
-  if (o.includeSpecial !== undefined) out.includeSpecial = !!o.includeSpecial;
-  if (o.grammar !== undefined && o.grammar !== null) {
-    if (typeof o.grammar !== 'string' || !o.grammar.length) throw new OxError('RANGE', 'grammar must be a non-empty GBNF string (docs/grammar.md)');
-    out.grammar = o.grammar;
-  }
-  if (o.speculative !== undefined && o.speculative !== false && o.speculative !== null) {
-    const { method = 'prompt-lookup', draftTokens = 8, ...rest } = o.speculative === true ? {} : o.speculative;
+  if (o.speculative) {
+    const { method = 'prompt-lookup', draftTokens = 8 } = o.speculative === true ? {} : o.speculative;
     if (method !== 'prompt-lookup') throw new OxError('UNSUPPORTED', `speculative.method ${JSON.stringify(method)}: only 'prompt-lookup' is available (the MTP drafter is not implemented)`);
-    if (!Number.isInteger(draftTokens) || draftTokens < 1 || draftTokens > 16) throw new OxError('RANGE', `speculative.draftTokens must be an integer from 1 to 16, not ${draftTokens}`);
-    if (Object.keys(rest).length) throw new OxError('RANGE', `speculative: unknown option ${Object.keys(rest)[0]}`);
     out.speculative = { method, draftTokens };
-  }
-  if (o.logprobs !== undefined) {
-    if (!Number.isInteger(o.logprobs) || o.logprobs < 0 || o.logprobs > 20) throw new OxError('RANGE', `logprobs must be an integer from 0 to 20 (alternatives per token), not ${o.logprobs}`);
-    out.logprobs = o.logprobs;
   }
   return out;
 }

@@ -12,7 +12,8 @@ export class Engine {
   // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
   static async start(init, onAbort) {
     const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
-    const e = new Engine(M, new HostFiles(init.host ?? {}), init.abortFlag ?? null);
+    // an aborted load ends the host's waits too
+    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null);
     e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
     return e;
   }
