@@ -58,10 +58,11 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
   msgs.forEach((m, i) => m.role === 'user' && (lastUser = i));
   let state = null; // what the last message ended with: null, 'tool_call' or 'tool_response'
   let prevRole = null; // the last message's role that was not 'tool'
+  let calls = null; // the tool_calls of the last assistant message, which its tool results answer
   for (let i = sys !== null ? 1 : 0; i < msgs.length; i++) {
     const m = msgs[i];
     if (m.role === 'tool') {
-      if (prevRole !== 'assistant') throw new OxError('RANGE', `message ${i}: a tool result must follow an assistant message with tool_calls`);
+      if (!calls) throw new OxError('RANGE', `message ${i}: a tool result must follow an assistant message with tool_calls`);
       continue; // written with the calls it answers
     }
     let role = m.role;
@@ -70,6 +71,7 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
     if (role !== 'user' && role !== 'model') throw new OxError('RANGE', `message ${i}: unknown role ${JSON.stringify(m.role)} (system, user, assistant, model or tool)`);
     if (!(role === 'model' && prevRole === 'assistant')) out += `<|turn>${role}\n`;
     prevRole = m.role;
+    calls = Array.isArray(m.tool_calls) && m.tool_calls.length ? m.tool_calls : null;
     state = null;
     let answered = false;
     if (Array.isArray(m.tool_calls) && m.tool_calls.length) {
