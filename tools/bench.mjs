@@ -204,9 +204,25 @@ function runTimed(cmd, args, what) {
   });
 }
 
+const chromiumArgs = (marker) => ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+  '--disable-features=SpareRendererForSitePerProcess', marker];
+
+// Chromium keeps Blobs of an off-the-record context (every newContext()) in memory, about 2 GB
+// in all; a persistent profile spills them to disk. So an engine that must hold a bigger file
+// as a Blob (wllama on E2B) gets a browser of its own with a throw-away profile.
+const BLOB_LIMIT = 1.8e9;
+async function ownBrowser(a, ctx) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oxbench-profile-'));
+  const marker = `${ctx.marker}-own`;
+  const context = await ctx.chromium.launchPersistentContext(dir, { executablePath: a.chromium, headless: true, args: chromiumArgs(marker) });
+  return { context, marker, async close() { await context.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
+}
+
 // A browser engine: a page in its own browser context (so its own renderer process).
-async function webEngine(name, ctx, a, s, modelUrl) {
-  const context = await ctx.browser.newContext();
+async function webEngine(name, ctx, a, s, modelUrl, bytes = 0) {
+  const own = name === 'wllama' && bytes > BLOB_LIMIT ? await ownBrowser(a, ctx) : null;
+  const context = own?.context ?? await ctx.browser.newContext();
+  const closeContext = () => (own ? own.close() : context.close());
   const page = await context.newPage();
   page.on('console', (m) => { if (a.verbose || m.type() === 'error') log(`    [${name} ${m.type()}] ${m.text()}`); });
   page.on('pageerror', (e) => log(`    [${name} pageerror] ${e}`));
@@ -220,11 +236,11 @@ async function webEngine(name, ctx, a, s, modelUrl) {
     loaded = await ev(([n, o]) => window.bench.load(n, o), [name === 'wllama' ? 'wllama' : 'oxinfer', { threads: ctx.threads, nCtx: 1024, source, url: modelUrl }]);
     loaded.source = source;
   } catch (e) {
-    await context.close().catch(() => {});
+    await closeContext().catch(() => {});
     throw e;
   }
   // its renderer: the not yet claimed one holding the most memory now (the model is in it)
-  const cands = rendererPids(ctx.marker).filter((p) => !ctx.taken.has(p)).map((p) => ({ p, s: procStatus(p) })).filter((x) => x.s);
+  const cands = rendererPids(own?.marker ?? ctx.marker).filter((p) => !ctx.taken.has(p)).map((p) => ({ p, s: procStatus(p) })).filter((x) => x.s);
   cands.sort((x, y) => y.s.rss - x.s.rss);
   pid = cands[0]?.p ?? null;
   if (pid) ctx.taken.add(pid);
@@ -253,7 +269,7 @@ async function webEngine(name, ctx, a, s, modelUrl) {
     },
     async close() {
       await withTimeout(page.evaluate(() => window.bench.unload()), 30, 'unload').catch(() => {});
-      await context.close();
+      await closeContext();
     },
   };
 }
@@ -396,7 +412,7 @@ async function benchConfig(a, ctx, s, t, file, threads) {
   if (a.engines.has('wllama') && availableBytes() < wllamaNeeds) {
     errors.wllama = `skipped: needs about ${fmtMB(wllamaNeeds)} of memory for the file's Blob, ${fmtMB(availableBytes())} available`;
     log(`  wllama: ${errors.wllama}`);
-  } else await open('wllama', () => webEngine('wllama', ctx, a, s, modelUrl));
+  } else await open('wllama', () => webEngine('wllama', ctx, a, s, modelUrl, bytes));
   await open('node', () => nodeEngine(a, threads, { path: file }));
   await open('native', async () => nativeEngine(ctx.cli, threads, file));
   await open('llama', async () => llamaEngine(llamaBin('llama-bench'), threads, file));
@@ -492,7 +508,7 @@ function tableRows(results, wllamaVersion) {
       const bw = c.bytes_per_token * e.decode.med;
       rows.push({ engine: label, weights, threads: c.threads, load: e.load, prefill: e.prefill, decode: e.decode,
         bandwidth: `${fmtGBs(bw)}${Number.isFinite(ceil) ? ` (${Math.round((100 * bw) / ceil)} %)` : ''}`,
-        mem: memText(name, e.mem), ref: name !== 'wllama' && w?.runs.length ? w : null });
+        mem: memText(name, e.mem), ref: ['web', 'node', 'native'].includes(name) && w?.runs.length ? w : null });
     }
   }
   return rows;
@@ -570,8 +586,10 @@ embedding included, in that type).
 
 Engines: our wasm engine (\`js/index.js\` \`loadModel\` + \`generate\`, threaded build in a
 cross-origin-isolated page) and wllama (llama.cpp in wasm, memory64 + JSPI build) in the same
-headless Chromium, each page in its own browser context; wllama loads the file from an
-in-memory Blob (the fetch is not in its load time), our page from a Blob on the bench preset and
+headless Chromium, each page in its own browser context; wllama loads the file from a Blob
+(the fetch is not in its load time; files over 1.8 GB from a browser of its own with a
+throw-away profile, because Chromium holds only about 2 GB of Blobs in memory and spills to disk
+only for a persistent profile), our page from a Blob on the bench preset and
 by HTTP Range requests on E2B (load time included). Our engine also runs in Node (the same wasm
 through the same API, file read from disk); our native CLI (\`oxinfer run --bench\`, one process
 per rep) and native llama.cpp (\`llama-bench -t T -p 64 -n 64 -r 1\`, one process per rep, its own
@@ -641,13 +659,10 @@ async function main() {
   // a fresh browser per configuration: every engine page gets a new renderer process, so its
   // peak RSS is its own
   const { chromium } = require('playwright-core');
+  ctx.chromium = chromium;
   const launch = async () => {
     ctx.taken = new Set();
-    ctx.browser = web ? await chromium.launch({
-      executablePath: a.chromium, headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-        '--disable-features=SpareRendererForSitePerProcess', ctx.marker],
-    }) : null;
+    ctx.browser = web ? await chromium.launch({ executablePath: a.chromium, headless: true, args: chromiumArgs(ctx.marker) }) : null;
     ctx.chromiumVersion ??= ctx.browser?.version();
   };
   const withBrowser = async (f) => {
