@@ -1,0 +1,140 @@
+// llama.cpp's own files as fixtures: F16 models of our generator (`oxinfer
+// synth`) quantized by llama.cpp's `llama-quantize` with the recipes published
+// GGUFs use (Q4_K_M, Q5_K_M, Q6_K per-tensor mixes; IQ4_XS, IQ4_NL, IQ3_XXS,
+// IQ2_XXS, the low-bit ones with an importance matrix from `llama-imatrix` on
+// the same model).  Per file: `oxinfer inspect` loads it and lists the
+// recipe's types; then the same check as tests/node/oracle.test.mjs (llama.cpp
+// in wllama as the reference, teacher-forced positions, argmax at every
+// position, max |Δ log p| over llama.cpp's top-20 within 0.15) for the native
+// CLI and the wasm engine.
+//
+// The llama.cpp tools come from the native build of the source shipped in the
+// npm package node-llama-cpp (tools/llamacpp.sh):
+// $LLAMACPP_BIN, default ~/.cache/llamacpp/src/build/bin.  Without
+// llama-quantize the tests skip and say so.  Quantized files are cached under
+// build/oracle-files/ keyed by the F16 file's hash and the recipe.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Oracle, compareToReference, sha256File } from '../oracle/llamacpp.mjs';
+import { synth, tmpDir, cli } from '../oracle/fixtures.mjs';
+import { nativeLogprobs, engineLogprobs, argmax } from '../oracle/engine.mjs';
+import { ROOT } from '../../tools/serve.mjs';
+
+const BIN = process.env.LLAMACPP_BIN || path.join(os.homedir(), '.cache', 'llamacpp', 'src', 'build', 'bin');
+const QUANTIZE = path.join(BIN, 'llama-quantize');
+const IMATRIX = path.join(BIN, 'llama-imatrix');
+const CACHE = path.join(ROOT, 'build', 'oracle-files');
+const SKIP = fs.existsSync(QUANTIZE) ? false
+  : `llama.cpp's llama-quantize not found in ${BIN}: build it with tools/llamacpp.sh (or set LLAMACPP_BIN)`;
+
+const SYNTH = ['--branch-gain', '0.1', '--qk-norm-scale', '0.5']; // as oracle.test.mjs
+const SEQ = { seqLen: 24, seqSeed: 7, topK: 20 };
+const TOL = 0.15; // quantized weights: llama.cpp also quantizes the activations
+const TIE = 1e-2;
+// recipe -> the ggml type most weight matrices get (inspect must list it);
+// imatrix: llama-quantize refuses the recipe without an importance matrix
+const FILES = [
+  { preset: 'tiny', recipe: 'Q4_K_M', main: 'Q4_K' },
+  { preset: 'tiny', recipe: 'Q5_K_M', main: 'Q5_K' },
+  { preset: 'tiny', recipe: 'Q6_K', main: 'Q6_K' },
+  { preset: 'tiny', recipe: 'IQ4_XS', main: 'IQ4_XS' },
+  { preset: 'tiny', recipe: 'IQ4_NL', main: 'IQ4_NL' },
+  { preset: 'tiny', recipe: 'IQ3_XXS', main: 'IQ3_XXS', imatrix: true },
+  { preset: 'tiny', recipe: 'IQ2_XXS', main: 'IQ2_XXS', imatrix: true },
+  // E2B structure (head 256/512, KV sharing, PLE) at small width
+  { preset: 'benchlike', recipe: 'Q4_K_M', main: 'Q4_K' },
+  { preset: 'benchlike', recipe: 'IQ4_XS', main: 'IQ4_XS' },
+];
+
+let dir, oracle;
+const measured = [];
+
+function run(bin, args) {
+  const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.error || r.status !== 0)
+    throw new Error(`${path.basename(bin)} ${args.join(' ')}: ${r.error?.message || `exit ${r.status}`}\n${(r.stderr || '').slice(-2000)}`);
+  return r.stdout;
+}
+
+// calibration text for llama-imatrix: plain words (the synthetic vocab maps
+// them through its byte tokens), deterministic
+function calibration(file) {
+  const words = ['the', 'model', 'runs', 'in', 'a', 'web', 'page', 'tokens', 'of', 'text', 'and', 'numbers', '42', 'café'];
+  let s = '', x = 12345;
+  for (let i = 0; i < 6000; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    s += words[(x >>> 16) % words.length] + ((x >>> 8) % 11 === 0 ? '.\n' : ' ');
+  }
+  fs.writeFileSync(file, s);
+  return file;
+}
+
+function imatrixFor(f16) {
+  if (!fs.existsSync(IMATRIX)) throw new Error(`${IMATRIX} not found: tools/llamacpp.sh builds it`);
+  const out = path.join(CACHE, `${sha256File(f16).slice(0, 16)}.imatrix.gguf`);
+  if (!fs.existsSync(out)) {
+    const txt = calibration(path.join(dir, 'calibration.txt'));
+    run(IMATRIX, ['-m', f16, '-f', txt, '-o', out, '-c', '128', '--chunks', '16', '-t', '2', '-ngl', '0']);
+  }
+  return out;
+}
+
+function quantize(f16, { recipe, imatrix }) {
+  fs.mkdirSync(CACHE, { recursive: true });
+  const out = path.join(CACHE, `${sha256File(f16).slice(0, 16)}-${recipe}.gguf`);
+  if (!fs.existsSync(out)) {
+    const tmp = `${out}.${process.pid}.tmp`;
+    const args = imatrix ? ['--imatrix', imatrixFor(f16)] : [];
+    run(QUANTIZE, [...args, f16, tmp, recipe, '2']);
+    fs.renameSync(tmp, out);
+  }
+  return out;
+}
+
+before(() => {
+  if (SKIP) return;
+  dir = tmpDir('oracle-files');
+  oracle = new Oracle({ log: (l) => console.log(l) });
+});
+
+after(async () => {
+  await oracle?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (measured.length) {
+    console.log('\nllama.cpp-quantized files, max |Δ log p| over llama.cpp\'s top-20 ids (argmax agreement):');
+    for (const line of measured) console.log(`  ${line}`);
+  }
+});
+
+for (const f of FILES) {
+  const label = `${f.preset} ${f.recipe}`;
+  test(`${label} (llama-quantize): inspect loads it, native and wasm logits match llama.cpp`, { skip: SKIP, timeout: 900000 }, async () => {
+    const f16 = synth(dir, { preset: f.preset, type: 'f16', extra: SYNTH });
+    const file = quantize(f16, f);
+
+    const listing = cli(['inspect', file]);
+    const types = new Map();
+    for (const m of listing.matchAll(/^ {2}(\S+\.weight)\s+(\S+)\s+\[/gm)) types.set(m[2], (types.get(m[2]) || 0) + 1);
+    assert.ok(types.has(f.main), `${label}: inspect lists no ${f.main} tensor (types: ${[...types.keys()].join(', ')})`);
+    const mix = [...types].map(([t, n]) => `${n} ${t}`).join(', ');
+
+    const ref = await oracle.reference(file, SEQ);
+    assert.equal(ref.positions.length, SEQ.seqLen);
+    const results = [];
+    for (const [name, eng] of [['native', nativeLogprobs(file, ref.seq)], ['wasm', await engineLogprobs(file, ref.seq)]])
+      results.push({ name, ...compareToReference(ref, (pos, id) => eng.pos[pos][id], (pos) => argmax(eng.pos[pos]), { tieTol: TIE }) });
+    const line = `${label.padEnd(17)} [${mix}]: ` + results.map((r) =>
+      `${r.name} ${r.maxDelta.toExponential(2)} @pos ${r.worstPos}, argmax ${r.argmaxAgree}/${r.positions}` +
+      (r.nearTies ? ` (${r.nearTies} near-tie)` : '')).join('; ') + (ref.cached ? ' [ref cached]' : '');
+    measured.push(line);
+    console.log(line);
+    for (const r of results) {
+      assert.deepEqual(r.mismatches, [], `${label} ${r.name}: argmax differs from llama.cpp at ${JSON.stringify(r.mismatches)}`);
+      assert.ok(r.maxDelta <= TOL, `${label} ${r.name}: max |Δ log p| ${r.maxDelta} > ${TOL} at position ${r.worstPos} (per position: ${r.perPos.map((x) => x.toExponential(1)).join(' ')})`);
+    }
+  });
+}
