@@ -5,8 +5,8 @@
  * the block's dot with a token is factor * a.d * (exact integer sum), the sum taken by
  * i32x4.dot_i16x8 against the int16 copy of the Q8_K quants (ox_act.q16); the unpacked block
  * is reused for every token. Grid lookups are scalar loads (two 8-lane or four 4-lane grid
- * words per vector); signs become a byte mask (bit j of the sign byte tested per lane) and
- * are applied as (v ^ m) - m. IQ1_S/IQ1_M fold their +-1/8 shift into the integers:
+ * words per vector); a sign byte becomes a lane mask through a 256-entry table and is
+ * applied as (v ^ m) - m. IQ1_S/IQ1_M fold their +-1/8 shift into the integers:
  * ls * (8 g + delta) with factor d / 8. Bounds: |value * scale| <= 43 * 31 (IQ2), 62 * 31
  * (IQ3_XXS), 127 * 32 (IQ4_XS) fit int16, and 256 of them times 127 fit int32.
  *
@@ -25,12 +25,21 @@ static inline void put16(int16_t *q, v128_t v, int ls) {
     wasm_v128_store(q + 8, wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(v), s));
 }
 
+/* expand8[b]: byte j is 0xff where bit j of b is set (a sign byte as a lane mask) */
+#define EXPAND8(b) \
+    ((uint64_t)((b) & 1) * 0xff | (uint64_t)((b) >> 1 & 1) * 0xff00 | (uint64_t)((b) >> 2 & 1) * 0xff0000 | \
+     (uint64_t)((b) >> 3 & 1) * 0xff000000 | (uint64_t)((b) >> 4 & 1) * 0xff00000000 | \
+     (uint64_t)((b) >> 5 & 1) * 0xff0000000000 | (uint64_t)((b) >> 6 & 1) * 0xff000000000000 | \
+     (uint64_t)((b) >> 7 & 1) * 0xff00000000000000)
+#define E4(b) EXPAND8(b), EXPAND8((b) + 1), EXPAND8((b) + 2), EXPAND8((b) + 3)
+#define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
+#define E64(b) E16(b), E16((b) + 16), E16((b) + 32), E16((b) + 48)
+static const uint64_t expand8[256] = {E64(0), E64(64), E64(128), E64(192)};
+
 /* magnitudes m negated where the sign bits say: lanes 0..7 take bits 0..7 of s0, lanes
  * 8..15 those of s1 */
 static inline v128_t signed16(v128_t m, unsigned s0, unsigned s1) {
-    const v128_t bit = wasm_u8x16_const(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
-    v128_t sb = wasm_u64x2_make(s0 * 0x0101010101010101ull, s1 * 0x0101010101010101ull);
-    v128_t neg = wasm_i8x16_eq(wasm_v128_and(sb, bit), bit);
+    v128_t neg = wasm_u64x2_make(expand8[s0], expand8[s1]);
     return wasm_i8x16_sub(wasm_v128_xor(m, neg), neg);
 }
 
