@@ -44,16 +44,6 @@ float ox_e8m0_half(uint8_t e) {
     return f;
 }
 
-/* the 11-bit IQ1_M grid index of group l (0..3) of a 32 */
-static unsigned iq1_m_index(const uint8_t *qs, const uint8_t *qh, int l) {
-    return qs[l] | ((unsigned)(qh[l / 2] >> (4 * (l % 2))) & 7) << 8;
-}
-
-/* IQ1_M's 3-bit scale of half h (0, 1) of 32-block ib */
-static int iq1_m_scale(const ox_block_iq1_m *b, int ib, int h) {
-    return (rd16(b->scales + 2 * (ib / 2)) >> (6 * (ib % 2) + 3 * h)) & 7;
-}
-
 /* TQ1_0 trit n (0..4) of byte q: the digits are stored as a fixed-point fraction q/243,
  * so multiplying by 3^n (mod 256) brings digit n to the top and * 3 >> 8 reads it. */
 static int trit(uint8_t q, int n) {
@@ -80,102 +70,131 @@ static int tq2_0_trit(const ox_block_tq2_0 *b, int k) {
 
 /* ------------------------------------------------------------------ dequantize */
 
-static void deq_iq2_xxs(const ox_block_iq2_xxs *b, float *y) {
-    float d = F16(b->d);
-    for (int ib = 0; ib < 8; ib++) {
-        uint32_t idx = rd32(b->qs + 4 * ib), sg = rd32(b->qs + 4 * ib + 2);
-        float db = d * (0.5f + (sg >> 28)) * 0.25f;
-        for (int l = 0; l < 4; l++, y += 8) {
-            uint64_t g = ox_iq2xxs_grid[(idx >> 8 * l) & 255];
-            unsigned s = ox_iq_signs((sg >> 7 * l) & 127);
-            for (int j = 0; j < 8; j++) y[j] = db * LANE(g, j) * (s >> j & 1 ? -1.f : 1.f);
+/* The five sign-grid formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) differ only in how
+ * they pack the same things: per group of 8 elements a grid word of magnitudes and a sign
+ * byte (7-bit codes get their parity bit), per 16 elements a 4-bit scale s. */
+typedef struct {
+    float d;
+    uint64_t g[32];
+    uint8_t sign[32], s[16];
+} sign_groups;
+
+static void iq_sign_groups(ox_type t, const void *blk, sign_groups *o) {
+    switch (t) {
+    case OX_IQ2_XXS: { /* per 32: 4 grid bytes, then 4 sign codes + s (top 4 bits) in one word */
+        const ox_block_iq2_xxs *b = blk;
+        o->d = F16(b->d);
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t idx = rd32(b->qs + 4 * ib), sg = rd32(b->qs + 4 * ib + 2);
+            o->s[2 * ib] = o->s[2 * ib + 1] = (uint8_t)(sg >> 28);
+            for (int l = 0; l < 4; l++) {
+                o->g[4 * ib + l] = ox_iq2xxs_grid[(idx >> 8 * l) & 255];
+                o->sign[4 * ib + l] = (uint8_t)ox_iq_signs((sg >> 7 * l) & 127);
+            }
         }
+    } break;
+    case OX_IQ2_XS: { /* per 8: a u16 of 9-bit grid index and sign code; s per 16 in nibbles */
+        const ox_block_iq2_xs *b = blk;
+        o->d = F16(b->d);
+        for (int k = 0; k < 32; k++) {
+            o->g[k] = ox_iq2xs_grid[b->qs[k] & 511];
+            o->sign[k] = (uint8_t)ox_iq_signs(b->qs[k] >> 9);
+        }
+        for (int h = 0; h < 16; h++) o->s[h] = (b->scales[h / 2] >> 4 * (h % 2)) & 0xf;
+    } break;
+    case OX_IQ2_S: { /* 10-bit grid indices (high bits in qh), explicit sign bytes */
+        const ox_block_iq2_s *b = blk;
+        o->d = F16(b->d);
+        for (int k = 0; k < 32; k++) {
+            o->g[k] = ox_iq2s_grid[b->qs[k] | ((b->qh[k / 4] << (8 - 2 * (k % 4))) & 0x300)];
+            o->sign[k] = b->qs[OX_QK_K / 8 + k];
+        }
+        for (int h = 0; h < 16; h++) o->s[h] = (b->scales[h / 2] >> 4 * (h % 2)) & 0xf;
+    } break;
+    case OX_IQ3_XXS: { /* per 8: two 4-lane grid bytes; per 32 a word of sign codes + s */
+        const ox_block_iq3_xxs *b = blk;
+        const uint8_t *qs = b->qs, *gas = b->qs + OX_QK_K / 4;
+        o->d = F16(b->d);
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t sg = rd32(gas + 4 * ib);
+            o->s[2 * ib] = o->s[2 * ib + 1] = (uint8_t)(sg >> 28);
+            for (int l = 0; l < 4; l++) {
+                int k = 4 * ib + l;
+                o->g[k] = ox_iq3xxs_grid[qs[2 * k]] | (uint64_t)ox_iq3xxs_grid[qs[2 * k + 1]] << 32;
+                o->sign[k] = (uint8_t)ox_iq_signs((sg >> 7 * l) & 127);
+            }
+        }
+    } break;
+    case OX_IQ3_S: { /* 9-bit 4-lane grid indices (ninth bits in qh), sign bytes, s per 32 */
+        const ox_block_iq3_s *b = blk;
+        o->d = F16(b->d);
+        for (int k = 0; k < 32; k++) {
+            unsigned h = b->qh[k / 4], l = k % 4;
+            unsigned i0 = b->qs[2 * k] | ((h << (8 - 2 * l)) & 256), i1 = b->qs[2 * k + 1] | ((h << (7 - 2 * l)) & 256);
+            o->g[k] = ox_iq3s_grid[i0] | (uint64_t)ox_iq3s_grid[i1] << 32;
+            o->sign[k] = b->signs[k];
+        }
+        for (int h = 0; h < 16; h++) o->s[h] = (b->scales[h / 4] >> 4 * (h / 2 % 2)) & 0xf;
+    } break;
+    default: memset(o, 0, sizeof *o);
     }
 }
 
-static void deq_iq2_xs(const ox_block_iq2_xs *b, float *y) {
-    float d = F16(b->d);
-    for (int ib = 0; ib < 8; ib++) {
-        float db[2] = {d * (0.5f + (b->scales[ib] & 0xf)) * 0.25f, d * (0.5f + (b->scales[ib] >> 4)) * 0.25f};
-        for (int l = 0; l < 4; l++, y += 8) {
-            unsigned q = b->qs[4 * ib + l];
-            uint64_t g = ox_iq2xs_grid[q & 511];
-            unsigned s = ox_iq_signs(q >> 9);
-            for (int j = 0; j < 8; j++) y[j] = db[l / 2] * LANE(g, j) * (s >> j & 1 ? -1.f : 1.f);
-        }
+/* ggml's per-32 multiplier of the grid values: d (0.5 + s) / 4 for IQ2, d (0.5 + s) / 2 for
+ * IQ3_XXS, d (1 + 2 s) for IQ3_S */
+static float sign_group_scale(ox_type t, float d, int s) {
+    if (t == OX_IQ3_S) return d * (1 + 2 * s);
+    return d * (0.5f + s) * (t == OX_IQ3_XXS ? 0.5f : 0.25f);
+}
+
+static void deq_sign_grid(ox_type t, const void *blk, float *y) {
+    sign_groups o;
+    iq_sign_groups(t, blk, &o);
+    for (int k = 0; k < 32; k++, y += 8) {
+        float db = sign_group_scale(t, o.d, o.s[k / 2]);
+        for (int j = 0; j < 8; j++) y[j] = db * LANE(o.g[k], j) * (o.sign[k] >> j & 1 ? -1.f : 1.f);
     }
 }
 
-static void deq_iq2_s(const ox_block_iq2_s *b, float *y) {
-    float d = F16(b->d);
-    const uint8_t *signs = b->qs + OX_QK_K / 8;
-    for (int ib = 0; ib < 8; ib++) {
-        float db[2] = {d * (0.5f + (b->scales[ib] & 0xf)) * 0.25f, d * (0.5f + (b->scales[ib] >> 4)) * 0.25f};
-        for (int l = 0; l < 4; l++, y += 8) {
-            uint64_t g = ox_iq2s_grid[b->qs[4 * ib + l] | ((b->qh[ib] << (8 - 2 * l)) & 0x300)];
-            unsigned s = signs[4 * ib + l];
-            for (int j = 0; j < 8; j++) y[j] = db[l / 2] * LANE(g, j) * (s >> j & 1 ? -1.f : 1.f);
+/* IQ1_S / IQ1_M: per group of 8 an 11-bit grid index of -1/0/+1 lanes and the sign of a
+ * +-1/8 shift, per 16 a 3-bit scale s; value d (2 s + 1) (grid + shift). */
+typedef struct {
+    float d;
+    uint64_t g[32];
+    int8_t neg[32];
+    uint8_t s[16];
+} iq1_groups;
+
+static void iq1_groups_of(ox_type t, const void *blk, iq1_groups *o) {
+    if (t == OX_IQ1_S) { /* per 32 a u16: 3 index bits per group, s, shift sign */
+        const ox_block_iq1_s *b = blk;
+        o->d = F16(b->d);
+        for (int ib = 0; ib < 8; ib++) {
+            unsigned h = b->qh[ib];
+            o->s[2 * ib] = o->s[2 * ib + 1] = (uint8_t)((h >> 12) & 7);
+            for (int l = 0; l < 4; l++) {
+                o->g[4 * ib + l] = ox_iq1s_grid[b->qs[4 * ib + l] | ((h >> 3 * l) & 7) << 8];
+                o->neg[4 * ib + l] = (int8_t)(h >> 15);
+            }
         }
+    } else { /* IQ1_M: per group a nibble (3 index bits, shift sign), s per 16, d in the scales */
+        const ox_block_iq1_m *b = blk;
+        o->d = F16(ox_iq1_m_d(b));
+        for (int k = 0; k < 32; k++) {
+            unsigned nib = (b->qh[k / 2] >> 4 * (k % 2)) & 15;
+            o->g[k] = ox_iq1s_grid[b->qs[k] | (nib & 7) << 8];
+            o->neg[k] = (int8_t)(nib >> 3);
+        }
+        for (int h = 0; h < 16; h++) o->s[h] = (uint8_t)((rd16(b->scales + 2 * (h / 4)) >> (3 * (h % 4))) & 7);
     }
 }
 
-static void deq_iq3_xxs(const ox_block_iq3_xxs *b, float *y) {
-    float d = F16(b->d);
-    const uint8_t *qs = b->qs, *gas = b->qs + OX_QK_K / 4;
-    for (int ib = 0; ib < 8; ib++, qs += 8) {
-        uint32_t sg = rd32(gas + 4 * ib);
-        float db = d * (0.5f + (sg >> 28)) * 0.5f;
-        for (int l = 0; l < 4; l++, y += 8) {
-            uint64_t g = ox_iq3xxs_grid[qs[2 * l]] | (uint64_t)ox_iq3xxs_grid[qs[2 * l + 1]] << 32;
-            unsigned s = ox_iq_signs((sg >> 7 * l) & 127);
-            for (int j = 0; j < 8; j++) y[j] = db * LANE(g, j) * (s >> j & 1 ? -1.f : 1.f);
-        }
-    }
-}
-
-/* IQ3_S grid word of group l (0..3) of 32-block ib: indices qs[8ib + 2l], qs[8ib + 2l + 1]
- * with their ninth bits in qh[ib] (bits 2l, 2l + 1) */
-static uint64_t iq3_s_word(const ox_block_iq3_s *b, int ib, int l) {
-    unsigned h = b->qh[ib];
-    unsigned i0 = b->qs[8 * ib + 2 * l] | ((h << (8 - 2 * l)) & 256), i1 = b->qs[8 * ib + 2 * l + 1] | ((h << (7 - 2 * l)) & 256);
-    return ox_iq3s_grid[i0] | (uint64_t)ox_iq3s_grid[i1] << 32;
-}
-
-static void deq_iq3_s(const ox_block_iq3_s *b, float *y) {
-    float d = F16(b->d);
-    for (int ib = 0; ib < 8; ib++) {
-        float db = d * (1 + 2 * ((b->scales[ib / 2] >> 4 * (ib % 2)) & 0xf));
-        for (int l = 0; l < 4; l++, y += 8) {
-            uint64_t g = iq3_s_word(b, ib, l);
-            unsigned s = b->signs[4 * ib + l];
-            for (int j = 0; j < 8; j++) y[j] = db * LANE(g, j) * (s >> j & 1 ? -1.f : 1.f);
-        }
-    }
-}
-
-static void deq_iq1_s(const ox_block_iq1_s *b, float *y) {
-    float d = F16(b->d);
-    for (int ib = 0; ib < 8; ib++) {
-        unsigned h = b->qh[ib];
-        float dl = d * (2 * ((h >> 12) & 7) + 1);
-        float delta = h & 0x8000 ? -IQ1_DELTA : IQ1_DELTA;
-        for (int l = 0; l < 4; l++, y += 8) {
-            uint64_t g = ox_iq1s_grid[b->qs[4 * ib + l] | ((h >> 3 * l) & 7) << 8];
-            for (int j = 0; j < 8; j++) y[j] = dl * (SLANE(g, j) + delta);
-        }
-    }
-}
-
-static void deq_iq1_m(const ox_block_iq1_m *b, float *y) {
-    float d = F16(ox_iq1_m_d(b));
-    for (int ib = 0; ib < 8; ib++) {
-        const uint8_t *qs = b->qs + 4 * ib, *qh = b->qh + 2 * ib;
-        for (int l = 0; l < 4; l++, y += 8) {
-            float dl = d * (2 * iq1_m_scale(b, ib, l / 2) + 1);
-            float delta = qh[l / 2] & (l % 2 ? 0x80 : 0x08) ? -IQ1_DELTA : IQ1_DELTA;
-            uint64_t g = ox_iq1s_grid[iq1_m_index(qs, qh, l)];
-            for (int j = 0; j < 8; j++) y[j] = dl * (SLANE(g, j) + delta);
-        }
+static void deq_iq1(ox_type t, const void *blk, float *y) {
+    iq1_groups o;
+    iq1_groups_of(t, blk, &o);
+    for (int k = 0; k < 32; k++, y += 8) {
+        float dl = o.d * (2 * o.s[k / 2] + 1), delta = o.neg[k] ? -IQ1_DELTA : IQ1_DELTA;
+        for (int j = 0; j < 8; j++) y[j] = dl * (SLANE(o.g[k], j) + delta);
     }
 }
 
@@ -237,13 +256,8 @@ void ox_iq_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
     size_t be = ox_type_block_elems(t), bb = ox_type_block_bytes(t);
     for (size_t i = 0; be && i < n / be; i++, p += bb, dst += be) {
         switch (t) {
-        case OX_IQ2_XXS: deq_iq2_xxs((const void *)p, dst); break;
-        case OX_IQ2_XS: deq_iq2_xs((const void *)p, dst); break;
-        case OX_IQ2_S: deq_iq2_s((const void *)p, dst); break;
-        case OX_IQ3_XXS: deq_iq3_xxs((const void *)p, dst); break;
-        case OX_IQ3_S: deq_iq3_s((const void *)p, dst); break;
-        case OX_IQ1_S: deq_iq1_s((const void *)p, dst); break;
-        case OX_IQ1_M: deq_iq1_m((const void *)p, dst); break;
+        case OX_IQ2_XXS: case OX_IQ2_XS: case OX_IQ2_S: case OX_IQ3_XXS: case OX_IQ3_S: deq_sign_grid(t, p, dst); break;
+        case OX_IQ1_S: case OX_IQ1_M: deq_iq1(t, p, dst); break;
         case OX_IQ4_NL: deq_iq4_nl((const void *)p, dst); break;
         case OX_IQ4_XS: deq_iq4_xs((const void *)p, dst); break;
         case OX_TQ1_0: deq_tq1_0((const void *)p, dst); break;
@@ -256,144 +270,43 @@ void ox_iq_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
 
 /* ------------------------------------------------------------------ scalar dots */
 
-/* sum over 8 lanes of magnitude * sign * activation */
-static int signed_dot8(uint64_t g, unsigned signs, const int8_t *q8) {
-    int s = 0;
-    for (int j = 0; j < 8; j++) s += LANE(g, j) * q8[j] * (signs >> j & 1 ? -1 : 1);
-    return s;
-}
-
-static float dot_iq2_xxs(const ox_block_iq2_xxs *x, const ox_block_q8_K *y, size_t nb) {
+/* ggml's integer sums: per 16 elements (2 s + 1) times the signed grid . q8, summed over the
+ * super-block, times d_w d_a, and the constant factor (1/8 IQ2, 1/4 IQ3_XXS, 1 IQ3_S) last */
+static float dot_sign_grid(ox_type t, const uint8_t *w, const ox_block_q8_K *y, size_t nb) {
+    size_t bb = ox_type_block_bytes(t);
     float sumf = 0;
     for (size_t i = 0; i < nb; i++) {
+        sign_groups o;
+        iq_sign_groups(t, w + i * bb, &o);
         const int8_t *q8 = y[i].qs;
         int32_t bsum = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            uint32_t idx = rd32(x[i].qs + 4 * ib), sg = rd32(x[i].qs + 4 * ib + 2);
+        for (int h = 0; h < 16; h++) {
             int32_t sumi = 0;
-            for (int l = 0; l < 4; l++, q8 += 8)
-                sumi += signed_dot8(ox_iq2xxs_grid[(idx >> 8 * l) & 255], ox_iq_signs((sg >> 7 * l) & 127), q8);
-            bsum += sumi * (int32_t)(2 * (sg >> 28) + 1);
+            for (int k = 2 * h; k < 2 * h + 2; k++, q8 += 8)
+                for (int j = 0; j < 8; j++) sumi += LANE(o.g[k], j) * q8[j] * (o.sign[k] >> j & 1 ? -1 : 1);
+            bsum += sumi * (2 * o.s[h] + 1);
         }
-        sumf += F16(x[i].d) * y[i].d * bsum;
+        sumf += o.d * y[i].d * bsum;
     }
-    return 0.125f * sumf;
+    return (t == OX_IQ3_S ? 1.0f : t == OX_IQ3_XXS ? 0.25f : 0.125f) * sumf;
 }
 
-static float dot_iq2_xs(const ox_block_iq2_xs *x, const ox_block_q8_K *y, size_t nb) {
+/* sum (2 s + 1) grid . q8 and, for the 1/8 shifts, sum (2 s + 1) (+-1) sum(q8) per group */
+static float dot_iq1(ox_type t, const uint8_t *w, const ox_block_q8_K *y, size_t nb) {
+    size_t bb = ox_type_block_bytes(t);
     float sumf = 0;
     for (size_t i = 0; i < nb; i++) {
-        const int8_t *q8 = y[i].qs;
-        int32_t bsum = 0;
-        for (int ib = 0; ib < 8; ib++)
-            for (int h = 0; h < 2; h++) {
-                int32_t sumi = 0;
-                for (int l = 2 * h; l < 2 * h + 2; l++, q8 += 8) {
-                    unsigned q = x[i].qs[4 * ib + l];
-                    sumi += signed_dot8(ox_iq2xs_grid[q & 511], ox_iq_signs(q >> 9), q8);
-                }
-                bsum += sumi * (2 * ((x[i].scales[ib] >> 4 * h) & 0xf) + 1);
-            }
-        sumf += F16(x[i].d) * y[i].d * bsum;
-    }
-    return 0.125f * sumf;
-}
-
-static float dot_iq2_s(const ox_block_iq2_s *x, const ox_block_q8_K *y, size_t nb) {
-    float sumf = 0;
-    for (size_t i = 0; i < nb; i++) {
-        const int8_t *q8 = y[i].qs;
-        const uint8_t *signs = x[i].qs + OX_QK_K / 8;
-        int bsum = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            int sumi[2] = {0, 0};
-            for (int l = 0; l < 4; l++, q8 += 8)
-                sumi[l / 2] += signed_dot8(ox_iq2s_grid[x[i].qs[4 * ib + l] | ((x[i].qh[ib] << (8 - 2 * l)) & 0x300)],
-                                           signs[4 * ib + l], q8);
-            bsum += (1 + 2 * (x[i].scales[ib] & 0xf)) * sumi[0] + (1 + 2 * (x[i].scales[ib] >> 4)) * sumi[1];
-        }
-        sumf += F16(x[i].d) * y[i].d * bsum;
-    }
-    return 0.125f * sumf;
-}
-
-static float dot_iq3_xxs(const ox_block_iq3_xxs *x, const ox_block_q8_K *y, size_t nb) {
-    float sumf = 0;
-    for (size_t i = 0; i < nb; i++) {
-        const int8_t *q8 = y[i].qs;
-        const uint8_t *q3 = x[i].qs, *gas = x[i].qs + OX_QK_K / 4;
-        int32_t bsum = 0;
-        for (int ib = 0; ib < 8; ib++, q3 += 8) {
-            uint32_t sg = rd32(gas + 4 * ib);
-            int32_t sumi = 0;
-            for (int l = 0; l < 4; l++, q8 += 8) {
-                uint64_t g = ox_iq3xxs_grid[q3[2 * l]] | (uint64_t)ox_iq3xxs_grid[q3[2 * l + 1]] << 32;
-                sumi += signed_dot8(g, ox_iq_signs((sg >> 7 * l) & 127), q8);
-            }
-            bsum += sumi * (int32_t)(2 * (sg >> 28) + 1);
-        }
-        sumf += F16(x[i].d) * y[i].d * bsum;
-    }
-    return 0.25f * sumf;
-}
-
-static float dot_iq3_s(const ox_block_iq3_s *x, const ox_block_q8_K *y, size_t nb) {
-    float sumf = 0;
-    for (size_t i = 0; i < nb; i++) {
-        const int8_t *q8 = y[i].qs;
-        int32_t bsum = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            int32_t sumi = 0;
-            for (int l = 0; l < 4; l++, q8 += 8) sumi += signed_dot8(iq3_s_word(&x[i], ib, l), x[i].signs[4 * ib + l], q8);
-            bsum += sumi * (int32_t)(2 * ((x[i].scales[ib / 2] >> 4 * (ib % 2)) & 0xf) + 1);
-        }
-        sumf += F16(x[i].d) * y[i].d * bsum;
-    }
-    return sumf;
-}
-
-static int grid1_dot8(uint64_t g, const int8_t *q8) {
-    int s = 0;
-    for (int j = 0; j < 8; j++) s += q8[j] * SLANE(g, j);
-    return s;
-}
-
-static float dot_iq1_s(const ox_block_iq1_s *x, const ox_block_q8_K *y, size_t nb) {
-    float sumf = 0;
-    for (size_t i = 0; i < nb; i++) {
-        const int8_t *q8 = y[i].qs;
-        int sumi = 0, sumi1 = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            unsigned h = x[i].qh[ib];
-            int ls = 2 * ((h >> 12) & 7) + 1, delta = h & 0x8000 ? -1 : 1, lsum = 0;
-            for (int l = 0; l < 4; l++, q8 += 8) lsum += grid1_dot8(ox_iq1s_grid[x[i].qs[4 * ib + l] | ((h >> 3 * l) & 7) << 8], q8);
-            sumi += ls * lsum;
-            sumi1 += ls * delta * (y[i].bsums[2 * ib] + y[i].bsums[2 * ib + 1]);
-        }
-        sumf += F16(x[i].d) * y[i].d * (sumi + IQ1_DELTA * sumi1);
-    }
-    return sumf;
-}
-
-static float dot_iq1_m(const ox_block_iq1_m *x, const ox_block_q8_K *y, size_t nb) {
-    float sumf = 0;
-    for (size_t i = 0; i < nb; i++) {
+        iq1_groups o;
+        iq1_groups_of(t, w + i * bb, &o);
         const int8_t *q8 = y[i].qs;
         int sumi1 = 0, sumi2 = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *qs = x[i].qs + 4 * ib, *qh = x[i].qh + 2 * ib;
-            int sum1[2] = {0, 0}, sum2[2] = {0, 0};
-            for (int l = 0; l < 4; l++, q8 += 8) {
-                int delta = qh[l / 2] & (l % 2 ? 0x80 : 0x08) ? -1 : 1, lsum2 = 0;
-                for (int j = 0; j < 8; j++) lsum2 += q8[j];
-                sum1[l / 2] += grid1_dot8(ox_iq1s_grid[iq1_m_index(qs, qh, l)], q8);
-                sum2[l / 2] += lsum2 * delta;
-            }
-            int ls1 = 2 * iq1_m_scale(&x[i], ib, 0) + 1, ls2 = 2 * iq1_m_scale(&x[i], ib, 1) + 1;
-            sumi1 += sum1[0] * ls1 + sum1[1] * ls2;
-            sumi2 += sum2[0] * ls1 + sum2[1] * ls2;
+        for (int k = 0; k < 32; k++, q8 += 8) {
+            int ls = 2 * o.s[k / 2] + 1, gsum = 0, qsum = 0;
+            for (int j = 0; j < 8; j++) { gsum += q8[j] * SLANE(o.g[k], j); qsum += q8[j]; }
+            sumi1 += ls * gsum;
+            sumi2 += ls * (o.neg[k] ? -qsum : qsum);
         }
-        sumf += F16(ox_iq1_m_d(&x[i])) * y[i].d * (sumi1 + IQ1_DELTA * sumi2);
+        sumf += o.d * y[i].d * (sumi1 + IQ1_DELTA * sumi2);
     }
     return sumf;
 }
@@ -457,13 +370,8 @@ static float dot_tq2_0(const ox_block_tq2_0 *x, const ox_block_q8_K *y, size_t n
 float ox_iq_vec_dot_ref(ox_type t, const void *w, const void *a, size_t n) {
     size_t nb = ox_type_block_elems(t) ? n / ox_type_block_elems(t) : 0;
     switch (t) {
-    case OX_IQ2_XXS: return dot_iq2_xxs(w, a, nb);
-    case OX_IQ2_XS: return dot_iq2_xs(w, a, nb);
-    case OX_IQ2_S: return dot_iq2_s(w, a, nb);
-    case OX_IQ3_XXS: return dot_iq3_xxs(w, a, nb);
-    case OX_IQ3_S: return dot_iq3_s(w, a, nb);
-    case OX_IQ1_S: return dot_iq1_s(w, a, nb);
-    case OX_IQ1_M: return dot_iq1_m(w, a, nb);
+    case OX_IQ2_XXS: case OX_IQ2_XS: case OX_IQ2_S: case OX_IQ3_XXS: case OX_IQ3_S: return dot_sign_grid(t, w, a, nb);
+    case OX_IQ1_S: case OX_IQ1_M: return dot_iq1(t, w, a, nb);
     case OX_IQ4_NL: return dot_iq4_nl(w, a, nb);
     case OX_IQ4_XS: return dot_iq4_xs(w, a, nb);
     case OX_TQ1_0: return dot_tq1_0(w, a, nb);
