@@ -1,17 +1,16 @@
 // llama.cpp's own files as fixtures: F16 models of our generator (`oxinfer
 // synth`) quantized by llama.cpp's `llama-quantize` with the recipes published
 // GGUFs use (Q4_K_M, Q5_K_M, Q6_K per-tensor mixes; IQ4_XS, IQ4_NL, IQ3_XXS,
-// IQ2_XXS, the low-bit ones with an importance matrix from `llama-imatrix` on
-// the same model).  Per file: `oxinfer inspect` loads it and lists the
-// recipe's types; then the same check as tests/node/oracle.test.mjs (llama.cpp
+// IQ2_XXS, the low-bit ones with an importance matrix: see imatrixFor).  Per
+// file: `oxinfer inspect` loads it and lists the recipe's types; then the same check as tests/node/oracle.test.mjs (llama.cpp
 // in wllama as the reference, teacher-forced positions, argmax at every
 // position, max |Δ log p| over llama.cpp's top-20 within 0.15) for the native
 // CLI and the wasm engine.
 //
-// The llama.cpp tools come from the native build of the source shipped in the
-// npm package node-llama-cpp (tools/llamacpp.sh):
-// $LLAMACPP_BIN, default ~/.cache/llamacpp/src/build/bin.  Without
-// llama-quantize the tests skip and say so.  Quantized files are cached under
+// llama-quantize comes from the native build of the llama.cpp source shipped
+// in the npm package node-llama-cpp (`tools/llamacpp.sh llama-quantize`):
+// $LLAMACPP_BIN, default ~/.cache/llamacpp/src/build/bin.  Without it the
+// tests skip and say so.  Quantized files are cached under
 // build/oracle-files/ keyed by the F16 file's hash and the recipe.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +25,6 @@ import { ROOT } from '../../tools/serve.mjs';
 
 const BIN = process.env.LLAMACPP_BIN || path.join(os.homedir(), '.cache', 'llamacpp', 'src', 'build', 'bin');
 const QUANTIZE = path.join(BIN, 'llama-quantize');
-const IMATRIX = path.join(BIN, 'llama-imatrix');
 const CACHE = path.join(ROOT, 'build', 'oracle-files');
 const SKIP = fs.existsSync(QUANTIZE) ? false
   : `llama.cpp's llama-quantize not found in ${BIN}: build it with tools/llamacpp.sh (or set LLAMACPP_BIN)`;
@@ -60,27 +58,32 @@ function run(bin, args) {
   return r.stdout;
 }
 
-// calibration text for llama-imatrix: plain words (the synthetic vocab maps
-// them through its byte tokens), deterministic
-function calibration(file) {
-  const words = ['the', 'model', 'runs', 'in', 'a', 'web', 'page', 'tokens', 'of', 'text', 'and', 'numbers', '42', 'café'];
-  let s = '', x = 12345;
-  for (let i = 0; i < 6000; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    s += words[(x >>> 16) % words.length] + ((x >>> 8) % 11 === 0 ? '.\n' : ' ');
+// An importance matrix for the recipes that need one, written here: per 2-D
+// weight (names and widths from `oxinfer inspect`) one positive weight per
+// input column, deterministic pseudo-random in [0.5, 1.5) (the weights are
+// random too, so no column matters more than another; the point is that the
+// weighted quantizer path runs).  llama.cpp's legacy imatrix layout:
+// i32 n_entries, then per entry i32 name length, name, i32 ncall, i32 nval,
+// f32 values (sums over ncall calls).
+function imatrixFor(f16) {
+  const out = path.join(CACHE, `${sha256File(f16).slice(0, 16)}.imatrix.dat`);
+  if (fs.existsSync(out)) return out;
+  const entries = [...cli(['inspect', f16]).matchAll(/^ {2}(\S+\.weight)\s+\S+\s+\[(\d+), \d+\]/gm)].map((m) => [m[1], +m[2]]);
+  const parts = [i32(entries.length)];
+  let x = 12345;
+  for (const [name, n] of entries) {
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; v[i] = 0.5 + (x >>> 8) / 2 ** 24; }
+    parts.push(i32(Buffer.byteLength(name)), Buffer.from(name), i32(1), i32(n), Buffer.from(v.buffer));
   }
-  fs.writeFileSync(file, s);
-  return file;
+  fs.writeFileSync(out, Buffer.concat(parts));
+  return out;
 }
 
-function imatrixFor(f16) {
-  if (!fs.existsSync(IMATRIX)) throw new Error(`${IMATRIX} not found: tools/llamacpp.sh builds it`);
-  const out = path.join(CACHE, `${sha256File(f16).slice(0, 16)}.imatrix.gguf`);
-  if (!fs.existsSync(out)) {
-    const txt = calibration(path.join(dir, 'calibration.txt'));
-    run(IMATRIX, ['-m', f16, '-f', txt, '-o', out, '-c', '128', '--chunks', '16', '-t', '2', '-ngl', '0']);
-  }
-  return out;
+function i32(v) {
+  const b = Buffer.alloc(4);
+  b.writeInt32LE(v);
+  return b;
 }
 
 function quantize(f16, { recipe, imatrix }) {
