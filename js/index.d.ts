@@ -1,13 +1,15 @@
 // Type declarations for oxinfer-web (js/index.js).
 
-/** Error codes, as in src/base/err.h. */
+/** Error codes: the names of src/base/err.h's OX_E_* (js/abi.js `codes`). */
 export type OxErrorCode =
   | 'IO' | 'FORMAT' | 'TRUNCATED' | 'UNSUPPORTED' | 'MISSING' | 'CONFIG'
   | 'NOMEM' | 'RANGE' | 'ABORTED' | 'STATE';
 
-/** Every failure: `code` says what kind, `message` names the file and the problem.
- *  Aborts are `code: 'ABORTED'` with `name: 'AbortError'`. */
+/** Every failure of the package (main thread, engine worker, host files, chat templates):
+ *  `code` says what kind, `message` names the file and the problem. Aborts are
+ *  `code: 'ABORTED'` with `name: 'AbortError'`. */
 export class OxError extends Error {
+  constructor(code: OxErrorCode, message: string);
   code: OxErrorCode;
 }
 
@@ -57,6 +59,13 @@ export interface LoadOptions {
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
   signal?: AbortSignal;
+  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm)
+   *  are served, as a folder URL (relative: to the page). Default: dist/ beside the package's
+   *  js/, found as `new URL('../dist/...', import.meta.url)`, which bundlers (Vite, webpack 5)
+   *  emit as assets. Another origin must allow CORS (and CORP under COEP). In Node: a file URL. */
+  assetBase?: string | URL;
+  /** The URL of one engine file by name (as Emscripten's locateFile); wins over assetBase. */
+  locateFile?: (name: string) => string | URL;
   /** Host-file table: LRU size for small reads (bytes, default 8 MiB), largest cached read
    *  (default 64 KiB), HTTP read timeout (ms, default 60000). */
   host?: { cacheBytes?: number; cacheMaxRead?: number; timeoutMs?: number };
@@ -102,18 +111,41 @@ export interface GenerateOptions extends SamplingOptions {
   /** Stops generation within one token: the iterator throws an OxError ABORTED at once, the
    *  model stays usable. Leaving a for-await loop early stops it too. */
   signal?: AbortSignal;
+  /** A GBNF grammar the output must follow (docs/grammar.md); stop tokens are allowed only
+   *  where the text is complete. */
+  grammar?: string;
+  /** Speculative decoding: drafts of up to draftTokens (1..16, default 8) from an n-gram match
+   *  in the text so far, verified in one batched forward. The output distribution is
+   *  unchanged (greedy output is identical); off with a grammar or logprobs. */
+  speculative?: boolean | { method?: 'prompt-lookup'; draftTokens?: number };
+  /** Each token's log-probability and this many (0..20) likeliest alternatives in the chunks. */
+  logprobs?: number;
+  /** Caller-made embeddings (a vision/audio encoder's soft tokens): every occurrence of the
+   *  placeholder token in the prompt takes the next row (hidden floats each), with the pad
+   *  token's per-layer embedding. */
+  softTokens?: { token: number | string; embeddings: Float32Array };
 }
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'model';
-  content: string | Array<{ type: 'text'; text: string }>;
+  /** A string, or text parts, which a Jinja template sees as the array itself (as Hugging
+   *  Face's apply_chat_template passes it; a bare string part becomes {type: 'text', text});
+   *  the built-in Gemma 4 format joins their text. */
+  content: string | Array<{ type: 'text'; text: string } | string>;
+  /** Other fields (tool_calls, ...) reach the template as they are. */
+  [field: string]: unknown;
 }
 
 export interface ChatOptions extends GenerateOptions {
   /** Thinking mode: `<|think|>` in the system turn; thought text streams with `thinking: true`. */
   thinking?: boolean;
-  /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format). */
+  /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format).
+   *  Templates render in the engine worker, with bounded work (a hostile one fails FORMAT). */
   template?: string | null;
+  /** Template variables add_generation_prompt (default true), bos_token, eos_token. */
+  addGenerationPrompt?: boolean;
+  bosToken?: string;
+  eosToken?: string;
   tools?: unknown[];
   /** Extra variables for the template. */
   vars?: Record<string, unknown>;
@@ -127,6 +159,9 @@ export interface TokenChunk {
   text: string;
   /** Inside the thought channel (<|channel> ... <channel|>). */
   thinking: boolean;
+  /** With logprobs: log p(token) under the model, and the likeliest alternatives. */
+  logprob?: number;
+  topLogprobs?: Array<{ token: number; text: string; logprob: number }>;
   stats?: undefined;
 }
 
@@ -147,6 +182,9 @@ export interface GenerationStats {
   seed: number;
   /** Tokens now in the KV cache. */
   contextTokens: number;
+  /** With speculative: tokens drafted, and how many of them were kept. */
+  draftedTokens?: number;
+  acceptedTokens?: number;
 }
 
 /** The last item of a generation. */
@@ -218,17 +256,30 @@ export interface Model {
   detokenizer(opts?: { skipSpecial?: boolean }): { push(ids: ArrayLike<number>): Promise<string>; flush(): string };
   /** Logits after the last token (vocab floats), or after every token (n * vocab) with all. */
   logits(tokens: ArrayLike<number>, opts?: { all?: boolean }): Promise<Float32Array>;
-  /** Text (BOS added) or token ids. Reuses the KV cache for the prefix it shares with the
-   *  previous call. */
+  /** Text (tokenized in the worker, BOS added) or token ids. Reuses the KV cache for the
+   *  prefix it shares with the previous call. */
   generate(prompt: string | ArrayLike<number>, opts?: GenerateOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
-  /** Renders the conversation with the chat template and generates the model's turn; only
-   *  the part not already in the KV cache is prefilled. */
+  /** Renders the conversation with the chat template and generates the model's turn, in one
+   *  request to the worker; only the part not already in the KV cache is prefilled. */
   chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
   /** The prompt text chat() would run. */
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
   /** Empty the KV cache. */
   resetChat(): Promise<boolean>;
   stats(): Promise<ModelStats>;
+  /** Embeddings (Float32Array of the hidden size each): the final-normed hidden states pooled
+   *  (mean, last token or first token), unit length unless normalize is false; the checkpoint's
+   *  bidirectional attention where its config asks for it. Run apart from the chat's KV cache. */
+  embed(texts: string | ArrayLike<number> | Array<string | ArrayLike<number>>, opts?: { pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<Float32Array[]>;
+  /** OpenAI's Chat Completions (docs/openai.md): a `chat.completion`, or with `stream: true` an
+   *  async iterable of `chat.completion.chunk` objects. */
+  createChatCompletion(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  createChatCompletion(request: ChatCompletionRequest): Promise<ChatCompletion>;
+  /** OpenAI's embeddings shape: {object: 'list', data: [{embedding, index}], usage}. */
+  createEmbedding(request: { input: string | string[] | number[] | number[][]; model?: string; encoding_format?: 'float' | 'base64'; pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<{ object: 'list'; data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>; model: string; usage: { prompt_tokens: number; total_tokens: number } }>;
+  /** A fetch() serving POST /v1/chat/completions (SSE when streaming), POST /v1/embeddings and
+   *  GET /v1/models from this model: `new OpenAI({ baseURL: 'http://local/v1', apiKey: 'x', fetch: model.fetch })`. */
+  readonly fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
   /** Free the model and end its worker. */
   unload(): Promise<void>;
   dispose(): Promise<void>;
@@ -240,3 +291,63 @@ export function loadModel(sources: ModelSource | ModelSource[], opts?: LoadOptio
 
 /** Which build and thread count loadModel would use here. */
 export function chooseEngine(opts?: Pick<LoadOptions, 'build' | 'threads'>): Promise<{ build: 'mt' | 'st'; threads: number; note: string | null }>;
+
+/** A Chat Completions request (OpenAI's fields; extras are this engine's). */
+export interface ChatCompletionRequest {
+  messages: Array<{ role: 'system' | 'developer' | 'user' | 'assistant' | 'tool'; content?: string | null | Array<{ type: 'text'; text: string }>;
+    tool_calls?: Array<{ id?: string; type?: 'function'; function: { name: string; arguments: string | object } }>; tool_call_id?: string; name?: string; reasoning_content?: string }>;
+  model?: string;
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: object } }>;
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  parallel_tool_calls?: boolean;
+  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean } };
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  stop?: string | string[];
+  seed?: number;
+  n?: 1;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  logit_bias?: Record<string, number>;
+  /** extras */
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  penalty_window?: number;
+  thinking?: boolean;
+  speculative?: GenerateOptions['speculative'];
+  grammar?: string;
+  signal?: AbortSignal;
+}
+
+export interface ChatCompletionMessage {
+  role: 'assistant';
+  content: string | null;
+  reasoning_content?: string;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: [{ index: 0; message: ChatCompletionMessage; logprobs: { content: Array<{ token: string; logprob: number; bytes: number[]; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }> }> } | null; finish_reason: 'stop' | 'length' | 'tool_calls' }];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string; reasoning_content?: string;
+    tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }> }; logprobs: object | null; finish_reason: 'stop' | 'length' | 'tool_calls' | null }>;
+  usage?: ChatCompletion['usage'];
+}

@@ -55,8 +55,8 @@ sanitize() {
 }
 fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
 wasm() { make -f Makefile.emscripten -j2; }
-node_tests() { node --test --test-concurrency=1 tests/node/; }
-browser_tests() { node --test --test-concurrency=1 tests/browser/; }
+node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
+browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }
 
 suite native native
 suite sanitize sanitize
