@@ -143,11 +143,15 @@ def words():
     """Lower-case words the generator can write (letters and apostrophes only)."""
     import re
     r = random.Random(0)
-    text = " ".join(document(r) for _ in range(4000))
+    text = re.sub(r"<[^>]*>", " ", " ".join(document(r) for _ in range(4000)))
     return sorted(set(re.findall(r"[a-z']+", text.lower())))
 
 
 if __name__ == "__main__":
-    for d in corpus(4, 1):
-        print(d)
-    print(len(words()), "words")
+    import json
+    import sys
+    if sys.argv[1:] == ["--words"]:
+        print(json.dumps(words()))
+    else:
+        for d in corpus(4, 1):
+            print(d)
