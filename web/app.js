@@ -122,7 +122,7 @@ function renderCatalog(cachedByUrl = new Map()) {
     sub.className = 'card-sub';
     const rec = cachedByUrl.get(url);
     const have = rec ? (rec.complete ? ' · downloaded' : ` · ${Math.floor((100 * rec.bytes) / (rec.size || 1))}% downloaded`) : '';
-    sub.textContent = `${e.publisher} · ${e.offline ? '' : '≈'}${fmtBytes(e.size)}${e.offline ? ' · offline' : ''}${have}`;
+    sub.textContent = `${e.publisher} · ${e.offline ? `${fmtBytes(e.size)} · offline` : `≈${(e.size / 1e9).toFixed(1)} GB`}${have}`;
     sub.title = e.note ?? `${e.repo}/${e.file}`;
     const badge = document.createElement('span');
     badge.className = `fit ${fit}`;
@@ -170,7 +170,8 @@ engineReady.then(refreshCached);
 // ---------- loading ----------
 function setProgress(p) {
   ui.progress.hidden = false;
-  const { phase = 'load', bytes = 0, total = 0, rate = 0, eta = 0 } = p;
+  const { phase = 'load', total = 0, rate = 0, eta = 0 } = p;
+  const bytes = p.bytes ?? p.loaded ?? 0;  // download events count bytes, load events `loaded`
   const pct = total > 0 ? Math.min(100, (100 * bytes) / total) : 0;
   ui.progressFill.style.width = `${pct.toFixed(1)}%`;
   const parts = [total > 0 ? `${fmtBytes(bytes)} / ${fmtBytes(total)} · ${pct.toFixed(0)}%` : fmtBytes(bytes)];
@@ -255,7 +256,7 @@ function modelMeta(model) {
 
 function showModelInfo(model, sources, secs) {
   const m = modelMeta(model);
-  const demo = state.modelEntry?.offline || /^oxinfer-demo/.test(m.name);
+  const demo = state.modelEntry?.offline || /^oxinfer-trained/.test(m.name);  // synth names trained models so
   ui.noticeRandom.hidden = !m.synthetic || demo;
   ui.noticeDemo.hidden = !demo;
   ui.badgeModel.textContent = describeSources(sources);

@@ -16,7 +16,7 @@ const GB = 1e9;
 export const DEMO_MODEL = {
   id: 'demo', title: 'oxinfer demo model', publisher: 'trained by this project', quant: 'F32',
   size: 4.7e6, ple: 0, url: 'models/oxinfer-demo.gguf', offline: true,
-  note: 'A 1 M-parameter Gemma 4 trained on simple made-up English: short stories, colours, animals, small sums.',
+  note: 'A 1.2 M-parameter Gemma 4 trained on simple made-up English: short stories, colours, animals, small sums.',
 };
 
 /** @type {CatalogEntry[]} */

@@ -667,7 +667,7 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
     rc |= ox_gguf_w_str(w, "general.architecture", "gemma4");
     rc |= ox_gguf_w_str(w, "general.type", "model");
     char name[96];
-    snprintf(name, sizeof name, "synthetic-gemma4-%dL-%d", L, s->hidden);
+    snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : "synthetic", L, s->hidden);
     rc |= ox_gguf_w_str(w, "general.name", name);
     rc |= ox_gguf_w_u32(w, "general.file_type", file_type_of(s->type));
     rc |= ox_gguf_w_u32(w, "general.quantization_version", 2);

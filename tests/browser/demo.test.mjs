@@ -210,6 +210,7 @@ test('without COOP/COEP the page says so and still answers on one thread', { tim
   const page = await openDemo(plain);
   assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
   assert.equal(await page.isVisible('#notice-isolation'), true, 'single-thread notice visible');
+  await page.click('#more-sources summary');  // the file and URL inputs are under this disclosure
   await page.fill('#url-input', `${plain.url}/models/demo.gguf`);
   await page.click('#url-form button[type=submit]');
   await waitModel(page);
@@ -312,6 +313,7 @@ test('settings, system prompt, thinking and history reach the engine; New chat f
 
 test('load errors are shown in the page', { timeout: TIMEOUT }, async () => {
   const page = await openDemo(iso);
+  await page.click('#more-sources summary');  // the file and URL inputs are under this disclosure
   await page.fill('#url-input', `${iso.url}/models/missing.gguf`);
   await page.click('#url-form button[type=submit]');
   await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
