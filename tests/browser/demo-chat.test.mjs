@@ -114,6 +114,21 @@ test('a file the hub does not have: the error says so in plain words', { timeout
   await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
   assert.match(await page.textContent('#error-title'), /not found/i);
   assert.match(await page.textContent('#error-text'), /404|not found/i, 'the engine message stays for the details');
+  // the other explanations, for the engine's error kinds
+  const titles = await page.evaluate(async () => {
+    const { explain } = await import('/errors.js');
+    const err = (code, message) => Object.assign(new Error(message), { code });
+    return [
+      explain(err('NOMEM', 'out of memory: 2147483648 bytes for tensor blk.0.ffn_up.weight')).title,
+      explain(err('UNSUPPORTED', 'model.gguf: tensor blk.0.attn_q.weight: unsupported type 23 (IQ2_XXS)')).title,
+      explain(new TypeError('Failed to fetch')).title,
+      explain(new DOMException('The quota has been exceeded.', 'QuotaExceededError')).title,
+    ];
+  });
+  assert.match(titles[0], /memory/);
+  assert.match(titles[1], /quantization type/);
+  assert.match(titles[2], /network|CORS/);
+  assert.match(titles[3], /no room/);
   await page.close();
 });
 
