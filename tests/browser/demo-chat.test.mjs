@@ -230,3 +230,23 @@ test('regenerate, edit the last message, and the chat survives a reload', { time
   assert.deepEqual(page.errors, []);
   await context.close();
 });
+
+test('the default offline entry: the trained demo model answers, with its thought collapsed', { timeout: 2 * TIMEOUT }, async () => {
+  const page = await openDemo();
+  await page.locator('.card[data-id="demo"] button.get').click();
+  await waitModel(page);
+  assert.equal(await page.isVisible('#notice-demo'), true, 'the page says what the demo model can do');
+  assert.equal(await page.isVisible('#notice-random'), false, 'trained weights are not flagged as random');
+  await page.click('#settings summary');
+  await page.check('#thinking');
+  await page.fill('#temperature', '0');
+  const r = await send(page, 'What does a duck say?');
+  assert.equal(r.raw, 'A duck says quack.');
+  const think = await page.evaluate(() => {
+    const d = document.querySelector('.msg.assistant details.thinking');
+    return { hidden: d.hidden, open: d.open, text: d.querySelector('.think-body').textContent };
+  });
+  assert.deepEqual(think, { hidden: false, open: false, text: 'The user asks a simple question. I will answer it in one line.' });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
