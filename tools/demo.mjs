@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// `npm run demo`: build what the page needs, make a small random-weight demo
-// model when none is given, serve web/ with COOP/COEP and print the URLs.
+// `npm run demo`: build what the page needs, serve web/ with COOP/COEP and print the URLs.
 //
 //   npm run demo [-- --model FILE]... [--port 8080] [--no-isolation] [--no-build]
-//                [--preset tiny] [--type q8_0]
+//                [--random [--preset tiny] [--type q8_0]]
 //
-// Build: `make -f Makefile.emscripten` (incremental) for dist/, and the native
-// CLI (cmake, build/) for `oxinfer synth`.  The demo model goes to
-// $XDG_CACHE_HOME/oxinfer-web/ (default ~/.cache/oxinfer-web/), outside the repo.
+// Build: `make -f Makefile.emscripten` (incremental) for dist/. The page offers the project's
+// trained demo model (web/models/oxinfer-demo.gguf, see docs/demo.md) and a catalog of
+// Gemma 4 GGUFs on Hugging Face. --random also serves a random-weight model from
+// `oxinfer synth` (native CLI, cmake build/), written to $XDG_CACHE_HOME/oxinfer-web/
+// (default ~/.cache/oxinfer-web/), outside the repo.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +16,7 @@ import path from 'node:path';
 import { startServer, modelFiles, ROOT } from './serve.mjs';
 
 function parseArgs(argv) {
-  const a = { models: [], port: 8080, isolate: true, build: true, preset: 'tiny', type: 'q8_0' };
+  const a = { models: [], port: 8080, isolate: true, build: true, random: false, preset: 'tiny', type: 'q8_0' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = () => { if (i + 1 >= argv.length) throw new Error(`${k} needs a value`); return argv[++i]; };
@@ -23,10 +24,11 @@ function parseArgs(argv) {
     else if (k === '--port') a.port = Number(v());
     else if (k === '--no-isolation') a.isolate = false;
     else if (k === '--no-build') a.build = false;
+    else if (k === '--random') a.random = true;
     else if (k === '--preset') a.preset = v();
     else if (k === '--type') a.type = v();
     else if (k === '-h' || k === '--help') {
-      console.log('usage: npm run demo [-- --model FILE]... [--port N] [--no-isolation] [--no-build] [--preset tiny] [--type q8_0]');
+      console.log('usage: npm run demo [-- --model FILE]... [--port N] [--no-isolation] [--no-build] [--random [--preset tiny] [--type q8_0]]');
       process.exit(0);
     } else throw new Error(`demo: unknown option ${k} (see --help)`);
   }
@@ -73,7 +75,7 @@ async function main() {
   const a = parseArgs(process.argv.slice(2));
   if (a.build) buildWasm();
   if (!fs.existsSync(path.join(ROOT, 'dist'))) throw new Error('demo: dist/ is missing (run without --no-build)');
-  if (!a.models.length) {
+  if (a.random) {
     const cli = a.build ? buildNative() : path.join(ROOT, 'build', 'oxinfer');
     if (!fs.existsSync(cli)) throw new Error(`demo: ${cli} is missing (run without --no-build, or pass --model FILE)`);
     a.models.push(demoModel(a, cli));
@@ -81,6 +83,7 @@ async function main() {
   const files = modelFiles(a.models);
   const server = await startServer({ files, isolate: a.isolate, port: a.port });
   const urls = Object.keys(files);
+  if (!urls.length) urls.push('/models/oxinfer-demo.gguf');
   console.log(`\noxinfer-web demo: ${server.url}/  (${a.isolate ? 'cross-origin isolated: multi-threaded' : 'no COOP/COEP: single-threaded'})`);
   console.log(`with the model preloaded: ${server.url}/?${urls.map((u) => `model=${encodeURIComponent(u)}`).join('&')}`);
   for (const [u, f] of Object.entries(files)) console.log(`  ${u} = ${f}${f.startsWith(cacheDir()) ? ' (random weights)' : ''}`);

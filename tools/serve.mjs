@@ -7,8 +7,8 @@
 //
 //   node tools/serve.mjs [--port 8080] [--no-isolation] [--model FILE]...
 //
-// Serves web/ at /, js/ at /js/, dist/ at /dist/, @huggingface/jinja at
-// /node_modules/@huggingface/jinja/, and each --model FILE at /models/NAME.
+// Serves web/ at /, js/ at /js/, dist/ at /dist/, @huggingface/jinja, marked and dompurify
+// under /node_modules/, and each --model FILE at /models/NAME.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +29,9 @@ export function demoMounts(root = ROOT) {
     '/js/': path.join(root, 'js'),
     '/dist/': path.join(root, 'dist'),
     '/node_modules/@huggingface/jinja/': path.join(root, 'node_modules/@huggingface/jinja'),
+    // the page's markdown renderer and sanitizer (web/markdown.js)
+    '/node_modules/marked/lib/': path.join(root, 'node_modules/marked/lib'),
+    '/node_modules/dompurify/dist/': path.join(root, 'node_modules/dompurify/dist'),
     '/': path.join(root, 'web'),
   };
 }

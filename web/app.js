@@ -1,42 +1,47 @@
 // The chat demo: plain ES modules, no build step.  Talks to the engine only
 // through the package's public API (js/index.js, mapped to "oxinfer-web" by the
 // import map in index.html).
+import { CATALOG, entryUrl, fitOf, fmtBytes, fmtDuration, HF_BASE } from './catalog.js';
+import { explain } from './errors.js';
+import { deleteChat, getChat, listChats, newChatId, saveChat } from './history.js';
+import { renderMarkdown } from './markdown.js';
+import { hasCache, loadUrl } from './source.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   badgeThreads: $('badge-threads'), badgeModel: $('badge-model'),
-  noticeIsolation: $('notice-isolation'), noticeRandom: $('notice-random'),
-  error: $('error'), errorText: $('error-text'), errorClose: $('error-close'),
+  noticeIsolation: $('notice-isolation'), noticeRandom: $('notice-random'), noticeDemo: $('notice-demo'),
+  error: $('error'), errorTitle: $('error-title'), errorText: $('error-text'), errorClose: $('error-close'),
+  catalog: $('catalog'), cached: $('cached'), cachedList: $('cached-list'),
   drop: $('drop'), fileInput: $('file-input'), urlForm: $('url-form'), urlInput: $('url-input'),
   progress: $('progress'), progressFill: $('progress-fill'), progressText: $('progress-text'), loadCancel: $('load-cancel'),
   modelInfo: $('model-info'),
   systemPrompt: $('system-prompt'), thinking: $('thinking'), temperature: $('temperature'), topK: $('top-k'),
   topP: $('top-p'), minP: $('min-p'), maxTokens: $('max-tokens'), seed: $('seed'), threads: $('threads'),
+  chatList: $('chat-list'),
   messages: $('messages'), emptyHint: $('empty-hint'),
   statTps: $('stat-tps'), statTokens: $('stat-tokens'), statMem: $('stat-mem'), statHost: $('stat-host'),
   composer: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), newChat: $('new-chat'),
 };
 
+const params = new URLSearchParams(location.search);
+// ?hf=ORIGIN: a Hugging Face mirror (or the tests' stand-in) for the catalog's downloads
+const hfBase = params.get('hf') || HF_BASE;
+
 const state = {
   model: null,         // the loaded model (package API object)
-  loading: null,       // AbortController of a load in progress
+  modelEntry: null,    // the catalog entry it came from, if any
+  loading: null,       // AbortController of a load (or background download) in progress
   generating: null,    // AbortController of a reply in progress
-  history: [],         // [{ role, content }]
+  history: [],         // [{ role, content, thinking?, meta? }]
+  chatId: null,
 };
-
-// ---------- formatting ----------
-function fmtBytes(n) {
-  if (!Number.isFinite(n)) return '–';
-  const u = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  while (n >= 1000 && i < u.length - 1) { n /= 1000; i++; }
-  return `${n.toFixed(i === 0 ? 0 : n < 10 ? 2 : n < 100 ? 1 : 0)} ${u[i]}`;
-}
 
 // ---------- errors ----------
 function showError(e) {
-  const msg = e && e.message ? e.message : String(e);
-  ui.errorText.textContent = msg;
+  const { title, detail } = explain(e);
+  ui.errorTitle.textContent = title;
+  ui.errorText.textContent = ` ${detail}`;
   ui.error.hidden = false;
   console.error('[demo]', e);
 }
@@ -97,21 +102,91 @@ function samplingOptions() {
   };
 }
 
+// ---------- catalog ----------
+function renderCatalog(cachedByUrl = new Map()) {
+  ui.catalog.replaceChildren();
+  for (const e of CATALOG) {
+    const url = entryUrl(e, { hfBase });
+    const { fit, why } = fitOf(e);
+    const card = document.createElement('div');
+    card.className = `card${e.offline ? ' default' : ''}`;
+    card.dataset.id = e.id;
+    const head = document.createElement('div');
+    head.className = 'card-title';
+    head.textContent = e.title;
+    const q = document.createElement('span');
+    q.className = 'quant';
+    q.textContent = e.quant;
+    head.append(' ', q);
+    const sub = document.createElement('div');
+    sub.className = 'card-sub';
+    const rec = cachedByUrl.get(url);
+    const have = rec ? (rec.complete ? ' · downloaded' : ` · ${Math.floor((100 * rec.bytes) / (rec.size || 1))}% downloaded`) : '';
+    sub.textContent = `${e.publisher} · ${e.offline ? `${fmtBytes(e.size)} · offline` : `≈${(e.size / 1e9).toFixed(1)} GB`}${have}`;
+    sub.title = e.note ?? `${e.repo}/${e.file}`;
+    const badge = document.createElement('span');
+    badge.className = `fit ${fit}`;
+    badge.textContent = { yes: 'fits', tight: 'may not fit', no: 'too large' }[fit];
+    badge.title = why;
+    const go = document.createElement('button');
+    go.type = 'button';
+    go.className = 'get small';
+    go.textContent = e.offline || rec?.complete ? 'Chat' : 'Download & chat';
+    go.addEventListener('click', () => load([url], { entry: e, cache: !e.offline }));
+    const row = document.createElement('div');
+    row.className = 'card-row';
+    row.append(badge, go);
+    card.append(head, sub, row);
+    ui.catalog.append(card);
+  }
+}
+
+async function refreshCached() {
+  if (!hasCache(ox)) { renderCatalog(); return; }
+  let list = [];
+  try { list = await ox.listCachedModels(); } catch (e) { console.warn('[demo] listCachedModels', e); }
+  renderCatalog(new Map(list.map((r) => [r.url, r])));
+  ui.cached.hidden = list.length === 0;
+  ui.cachedList.replaceChildren(...list.map((r) => {
+    const li = document.createElement('li');
+    const name = document.createElement('span');
+    name.textContent = `${decodeURIComponent(r.url.split('/').pop())} · ${fmtBytes(r.complete ? r.size : r.bytes)}${r.complete ? '' : ` of ${fmtBytes(r.size)}`}`;
+    name.title = r.url;
+    const del = document.createElement('button');
+    del.type = 'button';
+    del.className = 'small secondary';
+    del.textContent = 'Delete';
+    del.addEventListener('click', async () => {
+      try { await ox.deleteCachedModel(r.url); } catch (e) { showError(e); }
+      refreshCached();
+    });
+    li.append(name, del);
+    return li;
+  }));
+}
+renderCatalog();
+engineReady.then(refreshCached);
+
 // ---------- loading ----------
-function setProgress(done, total) {
+function setProgress(p) {
   ui.progress.hidden = false;
-  const pct = total > 0 ? Math.min(100, (100 * done) / total) : 0;
+  const { phase = 'load', total = 0, rate = 0, eta = 0 } = p;
+  const bytes = p.bytes ?? p.loaded ?? 0;  // download events count bytes, load events `loaded`
+  const pct = total > 0 ? Math.min(100, (100 * bytes) / total) : 0;
   ui.progressFill.style.width = `${pct.toFixed(1)}%`;
-  ui.progressText.textContent = total > 0
-    ? `${fmtBytes(done)} / ${fmtBytes(total)} · ${pct.toFixed(0)}%`
-    : `${fmtBytes(done)}`;
+  const parts = [total > 0 ? `${fmtBytes(bytes)} / ${fmtBytes(total)} · ${pct.toFixed(0)}%` : fmtBytes(bytes)];
+  if (phase === 'download' && rate > 0) parts.push(`${fmtBytes(rate)}/s`);
+  if (phase === 'download' && bytes < total && Number.isFinite(eta)) parts.push(`${fmtDuration(eta)} left`);
+  const what = phase === 'download' ? (state.model ? 'Downloading in the background' : 'Downloading') : 'Loading';
+  ui.progressText.textContent = `${what} ${parts.join(' · ')}`;
 }
 
 function describeSources(sources) {
   return sources.map((s) => (typeof s === 'string' ? decodeURIComponent(s.split('/').pop() || s) : s.name)).join(', ');
 }
 
-async function load(sources) {
+// sources: Files or URLs. entry: the catalog entry; cache: download through the model cache.
+async function load(sources, { entry = null, cache = false } = {}) {
   if (!sources.length) return;
   if (state.generating) state.generating.abort();
   if (state.loading) state.loading.abort();
@@ -121,27 +196,36 @@ async function load(sources) {
   setComposerEnabled(false);
   ui.badgeModel.textContent = `loading ${describeSources(sources)}…`;
   ui.badgeModel.className = 'badge muted';
-  setProgress(0, 0);
+  setProgress({ bytes: 0, total: 0 });
+  let background = false;
   try {
     const threads = isolated ? Math.round(num(ui.threads, 1, 64, 'Threads')) : 1;
     await engineReady;
     if (!ox) throw new Error('The engine failed to load (see above); reload the page after building it.');
-    if (state.model) { const old = state.model; state.model = null; await old.dispose?.(); }
+    if (state.model) { const old = state.model; state.model = null; await old.unload?.(); }
     const t0 = performance.now();
-    const model = await ox.loadModel(sources, {
-      threads,
-      signal: ctl.signal,
-      onProgress: (p) => { if (state.loading === ctl) setProgress(p.loaded, p.total); },
-    });
-    if (ctl.signal.aborted) { await model.dispose?.(); return; }
+    const opts = { threads, signal: ctl.signal, onProgress: (p) => { if (state.loading === ctl) setProgress(p); } };
+    const model = cache && sources.length === 1 && typeof sources[0] === 'string'
+      ? await loadUrl(ox, sources[0], opts)
+      : await ox.loadModel(sources, opts);
+    if (ctl.signal.aborted) { await model.unload?.(); return; }
     state.model = model;
+    state.modelEntry = entry;
     window.oxinfer.model = model;
     const secs = (performance.now() - t0) / 1000;
     showModelInfo(model, sources, secs);
     showThreadBadge(model.threads);
     setComposerEnabled(true);
+    refreshTools();
     updateStats();
     ui.prompt.focus();
+    // the cache may still be downloading (the engine reads what is missing from the network)
+    if (model.download && typeof model.download.then === 'function') {
+      background = true;
+      model.download.then(
+        () => { if (state.loading === ctl) { state.loading = null; ui.progress.hidden = true; } refreshCached(); },
+        (e) => { if (state.loading === ctl) { state.loading = null; ui.progress.hidden = true; } if (!ctl.signal.aborted) showError(e); refreshCached(); });
+    }
   } catch (e) {
     if (ctl.signal.aborted) {
       if (state.loading === ctl) ui.badgeModel.textContent = 'load cancelled';
@@ -150,10 +234,11 @@ async function load(sources) {
     ui.badgeModel.textContent = 'no model';
     showError(e);
   } finally {
-    if (state.loading === ctl) {
+    if (state.loading === ctl && !background) {
       state.loading = null;
       ui.progress.hidden = true;
     }
+    if (cache) refreshCached();
   }
 }
 ui.loadCancel.addEventListener('click', () => state.loading?.abort());
@@ -162,7 +247,7 @@ function modelMeta(model) {
   const info = model.info ?? {};
   return {
     name: info.name || 'model',
-    // oxinfer synth names its models "synthetic-gemma4-..."
+    // oxinfer synth names its random-weight models "synthetic-gemma4-..."
     synthetic: info.synthetic ?? /^synthetic/i.test(info.name || ''),
     layers: info.layers, hidden: info.hidden, vocab: info.vocab, context: info.contextSize,
     quant: info.quant && info.quant !== 'stored' ? info.quant : null,
@@ -171,7 +256,9 @@ function modelMeta(model) {
 
 function showModelInfo(model, sources, secs) {
   const m = modelMeta(model);
-  ui.noticeRandom.hidden = !m.synthetic;
+  const demo = state.modelEntry?.offline || /^oxinfer-trained/.test(m.name);  // synth names trained models so
+  ui.noticeRandom.hidden = !m.synthetic || demo;
+  ui.noticeDemo.hidden = !demo;
   ui.badgeModel.textContent = describeSources(sources);
   ui.badgeModel.className = 'badge';
   const parts = [`<b>${escapeHtml(m.name)}</b>`, escapeHtml(describeSources(sources))];
@@ -182,7 +269,7 @@ function showModelInfo(model, sources, secs) {
   if (m.context) dims.push(`context ${m.context}`);
   if (m.quant) dims.push(String(m.quant));
   if (dims.length) parts.push(escapeHtml(dims.join(' · ')));
-  parts.push(`loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic ? ' · <b>random weights</b>' : ''}`);
+  parts.push(`loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic && !demo ? ' · <b>random weights</b>' : ''}`);
   if (model.engineNote) parts.push(escapeHtml(model.engineNote));
   ui.modelInfo.innerHTML = parts.join('<br>');
   ui.modelInfo.hidden = false;
@@ -216,36 +303,90 @@ ui.urlForm.addEventListener('submit', (e) => {
   e.preventDefault();
   const urls = ui.urlInput.value.trim().split(/\s+/).filter(Boolean);
   if (!urls.length) { showError(new Error('Enter the URL of a model file')); return; }
-  load(urls.map((u) => new URL(u, location.href).href));
+  const abs = urls.map((u) => new URL(u, location.href).href);
+  load(abs, { cache: abs.length === 1 });
 });
 
-// ---------- chat ----------
+// ---------- messages ----------
 function setComposerEnabled(on) {
   ui.prompt.disabled = !on;
   ui.send.disabled = !on;
 }
 
-function addMessage(role, text = '') {
+function tool(label, cls, onClick) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = `small secondary ${cls}`;
+  b.textContent = label;
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+// A message bubble. Assistant bubbles: a collapsed <details> for the thought, the markdown
+// body, a meta line, and Regenerate (shown on the last reply only, see refreshTools).
+function addMessage(role, text = '', { thinking = '', meta = '' } = {}) {
   ui.emptyHint.hidden = true;
   const div = document.createElement('div');
   div.className = `msg ${role}`;
   div.dataset.role = role;
+  const tools = document.createElement('div');
+  tools.className = 'tools';
   if (role === 'assistant') {
-    const think = document.createElement('span');
+    const think = document.createElement('details');
     think.className = 'thinking';
-    think.hidden = true;
-    const body = document.createElement('span');
-    body.className = 'body';
-    const meta = document.createElement('span');
-    meta.className = 'meta';
-    meta.hidden = true;
-    div.append(think, body, meta);
+    think.hidden = !thinking;
+    const sum = document.createElement('summary');
+    sum.textContent = 'Thought';
+    const tb = document.createElement('div');
+    tb.className = 'think-body';
+    tb.textContent = thinking;
+    think.append(sum, tb);
+    const body = document.createElement('div');
+    body.className = 'body md';
+    renderMarkdown(body, text);
+    div.dataset.raw = text;
+    const m = document.createElement('span');
+    m.className = 'meta';
+    m.hidden = !meta;
+    m.textContent = meta;
+    tools.append(tool('Regenerate', 'regen', regenerate));
+    div.append(think, body, m, tools);
   } else {
-    div.textContent = text;
+    const body = document.createElement('div');
+    body.className = 'text';
+    body.textContent = text;
+    tools.append(tool('Edit', 'edit', () => editMessage(div)));
+    div.append(body, tools);
   }
   ui.messages.append(div);
   ui.messages.scrollTop = ui.messages.scrollHeight;
+  refreshTools();
   return div;
+}
+
+// Regenerate on the last reply, Edit on the last question; none while a reply streams.
+function refreshTools() {
+  const msgs = [...ui.messages.querySelectorAll('.msg')];
+  const lastA = msgs.findLast((m) => m.dataset.role === 'assistant');
+  const lastU = msgs.findLast((m) => m.dataset.role === 'user');
+  for (const m of msgs) {
+    const t = m.querySelector('.tools');
+    if (t) t.hidden = !!state.generating || !state.model || (m !== lastA && m !== lastU) || m.classList.contains('editing');
+    const regen = m.querySelector('.regen');
+    if (regen) regen.hidden = m !== lastA || msgs[msgs.length - 1] !== lastA;
+    const edit = m.querySelector('.edit');
+    if (edit) edit.hidden = m !== lastU;
+  }
+}
+
+function clearMessages() {
+  for (const m of [...ui.messages.querySelectorAll('.msg')]) m.remove();
+  ui.emptyHint.hidden = false;
+}
+
+function renderHistory() {
+  clearMessages();
+  for (const m of state.history) addMessage(m.role === 'user' ? 'user' : 'assistant', m.content, m);
 }
 
 // one streamed piece -> { text, thinking }
@@ -270,25 +411,88 @@ function showStats(st) {
   ui.statHost.textContent = fmtBytes(host);
 }
 
+// ---------- history (IndexedDB) ----------
+async function persist() {
+  if (!state.chatId) state.chatId = newChatId();
+  try {
+    localStorage.setItem('oxinfer-demo-chat', state.chatId);
+    await saveChat({ id: state.chatId, messages: state.history });
+  } catch (e) { console.warn('[demo] could not save the chat', e); }
+  refreshChatList();
+}
+
+async function refreshChatList() {
+  let chats = [];
+  try { chats = await listChats(); } catch { return; }
+  ui.chatList.replaceChildren(...chats.map((c) => {
+    const li = document.createElement('li');
+    if (c.id === state.chatId) li.className = 'current';
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'small secondary open';
+    open.textContent = c.title;
+    open.title = new Date(c.updated).toLocaleString();
+    open.addEventListener('click', () => openChat(c.id));
+    const del = tool('×', 'del', async () => {
+      await deleteChat(c.id);
+      if (c.id === state.chatId) startNewChat();
+      refreshChatList();
+    });
+    del.setAttribute('aria-label', `Delete chat ${c.title}`);
+    li.append(open, del);
+    return li;
+  }));
+}
+
+async function openChat(id) {
+  if (state.generating) return;
+  const c = await getChat(id).catch(() => null);
+  if (!c) return;
+  state.chatId = c.id;
+  state.history = c.messages ?? [];
+  try { localStorage.setItem('oxinfer-demo-chat', c.id); } catch {}
+  renderHistory();
+  refreshChatList();
+}
+
+function startNewChat() {
+  state.generating?.abort();
+  state.history = [];
+  state.chatId = newChatId();
+  try { localStorage.setItem('oxinfer-demo-chat', state.chatId); } catch {}
+  clearMessages();
+  updateStats(NaN, 0);
+  state.model?.resetChat?.();
+}
+
+// ---------- chat ----------
 async function send(text) {
   if (!state.model || state.generating) return;
   let opts;
   try { opts = samplingOptions(); } catch (e) { showError(e); return; }
+  state.history.push({ role: 'user', content: text });
+  addMessage('user', text);
+  await reply(opts);
+}
+
+// Generate the model's turn for the history as it stands (ending with a user message).
+async function reply(opts) {
   ui.error.hidden = true;
   const history = state.history;  // New chat swaps in a new array
-  history.push({ role: 'user', content: text });
-  addMessage('user', text);
+  const ctl = new AbortController();
+  state.generating = ctl;
   const div = addMessage('assistant');
   div.classList.add('streaming');
   const body = div.querySelector('.body'), think = div.querySelector('.thinking'), meta = div.querySelector('.meta');
-  const ctl = new AbortController();
-  state.generating = ctl;
+  const thinkBody = think.querySelector('.think-body');
   ui.send.hidden = true; ui.stop.hidden = false;
   const messages = [];
   const sys = ui.systemPrompt.value.trim();
   if (sys) messages.push({ role: 'system', content: sys });
-  messages.push(...history);
-  let answer = '', n = 0, t0 = 0, stopped = false, final = null;
+  messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
+  let answer = '', thought = '', n = 0, t0 = 0, stopped = false, final = null, failed = false, frame = 0;
+  // markdown is re-rendered at most once per frame while the reply streams
+  const paint = () => { frame = 0; renderMarkdown(body, answer); div.dataset.raw = answer; };
   const tick = setInterval(() => updateStats(n > 1 ? (n - 1) / ((performance.now() - t0) / 1000) : undefined, n), 500);
   try {
     for await (const c of state.model.chat(messages, { ...opts, signal: ctl.signal })) {
@@ -300,23 +504,32 @@ async function send(text) {
       const { text: piece, thinking } = chunkText(c);
       if (!piece) continue;
       const atBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
-      if (thinking) { think.hidden = false; think.textContent += piece; }
-      else { answer += piece; body.textContent = answer; }
+      if (thinking) {
+        thought += piece;
+        think.hidden = false;
+        thinkBody.textContent = thought.replace(/^thought\n/, '');
+      } else {
+        answer += piece;
+        if (!frame) frame = requestAnimationFrame(paint);
+      }
       if (atBottom) ui.messages.scrollTop = ui.messages.scrollHeight;
     }
     if (ctl.signal.aborted) stopped = true;
   } catch (e) {
     if (ctl.signal.aborted || e?.name === 'AbortError') stopped = true;
     else {
+      failed = true;
       const err = document.createElement('span');
       err.className = 'meta';
-      err.textContent = `error: ${e.message || e}`;
+      err.textContent = `error: ${explain(e).title} (${e.message || e})`;
       div.classList.add('error');
       div.append(err);
       showError(e);
     }
   } finally {
     clearInterval(tick);
+    if (frame) cancelAnimationFrame(frame);
+    paint();
     div.classList.remove('streaming');
     const secs = t0 ? (performance.now() - t0) / 1000 : 0;
     const tps = final?.decodeTokPerSec ?? (n > 1 && secs > 0 ? (n - 1) / secs : NaN);
@@ -330,12 +543,53 @@ async function send(text) {
     else if (final?.reason === 'length') bits.push('max tokens reached');
     else if (final?.reason === 'context') bits.push('context full');
     meta.textContent = bits.join(' · ');
-    history.push({ role: 'assistant', content: answer });
+    if (!failed) history.push({ role: 'assistant', content: answer, thinking: thought.replace(/^thought\n/, ''), meta: meta.textContent });
     state.generating = null;
     ui.stop.hidden = true; ui.send.hidden = false;
     setComposerEnabled(!!state.model);
     div.dataset.done = stopped ? 'stopped' : 'done';
+    refreshTools();
+    if (history === state.history) persist();
   }
+}
+
+// Regenerate: drop the last reply and answer the same question again.
+async function regenerate() {
+  if (!state.model || state.generating || state.history.at(-1)?.role !== 'assistant') return;
+  let opts;
+  try { opts = samplingOptions(); } catch (e) { showError(e); return; }
+  state.history.pop();
+  ui.messages.querySelectorAll('.msg.assistant').item(ui.messages.querySelectorAll('.msg.assistant').length - 1)?.remove();
+  await reply(opts);
+}
+
+// Edit the last question in place; saving drops it (and its reply) and sends the new text.
+function editMessage(div) {
+  if (state.generating) return;
+  const old = div.querySelector('.text').textContent;
+  div.classList.add('editing');
+  const box = document.createElement('textarea');
+  box.className = 'edit-box';
+  box.value = old;
+  box.rows = Math.min(8, old.split('\n').length + 1);
+  const save = tool('Save & send', 'save', () => {
+    const text = box.value.trim();
+    if (!text) return;
+    const i = state.history.findLastIndex((m) => m.role === 'user');
+    state.history.splice(i);
+    let m = div;
+    while (m) { const next = m.nextElementSibling; m.remove(); m = next; }
+    send(text);
+  });
+  save.classList.remove('secondary');
+  const cancel = tool('Cancel', 'cancel', () => { div.classList.remove('editing'); bar.remove(); box.remove(); div.querySelector('.text').hidden = false; refreshTools(); });
+  const bar = document.createElement('div');
+  bar.className = 'edit-bar';
+  bar.append(save, cancel);
+  div.querySelector('.text').hidden = true;
+  div.prepend(box, bar);
+  refreshTools();
+  box.focus();
 }
 
 ui.composer.addEventListener('submit', (e) => {
@@ -353,19 +607,24 @@ ui.prompt.addEventListener('keydown', (e) => {
 });
 ui.stop.addEventListener('click', () => state.generating?.abort());
 ui.newChat.addEventListener('click', () => {
-  state.generating?.abort();
-  state.history = [];
-  for (const m of [...ui.messages.querySelectorAll('.msg')]) m.remove();
-  ui.emptyHint.hidden = false;
-  updateStats(NaN, 0);
-  state.model?.resetChat?.();
+  startNewChat();
+  refreshChatList();
   ui.prompt.focus();
 });
 
-// ---------- test hook and ?model= preload ----------
+// ---------- test hook, restored chat, and ?model= preload ----------
 window.oxinfer = { api: null, model: null, load, send, state, engineReady };
 
-const pre = new URLSearchParams(location.search).getAll('model');
+const restored = (async () => {
+  let id = null;
+  try { id = localStorage.getItem('oxinfer-demo-chat'); } catch {}
+  if (id) await openChat(id);
+  if (!state.chatId) state.chatId = newChatId();
+  refreshChatList();
+})();
+window.oxinfer.restored = restored;
+
+const pre = params.getAll('model');
 if (pre.length) {
   ui.urlInput.value = pre.join(' ');
   load(pre.map((u) => new URL(u, location.href).href));

@@ -22,7 +22,9 @@ static int usage(void) {
             "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
             "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
             "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
-            "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n");
+            "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
+            "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
+            "  --vocab-file F a trained vocab (see src/tools/synth.c, read_vocab) instead of the made-up one\n");
     return 2;
 }
 
@@ -67,6 +69,8 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--embd-type") && v) embd = v, i++;
         else if (!strcmp(a, "--ple-type") && v) ple = v, i++;
         else if (!strcmp(a, "--bf16-values")) s.bf16_values = 1;
+        else if (!strcmp(a, "--values") && v) s.values_dir = v, i++;
+        else if (!strcmp(a, "--vocab-file") && v) s.vocab_path = v, i++;
         else if (!strcmp(a, "--format") && v) format = v, i++;
         else if (!strcmp(a, "--shards") && v) shards = atoi(v), i++;
         else if (!strcmp(a, "--seed") && v) s.seed = (uint32_t)strtoul(v, NULL, 10), i++;

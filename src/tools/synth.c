@@ -265,6 +265,7 @@ typedef struct gen_job {
     ox_type type;
     uint64_t key, r0, nr, row_bytes;
     float *f;       /* [tasks][ne0] */
+    const float *vals; /* the whole tensor from values_dir, or NULL: generate */
     uint8_t *out;
     int bad;
 } gen_job;
@@ -274,7 +275,8 @@ static void gen_task(void *ctx, int task, int n_tasks) {
     uint64_t a = J->nr * (uint64_t)task / (uint64_t)n_tasks, b = J->nr * (uint64_t)(task + 1) / (uint64_t)n_tasks;
     float *f = J->f + (size_t)task * J->t->ne[0];
     for (uint64_t r = a; r < b; r++) {
-        gen_row(J->s, J->t, J->key, J->r0 + r, f);
+        if (J->vals) memcpy(f, J->vals + (J->r0 + r) * J->t->ne[0], (size_t)J->t->ne[0] * sizeof(float));
+        else gen_row(J->s, J->t, J->key, J->r0 + r, f);
         if (ox_quantize_row(J->type, f, J->out + r * J->row_bytes, (size_t)J->t->ne[0])) J->bad = 1;
     }
 }
@@ -286,9 +288,29 @@ typedef struct writer_ctx {
     float *f;
     uint8_t *out;
     size_t f_cap, out_cap;
+    float *vals;         /* the current tensor's values from values_dir */
 } writer_ctx;
 
 #define GEN_CHUNK (4u << 20)
+
+/* Tensor t's values from s->values_dir into x->vals (the demo model's tensors are small). */
+static int load_values(writer_ctx *x, const ptensor *t, ox_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.f32", x->s->values_dir, t->name);
+    uint64_t n = t->ne[0] * t->ne[1] * t->ne[2];
+    free(x->vals);
+    x->vals = malloc((size_t)n * sizeof(float));
+    if (!x->vals) return ox_errf(err, OX_E_NOMEM, "synth: out of memory for %s", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return ox_errf(err, OX_E_IO, "synth: cannot open %s (tensor %s)", path, t->name);
+    size_t got = fread(x->vals, sizeof(float), (size_t)n, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != n || extra)
+        return ox_errf(err, OX_E_FORMAT, "synth: %s: expected %llu f32 values for tensor %s", path,
+                       (unsigned long long)n, t->name);
+    return 0;
+}
 
 /* Stream tensor i of the writer's list to f, in chunks of rows. */
 static int emit(writer_ctx *x, int i, FILE *fp, ox_err *err) {
@@ -313,9 +335,11 @@ static int emit(writer_ctx *x, int i, FILE *fp, ox_err *err) {
     }
     if (!x->f || !x->out) return ox_errf(err, OX_E_NOMEM, "synth: out of memory generating %s", t->name);
     uint64_t key = name_key(x->s->seed, t->name);
+    int trained = x->s->values_dir && t->kind != K_ROPE;
+    if (trained && load_values(x, t, err)) return err ? err->code : OX_E_IO;
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         uint64_t nr = rows - r0 < per ? rows - r0 : per;
-        gen_job J = {x->s, t, type, key, r0, nr, rb, x->f, x->out, 0};
+        gen_job J = {x->s, t, type, key, r0, nr, rb, x->f, trained ? x->vals : NULL, x->out, 0};
         ox_pool_run(gen_task, &J, (int)(nr < (uint64_t)tasks ? nr : (uint64_t)tasks));
         if (J.bad) return ox_errf(err, OX_E_UNSUPPORTED, "synth: cannot encode %s as %s", t->name, ox_type_name(type));
         if (fwrite(x->out, 1, (size_t)(nr * rb), fp) != (size_t)(nr * rb))
@@ -329,6 +353,7 @@ static void writer_ctx_free(writer_ctx *x) {
     free(x->type);
     free(x->f);
     free(x->out);
+    free(x->vals);
 }
 
 /* ------------------------------------------------------------------ vocab */
@@ -415,8 +440,7 @@ static const char *const chat_specials[] = {"<|tool>", "<tool|>", "<|tool_call>"
                                             "<tool_response|>", "<|\"|>", "<|think|>", "<|channel>", "<channel|>"};
 #define N_CHAT_SPECIALS ((int)(sizeof chat_specials / sizeof *chat_specials))
 
-static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
-    int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0);
+static int vocab_alloc(vocab *v, int N) {
     memset(v, 0, sizeof *v);
     v->set_cap = 1;
     while (v->set_cap < 2 * (size_t)N) v->set_cap <<= 1;
@@ -425,7 +449,76 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
     v->type = calloc((size_t)N, sizeof *v->type);
     v->merges = calloc((size_t)N, sizeof *v->merges);
     v->set = calloc(v->set_cap, sizeof *v->set);
-    if (!v->tok || !v->score || !v->type || !v->merges || !v->set) goto oom;
+    return v->tok && v->score && v->type && v->merges && v->set ? 0 : -1;
+}
+
+/* Hex text -> bytes (NUL-terminated) in out; -1 if malformed or too long. */
+static int unhex(const char *h, char *out, size_t cap) {
+    size_t n = strlen(h), k = 0;
+    if (n % 2 || n / 2 + 1 > cap) return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        unsigned b;
+        if (sscanf(h + i, "%2x", &b) != 1) return -1;
+        out[k++] = (char)b;
+    }
+    out[k] = 0;
+    return k ? 0 : -1;
+}
+
+/* A trained vocab, one entry a line, ids in order, merges by rank (pieces hex-encoded UTF-8):
+ *   t TYPE HEX         a token (TYPE as in tokenizer.ggml.token_type)
+ *   m HEXA HEXB        a merge
+ * Ids 0-4 must be <pad> <eos> <bos> <unk> <mask> (the ids put_meta writes). */
+static int read_vocab(const ox_synth *s, vocab *v, ox_err *err) {
+    const char *path = s->vocab_path;
+    FILE *f = fopen(path, "r");
+    if (!f) return ox_errf(err, OX_E_IO, "synth: cannot open the vocab file %s", path);
+    int N = s->vocab, line_no = 0, rc = 0;
+    if (vocab_alloc(v, N)) {
+        fclose(f);
+        vocab_free(v);
+        return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
+    }
+    char line[1024], a[512], b[512], pa[256], pb[256];
+    v->byte_first = -1;
+    while (!rc && fgets(line, sizeof line, f)) {
+        line_no++;
+        int type;
+        if (sscanf(line, "t %d %511s", &type, a) == 2 && !unhex(a, pa, sizeof pa)) {
+            if (v->n >= N) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: more than %d tokens", path, line_no, N);
+            else if (has(v, pa)) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: token %s twice", path, line_no, pa);
+            else if (type < TOK_NORMAL || type > TOK_BYTE) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: bad type %d", path, line_no, type);
+            else if (push(v, pa, type)) rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
+            if (!rc && v->byte_first < 0 && !strcmp(pa, "<0x00>")) v->byte_first = v->n - 1;
+        } else if (sscanf(line, "m %511s %511s", a, b) == 2 && !unhex(a, pa, sizeof pa) && !unhex(b, pb, sizeof pb)) {
+            size_t la = strlen(pa), lb = strlen(pb);
+            char *m = v->n_merges < N ? malloc(la + lb + 2) : NULL;
+            if (!m) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: more than %d merges (or out of memory)", path, line_no, N);
+            else memcpy(m, pa, la), m[la] = ' ', memcpy(m + la + 1, pb, lb + 1), v->merges[v->n_merges++] = m;
+        } else {
+            rc = ox_errf(err, OX_E_FORMAT, "%s:%d: expected 't TYPE HEX' or 'm HEX HEX'", path, line_no);
+        }
+    }
+    fclose(f);
+    static const char *fixed[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>"};
+    for (int i = 0; !rc && i < 5; i++)
+        if (i >= v->n || strcmp(v->tok[i], fixed[i]))
+            rc = ox_errf(err, OX_E_FORMAT, "%s: token %d must be %s", path, i, fixed[i]);
+    if (!rc && v->n != N) rc = ox_errf(err, OX_E_FORMAT, "%s: %d tokens, but the model's vocab is %d", path, v->n, N);
+    if (rc) {
+        vocab_free(v);
+        return rc;
+    }
+    v->user_first = v->n;
+    if (v->byte_first < 0) v->byte_first = 0;
+    for (int i = 0; i < N; i++) v->score[i] = v->type[i] == TOK_NORMAL ? -(float)i : 0.0f;
+    return 0;
+}
+
+static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
+    if (s->vocab_path) return read_vocab(s, v, err);
+    int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0);
+    if (vocab_alloc(v, N)) goto oom;
     static const char *specials[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"};
     for (int i = 0; i < 7; i++)
         if (push(v, specials[i], i == 3 ? TOK_UNKNOWN : TOK_CONTROL)) goto oom;
@@ -574,7 +667,7 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
     rc |= ox_gguf_w_str(w, "general.architecture", "gemma4");
     rc |= ox_gguf_w_str(w, "general.type", "model");
     char name[96];
-    snprintf(name, sizeof name, "synthetic-gemma4-%dL-%d", L, s->hidden);
+    snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : "synthetic", L, s->hidden);
     rc |= ox_gguf_w_str(w, "general.name", name);
     rc |= ox_gguf_w_u32(w, "general.file_type", file_type_of(s->type));
     rc |= ox_gguf_w_u32(w, "general.quantization_version", 2);

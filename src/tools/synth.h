@@ -38,6 +38,11 @@ typedef struct ox_synth {
     ox_type ple_proj_type;     /* per_layer_model_proj (q4 on load keeps it and token_embd Q8_0) */
     int bf16_values;           /* round every value to bf16 precision first (so an F32/quantized
                                   GGUF matches a bf16 HF checkpoint, norms included) */
+    const char *values_dir;    /* trained weights instead of generated ones: <dir>/<GGUF name>.f32,
+                                  each the tensor's raw little-endian f32 values, rows in order
+                                  (rope_freqs still comes from the config) */
+    const char *vocab_path;    /* a trained vocab instead of the made-up one (format: synth.c,
+                                  read_vocab); its token count must equal vocab */
 } ox_synth;
 
 /* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */

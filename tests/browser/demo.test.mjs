@@ -80,7 +80,7 @@ async function waitReply(page, index) {
   await page.waitForFunction((i) => document.querySelectorAll('.msg.assistant')[i]?.dataset.done, index, { timeout: TIMEOUT });
   return page.evaluate((i) => {
     const m = document.querySelectorAll('.msg.assistant')[i];
-    return { done: m.dataset.done, text: m.querySelector('.body').textContent, meta: m.querySelector('.meta').textContent, error: m.classList.contains('error') };
+    return { done: m.dataset.done, text: m.querySelector('.body').textContent, raw: m.dataset.raw, meta: m.querySelector('.meta').textContent, error: m.classList.contains('error') };
   }, index);
 }
 
@@ -210,6 +210,7 @@ test('without COOP/COEP the page says so and still answers on one thread', { tim
   const page = await openDemo(plain);
   assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
   assert.equal(await page.isVisible('#notice-isolation'), true, 'single-thread notice visible');
+  await page.click('#more-sources summary');  // the file and URL inputs are under this disclosure
   await page.fill('#url-input', `${plain.url}/models/demo.gguf`);
   await page.click('#url-form button[type=submit]');
   await waitModel(page);
@@ -280,7 +281,7 @@ test('settings, system prompt, thinking and history reach the engine; New chat f
   assert.deepEqual(calls[0].opts, { temperature: 0.5, topK: 10, topP: 0.9, minP: 0.05, maxTokens: 8, thinking: true, signal: true });
   assert.deepEqual(calls[0].messages, [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'first' }]);
   assert.deepEqual(calls[1].messages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
-  assert.equal(calls[1].messages[2].content, r0.text, 'the first answer is in the history');
+  assert.equal(calls[1].messages[2].content, r0.raw, 'the first answer (as the model wrote it, before markdown) is in the history');
   // settings survive a reload (localStorage)
   await page.reload();
   await page.waitForFunction(() => window.oxinfer);
@@ -312,6 +313,7 @@ test('settings, system prompt, thinking and history reach the engine; New chat f
 
 test('load errors are shown in the page', { timeout: TIMEOUT }, async () => {
   const page = await openDemo(iso);
+  await page.click('#more-sources summary');  // the file and URL inputs are under this disclosure
   await page.fill('#url-input', `${iso.url}/models/missing.gguf`);
   await page.click('#url-form button[type=submit]');
   await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
