@@ -55,9 +55,9 @@ sanitize() {
 }
 fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
 wasm() { make -f Makefile.emscripten -j2; }
-# llama.cpp's own tools (llama-quantize, llama-imatrix) for the oracle tests on its real
+# llama.cpp's quantizer for the oracle tests on its real
 # quantization recipes, built from the source inside the npm package node-llama-cpp
-llamacpp() { bash tools/llamacpp.sh llama-quantize llama-imatrix && echo "llamacpp: 1 passed, 0 failed"; }
+llamacpp() { bash tools/llamacpp.sh llama-quantize && echo "llamacpp: 1 passed, 0 failed"; }
 node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
 browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }
 

@@ -14,6 +14,7 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
+#include "model/embed.h"
 #include "model/grammar.h"
 #include "model/tokenizer.h"
 
@@ -296,31 +297,6 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
 /* ---- embeddings ---- */
 
 API int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out) {
-    if (n < 1) return ox_errf(&last, OX_E_RANGE, "embed: no tokens");
-    if (pooling < 0 || pooling > 2) return ox_errf(&last, OX_E_RANGE, "embed: pooling %d is not mean (0), last (1) or first (2)", pooling);
-    int H = ox_model_config(e->m)->hidden;
-    size_t n_h;
-    if (ox_mul_size((size_t)n, (size_t)H * sizeof(float), &n_h)) return ox_errf(&last, OX_E_RANGE, "embed: %d tokens overflow", n);
-    float *hidden = malloc(n_h);
-    ox_session *s = hidden ? ox_session_new(e->m, n, &last) : NULL;
-    if (!hidden || !s) {
-        free(hidden);
-        return last.code ? last.code : ox_errf(&last, OX_E_NOMEM, "embed: out of memory for %d tokens", n);
-    }
-    ox_forward_io io = {.tokens = tokens, .n = n, .hidden = hidden};
-    int rc = ox_forward(s, &io, &last);
-    ox_session_free(s);
-    if (!rc) {
-        const float *from = hidden + (size_t)(pooling == 1 ? n - 1 : 0) * H;
-        for (int j = 0; j < H; j++) out[j] = pooling ? from[j] : 0;
-        for (int i = 0; pooling == 0 && i < n; i++)
-            for (int j = 0; j < H; j++) out[j] += hidden[(size_t)i * H + j] / (float)n;
-        double norm = 0;
-        for (int j = 0; j < H; j++) norm += (double)out[j] * out[j];
-        if (normalize && norm > 0)
-            for (int j = 0; j < H; j++) out[j] = (float)(out[j] / sqrt(norm));
-    }
-    free(hidden);
-    return rc ? rc : H;
+    return ox_embed(e->m, tokens, n, (ox_pooling)pooling, normalize, out, &last);
 }
 #endif

@@ -252,6 +252,11 @@ static void ffn(const ref_model *r, double *out, const rmat *gate, const rmat *u
 
 int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft, const uint8_t *soft_mask,
                 double *logits) {
+    return ref_forward_hidden(r, tok, n, soft, soft_mask, logits, NULL);
+}
+
+int ref_forward_hidden(const ref_model *r, const int32_t *tok, int n, const float *soft, const uint8_t *soft_mask,
+                       double *logits, double *hidden) {
     int H = r->H, L = r->L, P = r->P, nh = r->nh;
     size_t LP = (size_t)L * P;
     double *x = calloc((size_t)n * H, sizeof(double));
@@ -390,6 +395,8 @@ int ref_forward(const ref_model *r, const int32_t *tok, int n, const float *soft
     }
     for (int i = 0; i < n; i++) {
         rms(a, x + (size_t)i * H, r->out_norm, H, r->eps);
+        if (hidden) memcpy(hidden + (size_t)i * H, a, sizeof(double) * (size_t)H);
+        if (!logits) continue;
         double *lg = logits + (size_t)i * r->V;
         matvec(r, lg, &r->embd, a, r->V, H);
         if (r->softcap > 0)

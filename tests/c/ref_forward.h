@@ -21,5 +21,8 @@ void ref_set_act_round(ref_model *r, int on);
 /* logits: n * vocab doubles (soft-capped). soft / soft_mask as in ox_forward_io (may be NULL). */
 int ref_forward(const ref_model *r, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
                 double *logits);
+/* The same; logits may be NULL, hidden (may be NULL): n * hidden doubles, the final-normed states. */
+int ref_forward_hidden(const ref_model *r, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
+                       double *logits, double *hidden);
 
 #endif

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "formats/gguf.h"
 #include "host/hostfile.h"
+#include "model/embed.h"
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "tools/synth.h"
@@ -718,6 +719,58 @@ static void cleanup(void) {
     if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);
 }
 
+/* Embeddings (model/embed.h): each pooling, normalized or not, equals the float64 reference's
+ * final-normed hidden states pooled the same way; bidirectional attention where the config asks;
+ * bad arguments are RANGE. */
+static void check_embed(ox_model *m, const char *what) {
+    enum { N = 12 };
+    int32_t t[N];
+    seq(t, N, ox_model_config(m)->vocab);
+    int H = ox_model_config(m)->hidden;
+    char msg[256];
+    ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
+    double *hid = malloc(sizeof(double) * (size_t)N * H), *want = malloc(sizeof(double) * (size_t)H);
+    float *got = malloc(sizeof(float) * (size_t)H);
+    CHECK_MSG(r != NULL, "%s", msg);
+    if (r && ref_forward_hidden(r, t, N, NULL, NULL, NULL, hid) == 0) {
+        for (int pooling = 0; pooling < 3; pooling++)
+            for (int normalize = 0; normalize < 2; normalize++) {
+                ox_err err = {0};
+                int rc = ox_embed(m, t, N, (ox_pooling)pooling, normalize, got, &err);
+                CHECK_MSG(rc == H, "%s: %s", what, err.msg);
+                double norm = 0, worst = 0, scale = 0;
+                for (int j = 0; j < H; j++) {
+                    double v = 0;
+                    if (pooling == OX_POOL_MEAN)
+                        for (int i = 0; i < N; i++) v += hid[(size_t)i * H + j] / N;
+                    else v = hid[(size_t)(pooling == OX_POOL_LAST ? N - 1 : 0) * H + j];
+                    want[j] = v, norm += v * v;
+                }
+                for (int j = 0; j < H; j++) {
+                    double w = normalize ? want[j] / sqrt(norm) : want[j];
+                    worst = fmax(worst, fabs(got[j] - w)), scale = fmax(scale, fabs(w));
+                }
+                CHECK_MSG(worst <= 1e-4 * scale, "%s, pooling %d, normalize %d: max |diff| %.3g of %.3g", what, pooling, normalize, worst, scale);
+            }
+    }
+    ox_err err = {0};
+    CHECK(ox_embed(m, t, 0, OX_POOL_MEAN, 1, got, &err) == OX_E_RANGE);
+    CHECK(ox_embed(m, t, N, (ox_pooling)7, 1, got, &err) == OX_E_RANGE);
+    free(hid), free(want), free(got);
+    ref_free(r);
+}
+
+static void test_embed(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    ox_model *m = open1(fixture("tiny-f32-embed.gguf", &s), NULL);
+    if (m) check_embed(m, "causal");
+    ox_model_free(m);
+    s.bidirectional = 1;
+    if (write_hf("hf-bidir-embed", &s, OX_F32, 1, &m)) { CHECK(0); return; }
+    check_embed(m, "bidirectional");
+    ox_model_free(m);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_model_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -730,6 +783,7 @@ int main(void) {
     RUN(test_ple_reads_and_host_tables);
     RUN(test_hf);
     RUN(test_bidirectional);
+    RUN(test_embed);
     RUN(test_hf_variants);
     RUN(test_quant_on_load);
     RUN(test_errors);

@@ -179,3 +179,34 @@ test('bad requests: RANGE / UNSUPPORTED errors naming the field, HTTP errors thr
   const r = await model.createChatCompletion({ ...base, max_tokens: 2 });
   assert.equal(r.object, 'chat.completion');
 });
+
+test('embeddings: model.embed and /v1/embeddings through the official client agree; unit length; pooling matters', async () => {
+  const [a, b] = await model.embed(['The cat sat.', 'A dog ran.']);
+  assert.equal(a.length, model.info.hidden);
+  const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  assert.ok(Math.abs(norm(a) - 1) < 1e-5 && Math.abs(norm(b) - 1) < 1e-5);
+  assert.notDeepEqual(Array.from(a), Array.from(b));
+  const [last] = await model.embed('The cat sat.', { pooling: 'last', normalize: false });
+  assert.ok(Math.abs(norm(last) - 1) > 1e-3, 'not normalized');
+  const r = await client.embeddings.create({ model: 'local', input: ['The cat sat.', 'A dog ran.'] });
+  assert.equal(r.data.length, 2);
+  assert.deepEqual(r.data[0].embedding, Array.from(a));
+  assert.ok(r.usage.prompt_tokens > 0);
+  await assert.rejects(model.embed('x', { pooling: 'max' }), (e) => e.code === 'RANGE' && /pooling/.test(e.message));
+});
+
+test('soft tokens: the placeholder positions take the embeddings given, whatever the placeholder id', async () => {
+  const H = model.info.hidden;
+  const emb = new Float32Array(2 * H).map((_, i) => Math.sin(i * 0.37) * 0.5);
+  const run = async (prompt, opts) => {
+    const out = [];
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: 6, ...opts })) if (!ev.stats) out.push(ev.token);
+    return out;
+  };
+  const withA = await run([2, 40, 300, 41, 300, 42], { softTokens: { token: 300, embeddings: emb } });
+  const withB = await run([2, 40, 301, 41, 301, 42], { softTokens: { token: 301, embeddings: emb } });
+  const plain = await run([2, 40, 300, 41, 300, 42], {});
+  assert.deepEqual(withA, withB, 'the ids at soft positions do not matter');
+  assert.notDeepEqual(withA, plain, 'the soft embeddings change the output');
+  await assert.rejects(run([2, 300, 5], { softTokens: { token: 300, embeddings: emb } }), (e) => e.code === 'RANGE' && /placeholder/.test(e.message));
+});
