@@ -13,6 +13,7 @@
 #include "host/hostfile.h"
 #include "model/model.h"
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 #include "formats/tensors.h"
 
 static double now_s(void) {
@@ -25,9 +26,10 @@ static int usage(void) {
     fprintf(stderr,
             "usage: oxinfer run FILE... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
             "                  [--quant q8|q4|bf16] [--step] [--tables-on-host] [--ctx N]\n"
-            "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...]\n"
+            "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
             "  --all   every vocab entry instead of the top K (default K 5)\n"
-            "  --step  feed the tokens one at a time (decode path) instead of one batch\n");
+            "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
+            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n");
     return 2;
 }
 
@@ -106,7 +108,7 @@ static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_mo
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json) {
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile) {
     const ox_config *c = ox_model_config(m);
     ox_err err = {0};
     ox_session *s = ox_session_new(m, n_prompt + n_gen + 1, &err);
@@ -120,10 +122,14 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json) 
     uint32_t r = 12345;
     toks[0] = c->bos_id;
     for (int i = 1; i < n_prompt; i++) toks[i] = (int32_t)((r = r * 1664525u + 1013904223u) >> 8) % c->vocab;
+    ox_prof pf_prof;
+    ox_prof_enable(profile);
     double t0 = now_s();
     ox_forward_io io = {.tokens = toks, .n = n_prompt, .logits = lg};
     int rc = ox_forward(s, &io, &err);
     double t1 = now_s();
+    ox_prof_get(&pf_prof);
+    ox_prof_enable(profile);
     for (int i = 0; rc == 0 && i < n_gen; i++) {
         int32_t best = 0;
         for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
@@ -131,6 +137,13 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json) 
         rc = ox_forward(s, &io, &err);
     }
     double t2 = now_s();
+    if (profile && !rc) {
+        ox_prof dc_prof;
+        ox_prof_get(&dc_prof);
+        ox_prof_print(stderr, "prefill", &pf_prof, t1 - t0);
+        ox_prof_print(stderr, "decode (with greedy argmax)", &dc_prof, t2 - t1);
+    }
+    ox_prof_enable(0);
     if (rc) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
     } else {
@@ -155,7 +168,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json) 
 
 int cli_run(int argc, char **argv) {
     char *files[64];
-    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0;
+    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL;
     ox_load_opts opts = {0};
@@ -177,6 +190,7 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--step")) step = 1;
         else if (!strcmp(a, "--bench")) do_bench = 1;
+        else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
@@ -191,7 +205,7 @@ int cli_run(int argc, char **argv) {
     double load_s;
     if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
     if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json);
+        int rc = bench(m, load_s, n_prompt, n_gen, json, profile);
         ox_model_free(m);
         return rc;
     }

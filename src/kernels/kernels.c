@@ -6,6 +6,7 @@
 #include "kernels/kernels_impl.h"
 #include "kernels/iq_tiles.h"
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -158,7 +159,8 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
         int rc = ox_row_bytes(a->type, (uint64_t)cols, &rb, err);
         if (rc) return rc;
         a->q_stride = (size_t)rb;
-        size_t sz = 0, n_el = 0, tok_pad = ((size_t)n_tok + 3) & ~(size_t)3, nb_pad = 0;
+        /* one token: the block scales contiguous (the decode tiles load 4 at once) */
+        size_t sz = 0, n_el = 0, tok_pad = n_tok == 1 ? 1 : ((size_t)n_tok + 3) & ~(size_t)3, nb_pad = 0;
         overflow |= rb > SIZE_MAX || ox_mul_size((size_t)rb, (size_t)n_tok, &sz) ||
                     ox_mul_size((size_t)cols, (size_t)n_tok, &n_el) || n_el > SIZE_MAX / 8 ||
                     ox_mul_size((size_t)cols / OX_QK, tok_pad * 4, &nb_pad);
@@ -306,7 +308,9 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
     if ((rc = plan_acts(&plan, Ws, n, n_tok, cols, &total, err))) return rc;
     uint8_t *base = total ? ox_scratch_get(ws, total, err) : NULL;
     if (total && !base) return OX_E_NOMEM;
+    double pt = ox_prof_begin();
     for (int k = 0; k < plan.n_act; k++) fill_act(&plan.act[k], base, &plan, k, x);
+    ox_prof_end(pt, OX_PROF_ACTQ, 0);
 
     mm_job job;
     int tasks = 0, threads = ox_pool_threads();
@@ -321,7 +325,17 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
         it->task0 = tasks;
         tasks += (Ws[i]->rows + it->rows_per_task - 1) / it->rows_per_task;
     }
+    pt = ox_prof_begin();
     ox_pool_run(mm_task, &job, tasks);
+    double secs = ox_prof_end(pt, -1, 0);
+    if (secs > 0) { /* a fused call's time is shared by weight bytes */
+        double all = 0;
+        for (int i = 0; i < n; i++) all += (double)Ws[i]->rows * Ws[i]->row_bytes;
+        for (int i = 0; i < n; i++) {
+            double b = (double)Ws[i]->rows * Ws[i]->row_bytes;
+            ox_prof_add(Ws[i]->type, all > 0 ? secs * b / all : secs / n, (uint64_t)b);
+        }
+    }
     return 0;
 }
 
@@ -379,6 +393,7 @@ void ox_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps) 
 }
 
 void ox_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
+    double pt = ox_prof_begin();
     float scale = 1.0f / sqrtf(ox_dot_f32(x, x, n) / n + eps);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -386,6 +401,7 @@ void ox_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
         store8(y + i, w ? v * load8(w + i) : v);
     }
     for (; i < n; i++) y[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
+    ox_prof_end(pt, OX_PROF_NORM, 0);
 }
 
 /* angle of pair i: pos * base^(-2i/hd) / factor, in double so large positions keep their
@@ -413,6 +429,7 @@ void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float facto
 void ox_rope_heads(float *x, int n_heads, size_t stride, int hd, int pos, int n_pairs, float base, float factor) {
     enum { STEP = 64 };
     float c[STEP], s[STEP];
+    double pt = ox_prof_begin();
     int half = hd / 2;
     n_pairs = rope_pairs(hd, n_pairs);
     for (int i0 = 0; i0 < n_pairs; i0 += STEP) {
@@ -437,6 +454,7 @@ void ox_rope_heads(float *x, int n_heads, size_t stride, int hd, int pos, int n_
             }
         }
     }
+    ox_prof_end(pt, OX_PROF_ROPE, 0);
 }
 
 void ox_rope(float *x, int hd, int pos, int n_pairs, float base, float factor) {
@@ -453,6 +471,7 @@ void ox_softmax_ref(float *x, int n) {
 
 void ox_softmax(float *x, int n) {
     if (n <= 0) return;
+    double pt = ox_prof_begin();
     float mx = x[0];
     for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     v8f vs = splat8(0);
@@ -467,6 +486,7 @@ void ox_softmax(float *x, int n) {
     float inv = 1.0f / (sum + hsum8(vs));
     for (i = 0; i + 8 <= n; i += 8) store8(x + i, load8(x + i) * splat8(inv));
     for (; i < n; i++) x[i] *= inv;
+    ox_prof_end(pt, OX_PROF_SOFTMAX, 0);
 }
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
@@ -480,6 +500,7 @@ void ox_geglu_ref(float *y, const float *g, const float *u, int n) {
 
 /* gelu_tanh(x) = 0.5 x (1 + tanh z) = x * sigmoid(2z) = x / (1 + exp(-2z)) */
 void ox_geglu(float *y, const float *g, const float *u, int n) {
+    double pt = ox_prof_begin();
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         v8f x = load8(g + i);
@@ -490,4 +511,5 @@ void ox_geglu(float *y, const float *g, const float *u, int n) {
         float x = g[i];
         y[i] = x / (1.0f + expf(-2.0f * GELU_C * x * (1.0f + 0.044715f * x * x))) * u[i];
     }
+    ox_prof_end(pt, OX_PROF_GEGLU, 0);
 }

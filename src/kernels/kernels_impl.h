@@ -24,7 +24,8 @@ typedef struct ox_act {
     /* Q8_0 and Q8_K, for the SIMD tiles: int16 copies of the quants (n_tok x cols). */
     const int16_t *q16;
     /* Q8_0 only: the block scales token-minor, dT[b * tok_pad + t] (tok_pad = n_tok
-     * rounded up to 4, padding 0), so one vector load gives a block's scale for 4 tokens. */
+     * rounded up to 4, padding 0, so one vector load gives a block's scale for 4 tokens;
+     * 1 for a single token, so 4 blocks' scales are one load). */
     const float *dT;
     int tok_pad;
 } ox_act;

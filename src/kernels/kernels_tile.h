@@ -6,6 +6,7 @@
  *   unpack_q6_k_quants(b, k)       Q6_K quants into k->q, scaled
  *   kblock_dot(k, a, ab, has_min)  one unpacked super-block . one token's Q8_K block
  *   tile_legacy(W, a, r0, r1, y, q4)  the Q8_0 (q4 = 0) / Q4_0 (q4 = 1) tile
+ * and optionally (OX_KDOT_DIRECT) kdot_q4_k/q5_k/q6_k, the one-token direct dots.
  * All of it is static, in the architecture file's unit, so that kblock_dot and the unpackers
  * still inline into the driver. */
 #ifndef OX_KERNELS_TILE_H
@@ -39,12 +40,40 @@ static void unpack_q6_k(const void *blk, ox_kblock *k) {
     k->dmin = 0;
 }
 
-/* Each super-block of a row is unpacked once and dotted with every token. (32-byte aligned:
- * a whole AVX2 vector; 16 would do for SIMD128.) */
+/* One token (every token if all_tok, OX_KDOT_ALL_*) with the architecture's direct dot
+ * (kdot_*: a super-block . a Q8_K block, no unpacking; OX_KDOT_DIRECT), else each
+ * super-block of a row is unpacked once and dotted with every token. (32-byte aligned: a
+ * whole AVX2 vector; 16 would do for SIMD128.) */
+typedef float (*kdot_fn)(const void *blk, const int16_t *a, const ox_block_q8_K *ab);
+#ifndef OX_KDOT_DIRECT
+#define kdot_q4_k NULL
+#define kdot_q5_k NULL
+#define kdot_q6_k NULL
+#endif
+#ifndef OX_KDOT_ALL_Q4_K
+#define OX_KDOT_ALL_Q4_K 0
+#endif
+#ifndef OX_KDOT_ALL_Q5_K
+#define OX_KDOT_ALL_Q5_K 0
+#endif
+
 static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
-                          void (*unpack)(const void *, ox_kblock *), size_t bb, int has_min) {
+                          void (*unpack)(const void *, ox_kblock *), kdot_fn kdot, int all_tok, size_t bb, int has_min) {
     ox_kblock k __attribute__((aligned(32)));
     const int nb = W->cols / OX_QK_K;
+    if (kdot && (a->n_tok == 1 || all_tok)) {
+        for (int r = r0; r < r1; r++) {
+            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+            for (int t = 0; t < a->n_tok; t++) {
+                const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride);
+                const int16_t *at = a->q16 + (size_t)t * a->cols;
+                float sum = 0;
+                for (int b = 0; b < nb; b++) sum += kdot(row + b * bb, at + b * OX_QK_K, ab + b);
+                y[(size_t)t * W->rows + r] = sum;
+            }
+        }
+        return;
+    }
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
         for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
@@ -59,13 +88,13 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
 }
 
 static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q4_k, sizeof(ox_block_q4_K), 1);
+    tile_k(W, a, r0, r1, y, unpack_q4_k, kdot_q4_k, OX_KDOT_ALL_Q4_K, sizeof(ox_block_q4_K), 1);
 }
 static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q5_k, sizeof(ox_block_q5_K), 1);
+    tile_k(W, a, r0, r1, y, unpack_q5_k, kdot_q5_k, OX_KDOT_ALL_Q5_K, sizeof(ox_block_q5_K), 1);
 }
 static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q6_k, sizeof(ox_block_q6_K), 0);
+    tile_k(W, a, r0, r1, y, unpack_q6_k, kdot_q6_k, 0, sizeof(ox_block_q6_K), 0);
 }
 
 static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }

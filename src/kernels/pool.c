@@ -10,6 +10,7 @@
  * start once the creating thread returns to the event loop, unless the pthread pool is
  * preallocated). */
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -154,12 +155,14 @@ static void run_job(ox_task_fn fn, void *ctx, int base, int n, int total) {
 
 void ox_pool_run(ox_task_fn fn, void *ctx, int n_tasks) {
     if (n_tasks <= 0) return;
+    double pt = ox_prof_begin(); /* nested in a timed matmul: not counted here */
     if (pool.n_threads <= 1 || n_tasks == 1) {
         for (int i = 0; i < n_tasks; i++) fn(ctx, i, n_tasks);
-        return;
+    } else {
+        for (int base = 0; base < n_tasks; base += (int)TASK_MASK) {
+            int n = n_tasks - base < (int)TASK_MASK ? n_tasks - base : (int)TASK_MASK;
+            run_job(fn, ctx, base, n, n_tasks);
+        }
     }
-    for (int base = 0; base < n_tasks; base += (int)TASK_MASK) {
-        int n = n_tasks - base < (int)TASK_MASK ? n_tasks - base : (int)TASK_MASK;
-        run_job(fn, ctx, base, n, n_tasks);
-    }
+    ox_prof_end(pt, OX_PROF_POOL, 0);
 }

@@ -1,0 +1,47 @@
+// The relaxed-SIMD builds: js/features.js detects the opcode, every dist/*-relaxed.wasm really
+// uses it (it fails validation where relaxed SIMD is off, validates where it is on) while the
+// SIMD128 builds validate without it, and the kernel test (every weight type's fast matmul
+// against the scalar reference) passes on the relaxed tiles. Node 20 runs relaxed SIMD only
+// with --experimental-wasm-relaxed-simd, so the checks that need it run in a child process.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { relaxedSimd } from '../../js/features.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const FLAG = '--experimental-wasm-relaxed-simd';
+
+// runs `code` (an ES module) in a child node with the flag, returns its stdout
+function withFlag(code) {
+  return execFileSync(process.execPath, [FLAG, '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8' });
+}
+
+const validate = (file) =>
+  `import { readFileSync } from 'node:fs'; process.stdout.write(String(WebAssembly.validate(readFileSync(${JSON.stringify(file)}))));`;
+
+test('relaxedSimd() follows the engine', () => {
+  assert.equal(relaxedSimd(), false, 'Node 20 without the flag has no relaxed SIMD');
+  assert.equal(withFlag(`import { relaxedSimd } from './js/features.js'; process.stdout.write(String(relaxedSimd()));`), 'true');
+});
+
+for (const build of ['mt', 'st']) {
+  const relaxed = `dist/oxinfer-${build}-relaxed.wasm`, plain = `dist/oxinfer-${build}.wasm`;
+  test(`${relaxed} uses relaxed SIMD and validates where it runs`, { skip: !existsSync(`${root}/${relaxed}`) && `${relaxed} not built (make -f Makefile.emscripten relaxed)` }, async () => {
+    const { readFileSync } = await import('node:fs');
+    assert.equal(WebAssembly.validate(readFileSync(`${root}/${relaxed}`)), false, 'a relaxed opcode must be in the module');
+    assert.equal(withFlag(validate(relaxed)), 'true', 'the module must be valid (clang 16 once emitted an invalid relaxed body)');
+    if (existsSync(`${root}/${plain}`)) assert.equal(WebAssembly.validate(readFileSync(`${root}/${plain}`)), true);
+  });
+}
+
+const kernelTest = 'build-wasm/tools/test_kernels_relaxed.js';
+test('the kernel test passes on the relaxed tiles', { skip: !existsSync(`${root}/${kernelTest}`) && `${kernelTest} not built (make -f Makefile.emscripten relaxed-test)`, timeout: 600000 }, () => {
+  const out = execFileSync(process.execPath, [FLAG, '--no-experimental-fetch', 'test_kernels_relaxed.js'],
+    { cwd: `${root}/build-wasm/tools`, encoding: 'utf8' });
+  const m = /test_kernels: (\d+) passed, (\d+) failed/.exec(out);
+  assert.ok(m, `no summary in:\n${out}`);
+  assert.equal(m[2], '0', out);
+  assert.ok(Number(m[1]) > 1000);
+});
