@@ -15,11 +15,22 @@ const DIST = {
     glue: new URL('../dist/oxinfer-st.js', import.meta.url),
     wasm: new URL('../dist/oxinfer-st.wasm', import.meta.url),
   },
+  // the same with the K-quant tiles on relaxed SIMD's dot product (docs/kernels.md)
+  'mt-relaxed': {
+    glue: new URL('../dist/oxinfer-mt-relaxed.js', import.meta.url),
+    wasm: new URL('../dist/oxinfer-mt-relaxed.wasm', import.meta.url),
+    worker: new URL('../dist/oxinfer-mt-relaxed.worker.js', import.meta.url),
+  },
+  'st-relaxed': {
+    glue: new URL('../dist/oxinfer-st-relaxed.js', import.meta.url),
+    wasm: new URL('../dist/oxinfer-st-relaxed.wasm', import.meta.url),
+  },
 };
 
 const FILE = { glue: (b) => `oxinfer-${b}.js`, wasm: (b) => `oxinfer-${b}.wasm`, worker: (b) => `oxinfer-${b}.worker.js` };
 
-// -> {glue, wasm, worker?} as absolute URL strings (relative ones resolve against the page)
+// -> {glue, wasm, worker?} as absolute URL strings (relative ones resolve against the page);
+// build: 'mt' | 'st', or either with '-relaxed'
 export function engineAssets(build, { assetBase, locateFile } = {}) {
   const page = globalThis.location?.href;
   const url = (u, what) => {

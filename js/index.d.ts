@@ -54,6 +54,9 @@ export interface LoadOptions {
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */
   build?: 'auto' | 'mt' | 'st';
+  /** 'auto' (default): the relaxed-SIMD build where the engine validates relaxed SIMD
+   *  (Chromium does; Node 20 with --experimental-wasm-relaxed-simd), else plain SIMD128. */
+  simd?: 'auto' | 'relaxed' | 'simd128';
   onProgress?: (p: LoadProgress) => void;
   /** Called with a sentence when the engine runs with less than was asked (e.g. one thread). */
   onWarning?: (message: string) => void;
@@ -242,6 +245,9 @@ export interface Model {
   readonly chatTemplate: string | null;
   /** 'mt' (SIMD + threads) or 'st' (SIMD, one thread). */
   readonly build: 'mt' | 'st';
+  /** 'relaxed': the K-quant tiles use relaxed SIMD's dot product (chosen where the engine
+   *  validates it, LoadOptions.simd); else 'simd128'. */
+  readonly simd: 'relaxed' | 'simd128';
   readonly threads: number;
   /** Why the engine runs with less than asked (single-threaded fallback), or null. */
   readonly engineNote: string | null;

@@ -3,6 +3,7 @@
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
 import { quant as QUANT } from './abi.js';
 import { engineAssets } from './assets.js';
+import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
@@ -74,6 +75,26 @@ export async function chooseEngine(opts = {}) {
   return { build, threads, note };
 }
 
+// 'relaxed' where this engine runs relaxed SIMD and the relaxed build is there (in Node: its
+// files; in a page the package ships both), else 'simd128'; opts.simd forces one.
+async function simdBuild(build, opts) {
+  const want = opts.simd ?? 'auto';
+  if (want === 'simd128') return want;
+  const can = relaxedSimd();
+  if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD (Node 20 needs --experimental-wasm-relaxed-simd)');
+  if (!can) return 'simd128';
+  if (isNode && !locatedElsewhere(opts)) {
+    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
+    const present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => existsSync(fileURLToPath(u)));
+    if (!present) {
+      if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not in dist/ (make -f Makefile.emscripten relaxed, with clang-16)');
+      return 'simd128';
+    }
+  }
+  return 'relaxed';
+}
+const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != null;
+
 // ---- loading ----
 
 export async function loadModel(sources, opts = {}) {
@@ -94,7 +115,8 @@ export async function loadModel(sources, opts = {}) {
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
   const env = await chooseEngine(opts);
-  const assets = engineAssets(env.build, opts);
+  const simd = await simdBuild(env.build, opts);
+  const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
   if (env.note) opts.onWarning?.(env.note);
   const engine = await Connection.open();
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
@@ -126,7 +148,7 @@ export async function loadModel(sources, opts = {}) {
       progress,
     );
     if (signal?.aborted) throw abortError('load');
-    return new Model(engine, info, { ...env, threads });
+    return new Model(engine, info, { ...env, threads, simd });
   } catch (e) {
     engine.terminate();
     if (callbackError) throw callbackError;
@@ -149,6 +171,8 @@ class Model {
     this.info = rest;
     this.chatTemplate = chatTemplate;
     this.build = env.build;
+    /** 'relaxed' (the K-quant tiles on relaxed SIMD's dot product) or 'simd128'. */
+    this.simd = env.simd;
     this.threads = env.threads;
     this.engineNote = env.note;
   }

@@ -10,10 +10,11 @@ need=${1:-test}
 # command or file (glob) that proves a package is installed -> Debian package
 declare -A have=(
   [emcc]=emscripten [cmake]=cmake [make]=make [cc]=gcc [c++]=g++ [git]=git
+  [clang-16]=clang-16 [wasm-ld-16]=lld-16 # the relaxed-SIMD kernels (Makefile.emscripten)
 )
 if [ "$need" = test ]; then
   have+=(
-    [clang]=clang [chromium]=chromium [clang-16]=clang-16 [wasm-ld-16]=lld-16
+    [clang]=clang [chromium]=chromium
     ['/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a']=libclang-rt-14-dev
     [/usr/lib/python3/dist-packages/numpy]=python3-numpy
   )

@@ -7,7 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { relaxedSimd } from '../../js/features.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -44,4 +46,27 @@ test('the kernel test passes on the relaxed tiles', { skip: !existsSync(`${root}
   assert.ok(m, `no summary in:\n${out}`);
   assert.equal(m[2], '0', out);
   assert.ok(Number(m[1]) > 1000);
+});
+
+test('loadModel picks the relaxed build where relaxed SIMD runs; its K-quant logits match the SIMD128 build', { timeout: 600000 }, async () => {
+  const { synth, tmpDir } = await import('../oracle/fixtures.mjs');
+  const file = synth(tmpDir('relaxed'), { preset: 'tiny', type: 'q4_k', extra: ['--embd-type', 'q6_k'] });
+  const script = path.join(tmpDir('relaxed-run'), 'run.mjs');
+  fs.writeFileSync(script, `
+    import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'index.js')).href)};
+    const tokens = [2, 40, 41, 300, 301, 302, 77, 78];
+    const a = await loadModel(${JSON.stringify(file)}, { threads: 2 });
+    const b = await loadModel(${JSON.stringify(file)}, { threads: 2, simd: 'simd128' });
+    const la = await a.logits(tokens, { all: true }), lb = await b.logits(tokens, { all: true });
+    let d = 0;
+    for (let i = 0; i < la.length; i++) d = Math.max(d, Math.abs(la[i] - lb[i]));
+    process.stdout.write(JSON.stringify({ a: a.simd, b: b.simd, d }));
+    await a.unload(); await b.unload();`);
+  // (a file, not -e: the engine's worker thread cannot take --input-type)
+  const out = execFileSync(process.execPath, [FLAG, script], { cwd: root, encoding: 'utf8' });
+  const r = JSON.parse(out);
+  assert.equal(r.a, 'relaxed');
+  assert.equal(r.b, 'simd128');
+  // the same integer dots in another order: equal up to float rounding of the sums
+  assert.ok(r.d < 1e-3, `max |logit difference| relaxed vs SIMD128: ${r.d}`);
 });
