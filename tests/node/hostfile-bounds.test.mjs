@@ -6,18 +6,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { HostFiles, HostError, CHUNK } from '../../js/hostfile.js';
-import { startServer } from './hostfile_server.mjs';
+import { startServer, dataFile } from './hostfile_server.mjs';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oxbounds-'));
-const file = path.join(dir, 'data.bin');
 const SIZE = 5 * CHUNK + 77;
-const bytes = new Uint8Array(SIZE);
-for (let i = 0; i < SIZE; i++) bytes[i] = (i * 2654435761) >>> 24;
-fs.writeFileSync(file, bytes);
+const { dir, file, bytes } = dataFile('oxbounds', SIZE);
 let server;
 
 before(async () => {
@@ -103,7 +98,10 @@ test('read-ahead: a sequential scan with gaps, small reads and jumps gives the f
   const all = new Uint8Array(SIZE);
   host.read(h, 0, all);
   assert.deepEqual(all, bytes);
-  const hits = Number(await (await fetch(`${server.base}/hits/data.bin`)).text());
+  const hits = Number(await new Promise((resolve, reject) => http.get(`${server.base}/hits/data.bin`, { agent: false }, (r) => {
+    let t = '';
+    r.on('data', (b) => (t += b)).on('end', () => resolve(t));
+  }).on('error', reject)));
   assert.equal(hits, 1 + Math.ceil(SIZE / CHUNK));
   // tensors as a model file lays them out: big reads separated by small gaps, small reads
   // between them, then random rows (no read-ahead) and a jump back

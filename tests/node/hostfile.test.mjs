@@ -4,17 +4,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { HostFiles, HostError, CHUNK, describeSource } from '../../js/hostfile.js';
-import { startServer } from './hostfile_server.mjs';
+import { startServer, dataFile } from './hostfile_server.mjs';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oxhost-'));
-const file = path.join(dir, 'data.bin');
 const SIZE = CHUNK + 123457; // more than one chunk, odd tail
-const bytes = new Uint8Array(SIZE);
-for (let i = 0; i < SIZE; i++) bytes[i] = (i * 2654435761) >>> 24;
-fs.writeFileSync(file, bytes);
+const { dir, file, bytes } = dataFile('oxhost', SIZE);
 let server;
 
 before(async () => {

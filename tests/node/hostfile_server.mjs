@@ -1,6 +1,8 @@
 // hostfile_server.mjs — a local HTTP server with Range support for the Node tests, run in its
 // own thread (the host-file table blocks its thread in Atomics.wait during a read, so a server
-// on the same thread would never answer). startServer(files) -> {base, close()}.
+// on the same thread would never answer). startServer(files) -> {base, close()};
+// dataFile(tag, size) -> {dir, file, bytes}: a file of `size` pseudo-random bytes, served as
+// data.bin.
 //   /f/NAME        the file, with Range support (206), ETag and Last-Modified
 //   /norange/NAME  ignores Range (200 with the whole body)
 //   /short/NAME    206 whose body stops halfway (the connection is cut)
@@ -14,6 +16,17 @@
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import http from 'node:http';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export function dataFile(tag, size) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${tag}-`));
+  const file = path.join(dir, 'data.bin');
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i++) bytes[i] = (i * 2654435761) >>> 24;
+  fs.writeFileSync(file, bytes);
+  return { dir, file, bytes };
+}
 
 export async function startServer(files) {
   const w = new Worker(new URL(import.meta.url), { workerData: { files } });
