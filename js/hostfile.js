@@ -174,11 +174,14 @@ async function bounded(ctx, name, what, fn) {
 async function probeUrl(name, url, ctx) {
   return bounded(ctx, name, 'first request (bytes 0-0)', async (signal) => {
     let r;
-    try {
-      r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
-    } catch (e) {
-      if (signal.aborted) throw e;
-      throw new HostError('IO', `${name}: fetch failed: ${e.cause?.message ?? e.message}`);
+    // one retry: a kept-alive connection the server has just closed fails the first attempt
+    for (let attempt = 0; !r; attempt++) {
+      try {
+        r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
+      } catch (e) {
+        if (signal.aborted) throw e;
+        if (attempt > 0) throw new HostError('IO', `${name}: fetch failed: ${e.cause?.message ?? e.message}`);
+      }
     }
     try {
       const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, 1, null);

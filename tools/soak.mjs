@@ -82,8 +82,24 @@ async function chromiumEngine(a, server) {
   page.on('pageerror', (e) => log(`  [chromium pageerror] ${e}`));
   let onSample = null;
   await page.exposeFunction('oxSample', (s) => onSample?.(s));
-  await page.goto(`${server.url}/soak/page.html`);
-  await page.waitForFunction(() => window.soakReady === true);
+  // the bench's page (import map, isolation); the soak's own calls are added to it
+  await page.goto(`${server.url}/`);
+  await page.waitForFunction(() => window.benchReady === true);
+  await page.evaluate(async () => {
+    const { loadModel } = await import('/js/index.js');
+    const { chatSoak } = await import('/soak/session.mjs');
+    let model = null;
+    window.soak = {
+      async load(url, opts) {
+        const t0 = performance.now();
+        model = await loadModel({ url, name: url.split('/').pop() }, opts);
+        const s = await model.stats();
+        return { load_ms: performance.now() - t0, build: model.build, threads: model.threads, wasmMemoryBytes: s.wasmMemoryBytes, residentBytes: s.residentBytes };
+      },
+      run: (o) => chatSoak(model, { ...o, onSample: (x) => window.oxSample(x) }),
+      unload: () => model?.unload(),
+    };
+  });
   let pid = null;
   return {
     async load(url, opts) {
@@ -106,7 +122,8 @@ async function chromiumEngine(a, server) {
 
 async function serve(file) {
   const url = `/model/${path.basename(file)}`;
-  return startServer({ files: { [url]: file }, mounts: { ...demoMounts(), '/soak/': path.join(ROOT, 'tools', 'soak') } }).then((s) => ({ s, url: `${s.url}${url}` }));
+  const mounts = { ...demoMounts(), '/soak/': path.join(ROOT, 'tools', 'soak'), '/bench/': path.join(ROOT, 'tools', 'bench') };
+  return startServer({ files: { [url]: file, '/': path.join(ROOT, 'tools', 'bench', 'page.html') }, mounts }).then((s) => ({ s, url: `${s.url}${url}` }));
 }
 
 const open = (name, a, server) => (name === 'node' ? nodeEngine() : chromiumEngine(a, server));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: native C (ctest), the same under ASan+UBSan, a short fuzz run, the wasm
-# build, Node tests (wasm engine, JS package), browser tests (headless Chromium).
+# Every test: native C (ctest), the same under ASan+UBSan (generic and -march=native kernels),
+# a short fuzz run, the wasm build, the C tests as wasm (plain and under Emscripten's
+# ASan+UBSan), Node tests (wasm engine, JS package), browser tests (headless Chromium).
 # Prints one line per suite and a closing "N passed, N failed".
 # OX_SKIP="fuzz browser" skips suites by name.
 set -uo pipefail
@@ -53,6 +54,11 @@ sanitize() {
   CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOX_SANITIZE=ON -DOX_NATIVE=OFF >/dev/null &&
     cmake --build build-asan -j2 && ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2
 }
+# the same with -march=native: the AVX2 tiles (compiled out above) under the sanitizers too
+sanitize_native() {
+  CC=clang cmake -S . -B build-asan-native -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOX_SANITIZE=ON -DOX_NATIVE=ON >/dev/null &&
+    cmake --build build-asan-native -j2 && ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan-native --output-on-failure -j2
+}
 fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
 # the engine builds (the relaxed-SIMD ones where clang 16 is there) and the relaxed kernel test
 wasm() { make -f Makefile.emscripten -j2 all $([ -x /usr/lib/llvm-16/bin/clang ] && echo relaxed-test); }
@@ -64,9 +70,11 @@ browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/bro
 
 suite native native
 suite sanitize sanitize
+grep -qw avx2 /proc/cpuinfo 2>/dev/null && suite sanitize-native sanitize_native
 [ -f tools/fuzz.sh ] && suite fuzz fuzz
 [ -f Makefile.emscripten ] && suite wasm wasm
 [ -f Makefile.emscripten ] && suite wasm-c bash tests/c/run_wasm.sh build-wasm-tests
+[ -f Makefile.emscripten ] && suite wasm-asan env OX_WASM_SANITIZE=1 bash tests/c/run_wasm.sh build-wasm-asan-tests
 [ -f tools/llamacpp.sh ] && suite llamacpp llamacpp
 ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests

@@ -3,6 +3,10 @@
 # pthreads), and runs each under Node: the same tests as ctest, against the wasm build of the
 # same core (every layer of src/ and src/tools, but not the wasm entry points).
 #   tests/c/run_wasm.sh [build-dir]     (default: /tmp/oxinfer-wasm-tests)
+#   OX_WASM_SANITIZE=1 tests/c/run_wasm.sh [build-dir]   (default: /tmp/oxinfer-wasm-asan-tests)
+#     the same under Emscripten's AddressSanitizer + UndefinedBehaviorSanitizer (-O1 -g; works with
+#     pthreads in emcc 3.1.6; ASan's shadow needs a larger initial memory). A finding aborts the
+#     test with ASan's report, so it has no summary line and counts as failed.
 # Prints each test's summary line ("name: N passed, N failed", from check_summary; a test that
 # dies before its own gets one with "1 failed") and exits non-zero if a build or a test fails.
 #
@@ -14,8 +18,14 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-mkdir -p "${1:-/tmp/oxinfer-wasm-tests}"
-out=$(cd "${1:-/tmp/oxinfer-wasm-tests}" && pwd)
+san=()
+dir=${1:-/tmp/oxinfer-wasm-tests}
+if [ "${OX_WASM_SANITIZE:-0}" = 1 ]; then
+    san=(SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -g -O1" SANLD="-sINITIAL_MEMORY=512MB")
+    dir=${1:-/tmp/oxinfer-wasm-asan-tests}
+fi
+mkdir -p "$dir"
+out=$(cd "$dir" && pwd)
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # emcc's optimizer needs it (Debian emscripten)
 t0=$SECONDS
 
@@ -28,10 +38,10 @@ OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(wildcard tests/c/test_*.c))
 # the engine's compile flags (Makefile.emscripten), plus the native host table
 CFLAGS := -std=gnu11 -O3 -msimd128 -pthread -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-  -DNDEBUG -DOX_HOST_NATIVE -Isrc -Itests/c
+  -DNDEBUG -DOX_HOST_NATIVE -Isrc -Itests/c $(SAN)
 # the engine's thread/memory settings; a stack like a native main thread's
 LDFLAGS := -O3 -msimd128 -pthread -sPTHREAD_POOL_SIZE=4 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
-  -sEXIT_RUNTIME=1 -sENVIRONMENT=node,worker -sNODERAWFS=1 -sTOTAL_STACK=8MB -Wno-pthreads-mem-growth
+  -sEXIT_RUNTIME=1 -sENVIRONMENT=node,worker -sNODERAWFS=1 -sTOTAL_STACK=8MB -Wno-pthreads-mem-growth $(SAN) $(SANLD)
 all: $(TESTS) $(OUT)/package.json
 .SECONDARY: $(OBJ)
 # the repository's package.json says "type": "module"; Emscripten's glue is CommonJS
@@ -46,7 +56,7 @@ $(OUT)/%.js: tests/c/%.c $(OBJ) $(wildcard tests/c/*.h tests/c/ref_forward.c tes
 	@rm -f $@ $(@:.js=.wasm)
 	emcc $(CFLAGS) $(LDFLAGS) $(abspath $<) $(OBJ) -o $@
 EOF
-make -C "$root" -k -j2 -f "$out/tests.mk" OUT="$out"
+make -C "$root" -k -j2 -f "$out/tests.mk" OUT="$out" "${san[@]}"
 make_rc=$?
 echo "wasm-c: built in $((SECONDS - t0)) s (make exit $make_rc)"
 
@@ -55,7 +65,7 @@ status=0
 for src in "$root"/tests/c/test_*.c; do
     t=$(basename "$src" .c)
     # after a failed make, a binary that make would still rebuild is stale: never run it
-    if [ ! -f "$out/$t.js" ] || { [ "$make_rc" -ne 0 ] && ! make -C "$root" -q -f "$out/tests.mk" OUT="$out" "$out/$t.js" 2>/dev/null; }; then
+    if [ ! -f "$out/$t.js" ] || { [ "$make_rc" -ne 0 ] && ! make -C "$root" -q -f "$out/tests.mk" OUT="$out" "${san[@]}" "$out/$t.js" 2>/dev/null; }; then
         echo "$t: 0 passed, 1 failed (wasm build failed)"
         status=1
         continue

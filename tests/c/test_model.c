@@ -163,20 +163,23 @@ static double vs_ref(const char *path, const ox_load_opts *opts, int n) { return
 
 #define N_SEQ 24 /* > window 16 (tiny) and 8 (other fixtures) */
 
+/* Bounds about 3x the measured values (tiny 6.1e-6, benchlike 7.1e-5, moe 7.8e-6,
+ * keqv 8.6e-6, tiny F16 6.3e-6). */
 static void test_float_vs_ref(void) {
     const char *presets[] = {"tiny", "benchlike", "moe", "keqv"};
+    const double bound[] = {3e-5, 2.5e-4, 3e-5, 3e-5};
     for (int i = 0; i < 4; i++) {
         ox_synth s = preset(presets[i], OX_F32);
         char name[64];
         snprintf(name, sizeof name, "%s-f32.gguf", presets[i]);
         double d = vs_ref(fixture(name, &s), NULL, N_SEQ);
         printf("  %-10s F32 vs f64 reference: max |dlogp| = %.3g\n", presets[i], d);
-        CHECK_MSG(d <= 1e-3, "%s F32: %.3g", presets[i], d);
+        CHECK_MSG(d <= bound[i], "%s F32: %.3g", presets[i], d);
     }
     ox_synth s = preset("tiny", OX_F16);
     double d = vs_ref(fixture("tiny-f16.gguf", &s), NULL, N_SEQ);
     printf("  tiny       F16 vs f64 reference: max |dlogp| = %.3g\n", d);
-    CHECK_MSG(d <= 1e-3, "tiny F16: %.3g", d);
+    CHECK_MSG(d <= 3e-5, "tiny F16: %.3g", d);
 }
 
 /* Quantized weights. The reference holds the same (dequantized) weights; the engine quantizes
@@ -188,7 +191,10 @@ static void test_float_vs_ref(void) {
  * boundary) matches to ~1e-6, and a flip in a cached K/V row carries to all later positions
  * (measured: 13-24 of 24 positions within 1e-4 on tiny, 2-23 on the others, flips starting at
  * position 2-3 on benchlike / moe q4_k). A wrong dot, block layout or graph step matches at no
- * position. We require 2 positions within 1e-4 and, against garbage, a plain bound of 5 nats. */
+ * position. Bounds per fixture, about 2-3x from what is measured (plain: 0.25-0.47 nats on tiny,
+ * 4.03 moe q8_0, 3.21 moe q4_k, 0.74 keqv q6_k, 2.49 benchlike q4_0; positions within 1e-4:
+ * 13-24 on tiny, 21, 3, 23, 2): plain <= 1 / 9 / 8 / 2 / 6 nats, and at least 5 / 8 / 1 / 8 / 1
+ * positions within 1e-4 (a wrong kernel has none). */
 static void test_quant_vs_ref(void) {
     static const struct { ox_type t; const char *name; } q[] = {
         {OX_Q8_0, "q8_0"}, {OX_Q4_0, "q4_0"}, {OX_Q4_1, "q4_1"}, {OX_Q5_0, "q5_0"}, {OX_Q5_1, "q5_1"},
@@ -201,24 +207,24 @@ static void test_quant_vs_ref(void) {
         cmp d = vs_ref2(fixture(name, &s), NULL, N_SEQ);
         printf("  tiny calm %-5s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
                "positions within 1e-4: %d/%d\n", q[i].name, d.plain, d.rounded, d.within, N_SEQ);
-        CHECK_MSG(d.plain <= 5.0, "%s: %.3g", q[i].name, d.plain);
-        CHECK_MSG(d.within >= 2, "%s: %d positions", q[i].name, d.within);
+        CHECK_MSG(d.plain <= 1.0, "%s: %.3g", q[i].name, d.plain);
+        CHECK_MSG(d.within >= 5, "%s: %d positions", q[i].name, d.within);
     }
-    static const struct { const char *preset; ox_type t; const char *name; } v[] = {
-        {"moe", OX_Q8_0, "moe-q8_0.gguf"}, {"moe", OX_Q4_K, "moe-q4_k.gguf"}, {"keqv", OX_Q6_K, "keqv-q6_k.gguf"},
-        {"benchlike", OX_Q4_0, "benchlike-q4_0.gguf"}};
+    static const struct { const char *preset; ox_type t; const char *name; double plain; int within; } v[] = {
+        {"moe", OX_Q8_0, "moe-q8_0.gguf", 9, 8}, {"moe", OX_Q4_K, "moe-q4_k.gguf", 8, 1},
+        {"keqv", OX_Q6_K, "keqv-q6_k.gguf", 2, 8}, {"benchlike", OX_Q4_0, "benchlike-q4_0.gguf", 6, 1}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         ox_synth s = preset(v[i].preset, v[i].t);
         cmp d = vs_ref2(fixture(v[i].name, &s), NULL, N_SEQ);
         printf("  %-20s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
                "positions within 1e-4: %d/%d\n", v[i].name, d.plain, d.rounded, d.within, N_SEQ);
-        CHECK_MSG(d.plain <= 5.0, "%s: %.3g", v[i].name, d.plain);
-        CHECK_MSG(d.within >= 2, "%s: %d positions", v[i].name, d.within);
+        CHECK_MSG(d.plain <= v[i].plain, "%s: %.3g", v[i].name, d.plain);
+        CHECK_MSG(d.within >= v[i].within, "%s: %d positions", v[i].name, d.within);
     }
     ox_synth s = preset("tiny", OX_BF16);
     double d = vs_ref(fixture("tiny-bf16.gguf", &s), NULL, N_SEQ);
     printf("  tiny calm bf16 vs f64 reference: max |dlogp| %.3g\n", d);
-    CHECK(d <= 1e-3);
+    CHECK(d <= 2e-5); /* measured 4.5e-6 */
 }
 
 static void test_sessions(void) {
@@ -231,8 +237,8 @@ static void test_sessions(void) {
     float *full = engine_logits(m, t, n, n), *step = engine_logits(m, t, n, 1), *chunk = engine_logits(m, t, n, 7);
     double d1 = max_dlogp(step, NULL, full, n, V), d7 = max_dlogp(chunk, NULL, full, n, V);
     printf("  decode one token at a time vs batched prefill: max |dlogp| = %.3g (chunks of 7: %.3g)\n", d1, d7);
-    CHECK(d1 <= 1e-4);
-    CHECK(d7 <= 1e-4);
+    CHECK(d1 <= 1e-6); /* measured 0: the same arithmetic in another order of calls */
+    CHECK(d7 <= 1e-6);
 
     ox_err err = {0};
     ox_session *a = ox_session_new(m, 64, &err);
@@ -282,7 +288,7 @@ static void test_sessions(void) {
     float *one = engine_logits(m, lt, nl, nl), *parts = engine_logits(m, lt, nl, 100);
     double dl = one && parts ? max_dlogp(one, NULL, parts, nl, V) : 1e9;
     printf("  300 tokens in one call (micro-batches 256 + 44) vs calls of 100: max |dlogp| %.3g\n", dl);
-    CHECK(dl <= 1e-4);
+    CHECK(dl <= 1e-6); /* measured 0 */
     free(lt), free(one), free(parts);
     ox_model_free(m);
 }
@@ -308,7 +314,7 @@ static void test_soft_tokens(void) {
     ref_forward(r, t, n, soft, mask, rl);
     double d = max_dlogp(lg, rl, NULL, n, V);
     printf("  soft tokens (pad PLE row) vs reference: max |dlogp| = %.3g\n", d);
-    CHECK(d <= 1e-3);
+    CHECK(d <= 2e-5); /* measured 4.3e-6 */
     ox_session_free(se);
     free(soft), free(lg), free(rl);
     ref_free(r);
@@ -414,7 +420,7 @@ static void test_bidirectional(void) {
     float *lg2 = engine_logits(m, t2, n, n);
     printf("  bidirectional vs reference: max |dlogp| %.3g; first position moves with the last token: %.3g\n", d,
            lg && lg2 ? max_abs_diff(lg, lg2, (size_t)V) : 0.0);
-    CHECK(d <= 1e-3);
+    CHECK(d <= 3e-5); /* measured 7.4e-6 */
     CHECK(lg && lg2 && max_abs_diff(lg, lg2, (size_t)V) > 0);
     free(lg), free(lg2), free(rl);
     ref_free(r);

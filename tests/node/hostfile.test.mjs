@@ -1,29 +1,16 @@
 // The host-file table alone (js/hostfile.js): the same bytes from a path, a Blob and HTTP
 // Range; every HTTP failure mode is an error with a code and the file's name; a 3 GB sparse
 // file reads at high offsets without a 3 GB buffer; the small-read LRU.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { HostFiles, HostError, CHUNK, describeSource } from '../../js/hostfile.js';
-import { startServer } from './hostfile_server.mjs';
+import { dataServer } from './hostfile_server.mjs';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oxhost-'));
-const file = path.join(dir, 'data.bin');
 const SIZE = CHUNK + 123457; // more than one chunk, odd tail
-const bytes = new Uint8Array(SIZE);
-for (let i = 0; i < SIZE; i++) bytes[i] = (i * 2654435761) >>> 24;
-fs.writeFileSync(file, bytes);
-let server;
-
-before(async () => {
-  server = await startServer({ 'data.bin': file });
-});
-after(() => {
-  server.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const fx = dataServer('oxhost', SIZE);
+const { dir, file, bytes } = fx;
 
 function readAt(host, h, off, len) {
   const dst = new Uint8Array(len);
@@ -55,9 +42,9 @@ test('path, Blob and HTTP give the same bytes, across chunk boundaries', async (
   const host = new HostFiles({ cacheBytes: 0 });
   const hp = await host.open(file);
   const hb = await host.open({ blob: new Blob([bytes]), name: 'data.bin' });
-  const hu = await host.open(`${server.base}/f/data.bin`);
+  const hu = await host.open(`${fx.server.base}/f/data.bin`);
   // a server that hides Content-Range (CORS): the size comes from HEAD, reads check the length
-  const hh = await host.open(`${server.base}/hidden/data.bin`);
+  const hh = await host.open(`${fx.server.base}/hidden/data.bin`);
   assert.equal(host.size(hh), SIZE);
   assert.deepEqual(readAt(host, hh, CHUNK - 10, 20), bytes.subarray(CHUNK - 10, CHUNK + 10));
   for (const h of [hp, hb, hu]) {
@@ -83,17 +70,17 @@ test('path, Blob and HTTP give the same bytes, across chunk boundaries', async (
 
 test('HTTP failures are errors with codes and the file name', async () => {
   const host = new HostFiles();
-  await assert.rejects(host.open(`${server.base}/nope/missing.gguf`), (e) => e.code === 'MISSING' && /missing\.gguf: HTTP 404/.test(e.message));
-  await assert.rejects(host.open(`${server.base}/norange/data.bin`), (e) => e.code === 'UNSUPPORTED' && /data\.bin: the server ignored the Range header \(HTTP 200 instead of 206\)/.test(e.message));
+  await assert.rejects(host.open(`${fx.server.base}/nope/missing.gguf`), (e) => e.code === 'MISSING' && /missing\.gguf: HTTP 404/.test(e.message));
+  await assert.rejects(host.open(`${fx.server.base}/norange/data.bin`), (e) => e.code === 'UNSUPPORTED' && /data\.bin: the server ignored the Range header \(HTTP 200 instead of 206\)/.test(e.message));
   await assert.rejects(host.open('http://127.0.0.1:9/x.gguf'), (e) => e.code === 'IO' && /x\.gguf: fetch failed/.test(e.message));
 
-  const short = await host.open(`${server.base}/short/data.bin`);
+  const short = await host.open(`${fx.server.base}/short/data.bin`);
   throwsCode(() => readAt(host, short, 100, 5000), 'IO', /data\.bin: short body/);
 
-  const changing = await host.open(`${server.base}/changing/data.bin`);
+  const changing = await host.open(`${fx.server.base}/changing/data.bin`);
   throwsCode(() => readAt(host, changing, 0, 10), 'IO', /data\.bin: the file changed on the server while in use \("v0" -> "v1"\)/);
 
-  const shrinking = await host.open(`${server.base}/shrinking/data.bin`);
+  const shrinking = await host.open(`${fx.server.base}/shrinking/data.bin`);
   throwsCode(() => readAt(host, shrinking, 10, 10), 'IO', /data\.bin: HTTP 416/);
 
   // readInto (the wasm entry point) turns the same errors into err.h codes + a message
@@ -104,7 +91,7 @@ test('HTTP failures are errors with codes and the file name', async () => {
   assert.match(host.lastError, /unknown host file 99/);
 
   // a good file still reads after all that
-  const ok = await host.open(`${server.base}/f/data.bin`);
+  const ok = await host.open(`${fx.server.base}/f/data.bin`);
   assert.deepEqual(readAt(host, ok, 5, 3), bytes.slice(5, 8));
   host.closeAll();
 });

@@ -1,6 +1,8 @@
 // hostfile_server.mjs — a local HTTP server with Range support for the Node tests, run in its
 // own thread (the host-file table blocks its thread in Atomics.wait during a read, so a server
-// on the same thread would never answer). startServer(files) -> {base, close()}.
+// on the same thread would never answer). startServer(files) -> {base, close()};
+// dataServer(tag, size) -> {file, bytes, server}: a file of `size` pseudo-random bytes served as
+// data.bin for the calling test file (node:test hooks start the server and remove the file).
 //   /f/NAME        the file, with Range support (206), ETag and Last-Modified
 //   /norange/NAME  ignores Range (200 with the whole body)
 //   /short/NAME    206 whose body stops halfway (the connection is cut)
@@ -12,8 +14,26 @@
 //   /count/NAME    as /f, and GET /hits/NAME tells how many range requests /count/NAME had
 //   anything else  404
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { before, after } from 'node:test';
 import http from 'node:http';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export function dataServer(tag, size) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${tag}-`));
+  const d = { dir, file: path.join(dir, 'data.bin'), bytes: new Uint8Array(size), server: null };
+  for (let i = 0; i < size; i++) d.bytes[i] = (i * 2654435761) >>> 24;
+  fs.writeFileSync(d.file, d.bytes);
+  before(async () => {
+    d.server = await startServer({ 'data.bin': d.file });
+  });
+  after(() => {
+    d.server?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return d;
+}
 
 export async function startServer(files) {
   const w = new Worker(new URL(import.meta.url), { workerData: { files } });
