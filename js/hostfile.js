@@ -45,7 +45,7 @@ function baseName(s, isUrl = false) {
 // Normalize what a caller passed into a structured-cloneable descriptor
 // {kind: 'path'|'url'|'blob'|'opfs', name, path|url|blob|handle}. Strings are URLs when they
 // have an http(s) scheme, or always in a browser (resolved against `base`); else Node paths.
-const KINDS = ['path', 'url', 'blob', 'opfs'];
+const KINDS = ['path', 'url', 'blob', 'opfs', 'cached'];
 
 export function describeSource(src, base) {
   if (src && typeof src === 'object' && KINDS.includes(src.kind)) return src; // already described
@@ -288,6 +288,16 @@ export class HostFiles {
       } catch (e) {
         throw new HostError('IO', `${f.name}: cannot open OPFS file: ${e.message}`);
       }
+    } else if (d.kind === 'cached') {
+      // a file still downloading into the model cache (js/cache.js): the bytes written so far
+      // are read from the local copy, the rest from the URL
+      f.size = d.size;
+      f.remote = { kind: 'url', name: f.name, url: d.url, size: d.size, want: d.want };
+      if (isNode) {
+        this.fs ??= await import('node:fs');
+        this.bridge ??= await NodeBridge.create(this.timeoutMs);
+      }
+      f.local = await (await import('./cache.js')).openCacheCopy(d);
     } else {
       throw new HostError('RANGE', `unknown source kind ${d.kind}`);
     }
@@ -315,6 +325,7 @@ export class HostFiles {
     if (!f) return;
     if (f.fd !== undefined) this.fs.closeSync(f.fd);
     if (f.access) f.access.close();
+    f.local?.close();
     if (f.blobId) this.bridge?.w.postMessage({ op: 'drop', id: f.blobId });
     for (const k of [...this.cache.keys()]) if (k.startsWith(h + ':')) this.cacheDrop(k);
     this.files[h] = null;
@@ -383,6 +394,8 @@ export class HostFiles {
   readSource(f, off, dst) {
     const len = dst.length;
     switch (f.kind) {
+      case 'cached':
+        return this.readSource(f.local.has(off + len) ? f.local.file : f.remote, off, dst);
       case 'path': {
         for (let done = 0; done < len; ) {
           let r;

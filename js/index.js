@@ -3,6 +3,8 @@
 // here is a message to it. See index.d.ts for the documented types.
 import { describeSource } from './hostfile.js';
 import { renderChat } from './chat.js';
+import { cacheSources } from './cache.js';
+export { listCachedModels, deleteCachedModel } from './cache.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const QUANT = { stored: 0, bf16: 1, q8: 2, q4: 3 };
@@ -162,6 +164,9 @@ export async function loadModel(sources, opts = {}) {
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
+  // opts.cache: URL sources are downloaded into the model cache and read from there (js/cache.js)
+  const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
+  if (cached) descs = cached.sources;
   const env = await chooseEngine(opts);
   if (env.note) opts.onWarning?.(env.note);
   const engine = new Engine(await spawnWorker());
@@ -187,8 +192,9 @@ export async function loadModel(sources, opts = {}) {
       progress,
     );
     if (signal?.aborted) throw abortError('load');
-    return new Model(engine, info, { ...env, threads });
+    return Object.assign(new Model(engine, info, { ...env, threads }), { download: cached?.done ?? null });
   } catch (e) {
+    cached?.abort();
     engine.terminate();
     if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');
