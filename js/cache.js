@@ -302,6 +302,9 @@ async function runDownload(store, job, signal, emit) {
       }
     }
     if (!mismatch) await store.writeRecord(key, { ...rec, complete: true, bytes: have });
+  } catch (e) {
+    if (rec && ready) await store.writeRecord(key, { ...rec, bytes: have }).catch(() => {}); // for listCachedModels
+    throw e;
   } finally {
     data.close();
     if (!rec || (!ready && have === 0)) await store.remove(key).catch(() => {}); // nothing worth keeping
@@ -511,7 +514,7 @@ export async function listCachedModels(opts = {}) {
   for (const key of await store.list()) {
     const r = await store.readRecord(key);
     if (!r) continue;
-    const bytes = r.complete ? r.size : Math.min(r.size, Math.max(r.bytes ?? 0, isNode ? await store.dataSize(key) : 0));
+    const bytes = r.complete ? r.size : Math.min(r.size, Math.max(r.bytes ?? 0, await store.dataSize(key)));
     out.push({ url: r.url, size: r.size, complete: !!r.complete, bytes, etag: r.etag ?? null, lastModified: r.lastModified ?? null, addedAt: r.addedAt });
   }
   return out.sort((a, b) => a.addedAt - b.addedAt);

@@ -8,76 +8,30 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { loadModel, listCachedModels, deleteCachedModel } from '../../js/index.js';
 import { cacheSources } from '../../js/cache.js';
 import { Worker } from 'node:worker_threads';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { startCacheServer, bodyOf } from './cache_server.mjs';
 
 const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
 const GREEDY = { maxTokens: 12, temperature: 0, stopIds: [] };
 let dir, model, modelBytes, server, base;
 
-// One file per name: {bytes | size+byteAt, etag}. Per-request behaviour comes from `plan`:
-// dropAfter (cut the connection after that many body bytes, once), slow (bytes per 10 ms for
-// whole-file and open-ended range bodies, the shape of a download).
-const files = new Map();
-const log = [];
-const plan = { dropAfter: 0, slow: 0 };
-
-function body(f, first, last) {
-  if (f.bytes) return f.bytes.subarray(first, last + 1);
-  const b = Buffer.alloc(last - first + 1);
-  for (let i = 0; i < b.length; i++) b[i] = f.byteAt(first + i);
-  return b;
-}
-
-function handler(req, res) {
-  const f = files.get(req.url);
-  log.push({ url: req.url, range: req.headers.range ?? null });
-  if (!f) return void res.writeHead(404).end();
-  const size = f.bytes ? f.bytes.length : f.size;
-  const head = { ETag: f.etag, 'Accept-Ranges': 'bytes' };
-  const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
-  let first = 0, last = size - 1, status = 200;
-  if (m) {
-    first = Number(m[1]);
-    if (m[2]) last = Math.min(size - 1, Number(m[2]));
-    if (first >= size) return void res.writeHead(416, { ...head, 'Content-Range': `bytes */${size}` }).end();
-    status = 206;
-    head['Content-Range'] = `bytes ${first}-${last}/${size}`;
-  }
-  res.writeHead(status, { ...head, 'Content-Length': last - first + 1 });
-  const data = body(f, first, last);
-  const download = !m || !m[2];
-  const drop = download && plan.dropAfter > 0 ? plan.dropAfter : 0;
-  if (drop) plan.dropAfter = 0;
-  if (drop && drop < data.length) return void res.write(data.subarray(0, drop), () => res.destroy());
-  if (!(download && plan.slow)) return void res.end(data);
-  let at = 0;
-  const pump = () => {
-    if (res.destroyed) return;
-    if (at >= data.length) return void res.end();
-    res.write(data.subarray(at, (at += plan.slow)));
-    setTimeout(pump, 10);
-  };
-  pump();
-}
+let files, log, plan;
 
 before(async () => {
   requireDist();
   dir = tmpDir('cache');
   model = synth(dir, { preset: 'tiny', type: 'q8_0' });
   modelBytes = fs.readFileSync(model);
-  server = http.createServer(handler);
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
+  server = await startCacheServer();
+  ({ url: base, files, log, plan } = server);
 });
 
 after(() => {
   server?.close();
-  server?.closeAllConnections();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -255,7 +209,7 @@ test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the
   const key = crypto.createHash('sha256').update(url).digest('hex');
   const fd = fs.openSync(path.join(cacheDir, key + '.bin'), 'w');
   fs.ftruncateSync(fd, 2 ** 32);
-  fs.writeSync(fd, body({ byteAt }, 2 ** 32, have - 1), 0, 1 << 20, 2 ** 32);
+  fs.writeSync(fd, bodyOf({ byteAt }, 2 ** 32, have - 1), 0, 1 << 20, 2 ** 32);
   fs.closeSync(fd);
   fs.writeFileSync(path.join(cacheDir, key + '.json'), JSON.stringify({ url, size: big, etag: '"big"', lastModified: null, addedAt: 1, complete: false, bytes: have }));
 
@@ -264,7 +218,7 @@ test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the
   const offsets = [2 ** 32 + 100, have - 10, have + 12345];
   log.length = 0;
   const got = await readInWorker(src, offsets, 100);
-  offsets.forEach((off, i) => assert.deepEqual(Buffer.from(got[i]), body({ byteAt }, off, off + 99), `bytes at ${off}`));
+  offsets.forEach((off, i) => assert.deepEqual(Buffer.from(got[i]), bodyOf({ byteAt }, off, off + 99), `bytes at ${off}`));
   // only the reads past the copy's end went to the server
   assert.deepEqual(log.map((l) => l.range), [`bytes=${have - 10}-${have + 89}`, `bytes=${have + 12345}-${have + 12444}`]);
 
@@ -276,6 +230,6 @@ test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the
   const fd2 = fs.openSync(path.join(cacheDir, key + '.bin'), 'r');
   fs.readSync(fd2, tail, 0, tail.length, have);
   fs.closeSync(fd2);
-  assert.ok(tail.equals(body({ byteAt }, have, big - 1)), 'the resumed tail');
+  assert.ok(tail.equals(bodyOf({ byteAt }, have, big - 1)), 'the resumed tail');
   assert.equal((await listCachedModels({ dir: cacheDir }))[0].complete, true);
 });
