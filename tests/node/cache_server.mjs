@@ -9,8 +9,8 @@
 //   log: [{url, range}] of the model requests
 // A "download" is a whole-file or open-ended range request (`bytes=N-`); closed ranges
 // (`bytes=a-b`, the engine's reads) are always answered at once and in full.
-// Also serves js/, dist/ and node_modules/ of the repo, and `pages` (path -> HTML); isolate
-// adds COOP/COEP to every answer.
+// Also serves js/, dist/ and node_modules/ of the repo, `pages` (path -> HTML) and `aliases`
+// (path -> a file under js/); isolate adds COOP/COEP to every answer.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,7 +26,7 @@ export function bodyOf(f, first, last) {
   return b;
 }
 
-export async function startCacheServer({ isolate = false, pages = {} } = {}) {
+export async function startCacheServer({ isolate = false, pages = {}, aliases = {} } = {}) {
   const files = new Map();
   const log = [];
   const plan = { dropAfter: 0, slow: 0 };
@@ -72,8 +72,8 @@ export async function startCacheServer({ isolate = false, pages = {} } = {}) {
     const headers = { ...iso, 'Cache-Control': 'no-store' };
     if (pages[p] !== undefined) return void res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }).end(pages[p]);
     if (p === '/favicon.ico') return void res.writeHead(204, headers).end();
-    const top = p.split('/')[1];
-    const file = path.join(ROOT, path.normalize(decodeURIComponent(p)));
+    const top = aliases[p] ? 'js' : p.split('/')[1];
+    const file = path.join(ROOT, path.normalize(decodeURIComponent(aliases[p] ?? p)));
     if (!['js', 'dist', 'node_modules'].includes(top) || !file.startsWith(ROOT + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile())
       return void res.writeHead(404, headers).end('not found');
     res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
