@@ -297,7 +297,7 @@ export class HostFiles {
         this.fs ??= await import('node:fs');
         this.bridge ??= await NodeBridge.create(this.timeoutMs);
       }
-      f.local = await (await import('./cache.js')).openCacheCopy(d);
+      f.local = await (await import('./cache_store.js')).openCacheCopy(d);
     } else {
       throw new HostError('RANGE', `unknown source kind ${d.kind}`);
     }
