@@ -68,10 +68,10 @@ if (typeof window === 'undefined') {
       window.location.reload();
     };
     navigator.serviceWorker.register(url.href).then(
-      () => {
-        // controlled already (the worker answered this very page) yet not isolated: reload once;
-        // otherwise reload when the new worker claims the page
-        if (navigator.serviceWorker.controller) reload();
+      (reg) => {
+        // Controlled yet not isolated, or the worker is active but this load bypassed it (a
+        // hard reload): reload once. A new worker: reload when it claims the page.
+        if (navigator.serviceWorker.controller || reg.active) reload();
         else navigator.serviceWorker.addEventListener('controllerchange', reload, { once: true });
       },
       (e) => give(`the service worker did not register: ${e.message}`),
