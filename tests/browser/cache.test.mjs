@@ -1,7 +1,8 @@
 // The model cache (js/cache.js) in headless Chromium on a cross-origin-isolated page, in the
 // Origin Private File System: a download cut mid-body is resumed with a Range request by the
 // next load and gives the file's tokens; generation while the download runs gives the tokens
-// of the finished file; list and delete, with the OPFS directory empty afterwards.
+// of the finished file; list and delete, with the OPFS directory empty afterwards; the same
+// on a page without cross-origin isolation (single-threaded build, no SharedArrayBuffer).
 // Needs dist/ (make -f Makefile.emscripten) and the CLI ($OX_CLI or build/oxinfer).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,7 +31,7 @@ window.opfsEntries = async () => {
 window.ready = true;
 </script>`;
 const T = 120000;
-let dir, bytes, server, browser, page, reference;
+let dir, bytes, server, plain, browser, page, reference;
 
 before(async () => {
   requireDist();
@@ -38,6 +39,7 @@ before(async () => {
   bytes = fs.readFileSync(synth(dir, { preset: 'tiny', type: 'q8_0' }));
   server = await startCacheServer({ isolate: true, pages: { '/': PAGE } });
   server.files.set('/ref/model.gguf', { bytes, etag: '"ref"' });
+  plain = await startCacheServer({ pages: { '/': PAGE } }); // no COOP/COEP: no SharedArrayBuffer
   browser = await launchChromium();
   page = await browser.newPage();
   page.errors = [];
@@ -57,6 +59,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.close();
+  plain?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -141,4 +144,30 @@ test('OPFS: list and delete', { timeout: T }, async () => {
   assert.deepEqual(r.deleted, [true, true, false]);
   assert.deepEqual(r.after, []);
   assert.deepEqual(r.entries, []);
+});
+
+test('OPFS without cross-origin isolation: the single-threaded build reads the cache during the download too', { timeout: T }, async () => {
+  plain.files.set('/slow/model.gguf', { bytes, etag: '"p1"' });
+  plain.plan.slow = 16 << 10;
+  const p = await browser.newPage();
+  const errors = [];
+  collectErrors(p, errors);
+  await p.goto(plain.url + '/');
+  await p.waitForFunction(() => window.ready, null, { timeout: T });
+  const r = await p.evaluate(async () => {
+    let finished = false;
+    const m = await ox.loadModel('/slow/model.gguf', { cache: true });
+    m.download.then(() => (finished = true));
+    const t = await tokens(m);
+    const during = !finished;
+    await m.download;
+    await m.unload();
+    const list = await ox.listCachedModels();
+    await ox.deleteCachedModel('/slow/model.gguf');
+    return { t, during, build: m.build, isolated: crossOriginIsolated, complete: list[0]?.complete };
+  });
+  await p.close();
+  assert.deepEqual({ ...r, t: null }, { t: null, during: true, build: 'st', isolated: false, complete: true });
+  assert.deepEqual(r.t, reference);
+  assert.deepEqual(errors, []);
 });

@@ -2,7 +2,8 @@
 // directory byte for byte; a connection dropped mid-body is resumed with a Range request (in
 // the same load, and in the next one); a changed ETag restarts it; a sha256 mismatch is an
 // error and leaves nothing behind; not enough room is a NOMEM error before any byte moves;
-// generating while the download runs gives the tokens of the finished file; offsets past 4 GiB.
+// generating while the download runs gives the tokens of the finished file; offsets past 4 GiB;
+// an abort keeps the bytes for the next load.
 // Needs dist/ (make -f Makefile.emscripten) and the CLI ($OX_CLI or build/oxinfer).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -232,4 +233,25 @@ test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the
   fs.closeSync(fd2);
   assert.ok(tail.equals(bodyOf({ byteAt }, have, big - 1)), 'the resumed tail');
   assert.equal((await listCachedModels({ dir: cacheDir }))[0].complete, true);
+});
+
+test('an abort stops the download (ABORTED) and keeps what it had for the next load', async () => {
+  const { url, cacheDir } = fresh();
+  plan.slow = 16 << 10;
+  const ac = new AbortController();
+  const m = await loadModel(url, { threads: 2, cache: { dir: cacheDir }, signal: ac.signal });
+  await new Promise((r) => setTimeout(r, 500));
+  ac.abort();
+  await assert.rejects(m.download, (e) => e.code === 'ABORTED' && /model\.gguf: download aborted at byte \d+/.test(e.message));
+  await m.unload();
+  const [entry] = await listCachedModels({ dir: cacheDir });
+  assert.equal(entry.complete, false);
+  assert.ok(entry.bytes > 0 && entry.bytes < modelBytes.length, `kept ${entry.bytes} bytes`);
+  plan.slow = 0;
+  log.length = 0;
+  const again = await loadModel(url, { threads: 2, cache: { dir: cacheDir } });
+  await again.download;
+  await again.unload();
+  assert.deepEqual(log.filter((l) => /^bytes=\d+-$/.test(l.range ?? '')).map((l) => l.range), [`bytes=${entry.bytes}-`]);
+  assert.ok(fs.readFileSync(cachedCopy(cacheDir)[0]).equals(modelBytes));
 });
