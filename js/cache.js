@@ -91,10 +91,10 @@ export async function cacheSources(descs, opts) {
   if (!isNode) await navigator.storage?.persist?.().catch(() => false); // ask not to be evicted
   const jobs = [];
   for (const d of urls) {
-    const key = await keyOf(d.url);
-    const job = { url: d.url, name: d.name, key, sha256, retries, maxBytes: c.maxBytes };
-    const running = active.get(`${dir}\n${d.url}`);
-    jobs.push({ d, key, dl: running ?? startDownload(dir, job, (ev) => opts.onProgress?.(ev)) });
+    const url = new URL(d.url).href; // as deleteCachedModel spells it
+    const job = { url, name: d.name, key: await keyOf(url), sha256, retries, maxBytes: c.maxBytes };
+    const running = active.get(`${dir}\n${url}`);
+    jobs.push({ d, key: job.key, dl: running ?? startDownload(dir, job, (ev) => opts.onProgress?.(ev)) });
   }
   const abort = () => jobs.forEach((j) => j.dl.abort());
   const signal = opts.signal;

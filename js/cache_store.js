@@ -192,7 +192,9 @@ export async function runDownload(store, job, signal, emit) {
   const { url, name, key } = job;
   let rec = await store.readRecord(key);
   if (rec?.url !== url) rec = null;
-  if (rec?.complete && (await store.dataSize(key)) === rec.size && (await stillCurrent(url, rec, signal))) {
+  // a complete copy is used as it is unless the file changed or a new sha256 is to be checked
+  const verified = !job.sha256 || rec?.sha256 === job.sha256;
+  if (rec?.complete && verified && (await store.dataSize(key)) === rec.size && (await stillCurrent(url, rec, signal))) {
     emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
     return;
   }
@@ -281,7 +283,7 @@ export async function runDownload(store, job, signal, emit) {
         data.truncate(0); // in a browser the engine may still hold KEY.bin open: it is empty now
       }
     }
-    if (!mismatch) await store.writeRecord(key, { ...rec, complete: true, bytes: have });
+    if (!mismatch) await store.writeRecord(key, { ...rec, sha256: job.sha256 ?? rec.sha256, complete: true, bytes: have });
   } catch (e) {
     if (rec && ready) await store.writeRecord(key, { ...rec, bytes: have }).catch(() => {}); // for listCachedModels
     throw e;

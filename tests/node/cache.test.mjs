@@ -162,9 +162,16 @@ test('sha256: a match completes, a mismatch is an error and deletes the partial 
   await m.download;
   await m.unload();
   assert.equal((await listCachedModels({ dir: a.cacheDir }))[0].complete, true);
+  const bad = good.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+  // a complete copy asked for with another sha256 is checked again (from the disk: no download)
+  log.length = 0;
+  const m1 = await loadModel(a.url, { threads: 2, cache: { dir: a.cacheDir, sha256: bad } });
+  await assert.rejects(m1.download, /sha256 mismatch/);
+  await m1.unload();
+  assert.ok(log.every((l) => /^bytes=\d+-\d+$/.test(l.range ?? '')), 'no download');
+  assert.deepEqual(await listCachedModels({ dir: a.cacheDir }), []);
 
   const b = fresh();
-  const bad = good.replace(/^./, (c) => (c === '0' ? '1' : '0'));
   const m2 = await loadModel(b.url, { threads: 2, cache: { dir: b.cacheDir, sha256: bad } });
   await assert.rejects(m2.download, (e) => e.code === 'IO' && e.message.includes(`model.gguf: sha256 mismatch: expected ${bad}, got ${good}; the cached copy was deleted`));
   await m2.unload();
