@@ -10,6 +10,17 @@ import { keyOf, nodeStore, opfsStore, openStore, runDownload } from './cache_sto
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const DEFAULT_DIR = 'oxinfer-web';
 
+// Where the page's import map puts the hash library, for the unbundled cache worker; null
+// where a bundler or Node resolves it.
+function hashUrl() {
+  if (isNode) return null;
+  try {
+    return import.meta.resolve?.('@noble/hashes/sha2.js') ?? null;
+  } catch {
+    return null;
+  }
+}
+
 async function cacheDir(opts) {
   const dir = (typeof opts === 'object' && opts?.dir) || null;
   if (!isNode) return dir ?? DEFAULT_DIR;
@@ -92,7 +103,7 @@ export async function cacheSources(descs, opts) {
   const jobs = [];
   for (const d of urls) {
     const url = new URL(d.url).href; // as deleteCachedModel spells it
-    const job = { url, name: d.name, key: await keyOf(url), sha256, retries, maxBytes: c.maxBytes };
+    const job = { url, name: d.name, key: await keyOf(url), sha256, hashUrl: sha256 && hashUrl(), retries, maxBytes: c.maxBytes };
     const running = active.get(`${dir}\n${url}`);
     jobs.push({ d, key: job.key, dl: running ?? startDownload(dir, job, (ev) => opts.onProgress?.(ev)) });
   }

@@ -171,9 +171,11 @@ function progressMeter(url, emit) {
   };
 }
 
-// The hash of the bytes so far; on a resume, of the prefix already on disk.
-async function hasherFor(data, upTo) {
-  const { sha256 } = await import('@noble/hashes/sha2.js');
+// The hash of the bytes so far; on a resume, of the prefix already on disk. hashUrl: where the
+// page's import map puts @noble/hashes/sha2.js (import maps do not reach workers), or null
+// where a bundler or Node resolves it.
+async function hasherFor(data, upTo, hashUrl) {
+  const { sha256 } = await (hashUrl ? import(/* @vite-ignore */ /* webpackIgnore: true */ hashUrl) : import('@noble/hashes/sha2.js'));
   const h = sha256.create();
   const buf = new Uint8Array(4 << 20);
   for (let off = 0; off < upTo; ) {
@@ -185,7 +187,7 @@ async function hasherFor(data, upTo) {
   return h;
 }
 
-// job: {url, name, key, sha256, retries, maxBytes}; emit({type: 'ready'|'progress', ...}).
+// job: {url, name, key, sha256, hashUrl, retries, maxBytes}; emit({type: 'ready'|'progress', ...}).
 // Resolves when the copy is complete and verified; 'ready' (size and validator known, room
 // checked) comes first.
 export async function runDownload(store, job, signal, emit) {
@@ -262,7 +264,7 @@ export async function runDownload(store, job, signal, emit) {
         throw e;
       }
       await store.writeRecord(key, { ...rec, bytes: have });
-      if (job.sha256 && !hash) hash = await hasherFor(data, have);
+      if (job.sha256 && !hash) hash = await hasherFor(data, have, job.hashUrl);
       try {
         have = await receive(r.body, data, have, rec, hash, store, key, meter, signal);
         failures = 0;
@@ -277,7 +279,7 @@ export async function runDownload(store, job, signal, emit) {
     meter(have, rec.size, true);
     data.flush();
     if (job.sha256) {
-      const got = [...(hash ?? (await hasherFor(data, have))).digest()].map((b) => b.toString(16).padStart(2, '0')).join('');
+      const got = [...(hash ?? (await hasherFor(data, have, job.hashUrl))).digest()].map((b) => b.toString(16).padStart(2, '0')).join('');
       if (got !== job.sha256) {
         mismatch = got;
         data.truncate(0); // in a browser the engine may still hold KEY.bin open: it is empty now

@@ -1,11 +1,13 @@
 // The model cache (js/cache.js) in headless Chromium on a cross-origin-isolated page, in the
 // Origin Private File System: a download cut mid-body is resumed with a Range request by the
-// next load and gives the file's tokens; generation while the download runs gives the tokens
-// of the finished file; list and delete, with the OPFS directory empty afterwards; the same
-// on a page without cross-origin isolation (single-threaded build, no SharedArrayBuffer).
+// next load (with a sha256 check in the cache worker) and gives the file's tokens; generation
+// while the download runs gives the tokens of the finished file; list and delete, with the
+// OPFS directory empty afterwards; the same on a page without cross-origin isolation
+// (single-threaded build, no SharedArrayBuffer).
 // Needs dist/ (make -f Makefile.emscripten) and the CLI ($OX_CLI or build/oxinfer).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { launchChromium, collectErrors } from '../oracle/browser.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
@@ -86,14 +88,14 @@ test('OPFS: a download cut mid-body resumes with Range in the next load', { time
   assert.equal(first.list[0].url, `${server.url}/m/model.gguf`);
 
   server.log.length = 0;
-  const second = await page.evaluate(async () => {
+  const second = await page.evaluate(async (sha256) => {
     const events = [];
-    const m = await ox.loadModel('/m/model.gguf', { threads: 2, cache: true, onProgress: (e) => e.phase === 'download' && events.push(e) });
+    const m = await ox.loadModel('/m/model.gguf', { threads: 2, cache: { sha256 }, onProgress: (e) => e.phase === 'download' && events.push(e) });
     await m.download;
     const t = await tokens(m);
     await m.unload();
     return { tokens: t, last: events.at(-1), list: await ox.listCachedModels() };
-  });
+  }, crypto.createHash('sha256').update(bytes).digest('hex')); // hashed in the cache worker, part of it after the resume
   assert.deepEqual(downloads(), [`bytes=${at}-`]);
   assert.deepEqual(second.tokens, reference);
   assert.equal(second.last.bytes, bytes.length);
