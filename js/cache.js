@@ -11,11 +11,15 @@ const isNode = typeof process === 'object' && !!process.versions?.node && typeof
 const DEFAULT_DIR = 'oxinfer-web';
 
 // Where the page's import map puts the hash library, for the unbundled cache worker; null
-// where a bundler or Node resolves it.
+// where a bundler or Node resolves it. import.meta.resolve is read, not called in place:
+// webpack compiles a call into a module lookup (and fails on packages without a browser
+// export), while a plain read becomes undefined there; in a bundled page without the import
+// map the native resolve throws.
 function hashUrl() {
   if (isNode) return null;
+  const resolve = import.meta.resolve;
   try {
-    return import.meta.resolve?.('@noble/hashes/sha2.js') ?? null;
+    return typeof resolve === 'function' ? resolve('@noble/hashes/sha2.js') : null;
   } catch {
     return null;
   }

@@ -2,15 +2,17 @@
 // gets it, then: Vite 8 (`vite build`, and the `vite` dev server), webpack 5, plain ESM in a
 // page (an import map onto node_modules), each served with COOP/COEP and run in headless
 // Chromium; and Node. Every one must load a synthetic model, generate the same greedy tokens
-// as the repo's own package in Node, and do it again through the model cache (cache: true,
-// whose download worker the bundlers must emit too).
+// as the repo's own package in Node, and do it again through the model cache (with a sha256
+// check: the download worker and its hash library must be emitted by the bundlers too).
 //
 // Needs dist/ (make -f Makefile.emscripten), the CLI (build/oxinfer or $OX_CLI) and the npm
 // registry (or ~/.npm holding vite/webpack); without the registry the tests are skipped with a
-// message. OX_PACKAGE_JS=DIR packs DIR in place of js/ (to try another branch's js/).
+// message. To try another branch: OX_PACKAGE_ROOT=CHECKOUT packs its package.json, README.md,
+// dist/ and js/; OX_PACKAGE_JS=DIR packs DIR in place of js/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer, ROOT } from '../../tools/serve.mjs';
@@ -22,7 +24,7 @@ const VERSIONS = { vite: '8', webpack: '5', 'webpack-cli': '7' };
 const PROMPT = [2, 5, 300, 301, 17];
 const GREEDY = { maxTokens: 8, temperature: 0, stopIds: [] };
 const T = 180000;
-let dir, app, model, want, browser, skip = null;
+let dir, app, model, sha256, want, browser, skip = null;
 const servers = [];
 
 function sh(cmd, args, opts = {}) {
@@ -32,7 +34,7 @@ function sh(cmd, args, opts = {}) {
 }
 
 // The app's code: the same for every bundler. window.result: tokens, directly and cached.
-const MAIN = `import { loadModel, listCachedModels, deleteCachedModel } from 'oxinfer-web';
+const MAIN = (sha256) => `import { loadModel, listCachedModels, deleteCachedModel } from 'oxinfer-web';
 const url = new URL('model.gguf', location.href).href;
 async function tokens(m) {
   const out = [];
@@ -44,7 +46,7 @@ window.result = (async () => {
   const direct = await tokens(m);
   await m.unload();
   await deleteCachedModel(url);
-  const c = await loadModel(url, { threads: 2, cache: true });
+  const c = await loadModel(url, { threads: 2, cache: { sha256: '${sha256}' } }); // the hash runs in the cache worker
   await c.download;
   const cached = await tokens(c);
   await c.unload();
@@ -64,6 +66,7 @@ before(async () => {
   requireDist();
   dir = tmpDir('bundlers');
   model = synth(dir, { preset: 'tiny', type: 'q8_0' });
+  sha256 = crypto.createHash('sha256').update(fs.readFileSync(model)).digest('hex');
   const m = await loadModel(model, { threads: 2 });
   want = [];
   for await (const c of m.generate(PROMPT, GREEDY)) if (c.token !== null) want.push(c.token);
@@ -72,9 +75,10 @@ before(async () => {
   // the package as npm would publish it (package.json "files"), js/ possibly from elsewhere
   const stage = path.join(dir, 'pkg');
   fs.mkdirSync(stage);
-  for (const f of ['package.json', 'README.md']) fs.copyFileSync(path.join(ROOT, f), path.join(stage, f));
-  fs.cpSync(path.join(ROOT, 'dist'), path.join(stage, 'dist'), { recursive: true });
-  fs.cpSync(process.env.OX_PACKAGE_JS || path.join(ROOT, 'js'), path.join(stage, 'js'), { recursive: true });
+  const from = process.env.OX_PACKAGE_ROOT || ROOT;
+  for (const f of ['package.json', 'README.md']) fs.copyFileSync(path.join(from, f), path.join(stage, f));
+  fs.cpSync(path.join(from, 'dist'), path.join(stage, 'dist'), { recursive: true });
+  fs.cpSync(process.env.OX_PACKAGE_JS || path.join(from, 'js'), path.join(stage, 'js'), { recursive: true });
   const tarball = path.join(stage, sh('npm', ['pack', '--silent'], { cwd: stage }).trim().split('\n').pop());
 
   app = path.join(dir, 'app');
@@ -91,7 +95,7 @@ before(async () => {
     }
     throw new Error(`npm install in ${app} failed:\n${(install.stdout + install.stderr).slice(-4000)}`);
   }
-  fs.writeFileSync(path.join(app, 'src', 'main.js'), MAIN);
+  fs.writeFileSync(path.join(app, 'src', 'main.js'), MAIN(sha256));
   browser = await launchChromium();
 });
 
@@ -173,7 +177,7 @@ test('plain ESM in a page: an import map onto node_modules', { timeout: T }, asy
   const map = { imports: { 'oxinfer-web': '/node_modules/oxinfer-web/js/index.js', '@huggingface/jinja': '/node_modules/@huggingface/jinja/dist/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } };
   const root = path.join(dir, 'plain');
   fs.mkdirSync(root);
-  fs.writeFileSync(path.join(root, 'main.js'), MAIN);
+  fs.writeFileSync(path.join(root, 'main.js'), MAIN(sha256));
   fs.writeFileSync(path.join(root, 'index.html'), HTML(`<script type="importmap">${JSON.stringify(map)}</script><script type="module" src="main.js"></script>`));
   const s = await startServer({ mounts: { '/node_modules/': nm, '/': root }, files: { '/model.gguf': model } });
   servers.push({ close: () => s.close() });
