@@ -194,11 +194,14 @@ export async function runDownload(store, job, signal, emit) {
   const { url, name, key } = job;
   let rec = await store.readRecord(key);
   if (rec?.url !== url) rec = null;
-  // a complete copy is used as it is unless the file changed or a new sha256 is to be checked
-  const verified = !job.sha256 || rec?.sha256 === job.sha256;
-  if (rec?.complete && verified && (await store.dataSize(key)) === rec.size && (await stillCurrent(url, rec, signal))) {
-    emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
-    return;
+  // A complete copy is used as it is unless the file changed on the server (then it is
+  // downloaded again) or a new sha256 is to be checked (then it is hashed again, below).
+  if (rec?.complete && (await store.dataSize(key)) === rec.size) {
+    if (!(await stillCurrent(url, rec, signal))) rec = null;
+    else if (!job.sha256 || rec.sha256 === job.sha256) {
+      emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
+      return;
+    }
   }
   const data = await store.openData(key);
   let have = rec ? Math.min(data.size(), rec.size) : 0;
@@ -218,7 +221,8 @@ export async function runDownload(store, job, signal, emit) {
     emit({ type: 'ready', complete: false, size: rec.size, validator: validatorOf(rec) });
     ready = true;
   };
-  // Network failures are retried (resuming from the bytes on disk) `retries` times in a row.
+  // Network failures (and bodies that end early) are retried, resuming from the bytes on disk,
+  // `retries` times.
   const retry = async (e) => {
     if (signal.aborted) throw new HostError('ABORTED', `${name}: download aborted at byte ${have}`);
     if (++failures > job.retries)
@@ -266,14 +270,15 @@ export async function runDownload(store, job, signal, emit) {
       await store.writeRecord(key, { ...rec, bytes: have });
       if (job.sha256 && !hash) hash = await hasherFor(data, have, job.hashUrl);
       try {
-        have = await receive(r.body, data, have, rec, hash, store, key, meter, signal);
-        failures = 0;
+        have = await receive(r.body, { data, have, rec, hash, store, key, meter, signal, name });
       } catch (e) {
         if (e instanceof HostError) throw e;
         have = data.size();
         hash = null; // rebuilt from the disk on the next round
         await retry(e);
+        continue;
       }
+      if (have < rec.size) await retry(new Error('the body ended early'));
     }
     await becomeReady(); // a copy that was whole but not yet verified
     meter(have, rec.size, true);
@@ -301,14 +306,14 @@ export async function runDownload(store, job, signal, emit) {
 
 // Write a response body at `have`; returns the new length. The record's byte count follows
 // every RECORD_EVERY_MS (the data file's own length is what a resume trusts).
-async function receive(body, data, have, rec, hash, store, key, meter, signal) {
+async function receive(body, { data, have, rec, hash, store, key, meter, signal, name }) {
   let saved = Date.now();
   const reader = body.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return have;
-      if (have + value.length > rec.size) throw new HostError('IO', `${rec.url}: the server sent more than the ${rec.size} bytes it announced`);
+      if (have + value.length > rec.size) throw new HostError('IO', `${name}: the server sent more than the ${rec.size} bytes it announced`);
       data.write(value, have);
       hash?.update(value);
       have += value.length;
@@ -318,7 +323,7 @@ async function receive(body, data, have, rec, hash, store, key, meter, signal) {
         data.flush();
         await store.writeRecord(key, { ...rec, bytes: have });
       }
-      if (signal.aborted) throw new HostError('ABORTED', `${rec.url}: download aborted at byte ${have} of ${rec.size}`);
+      if (signal.aborted) throw new HostError('ABORTED', `${name}: download aborted at byte ${have} of ${rec.size}`);
     }
   } finally {
     reader.releaseLock();

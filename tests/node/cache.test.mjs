@@ -123,7 +123,7 @@ test('a connection dropped mid-body: resumed with Range in the same load', async
   assert.ok(fs.readFileSync(cachedCopy(cacheDir)[0]).equals(modelBytes));
 });
 
-test('a download stopped by a failure resumes in the next load; an ETag change restarts it', async () => {
+test('a download stopped by a failure resumes in the next load; an ETag change restarts it, also for a complete copy', async () => {
   const { url, name, cacheDir } = fresh();
   plan.dropAfter = 1_500_000;
   const m = await loadModel(url, { threads: 2, cache: { dir: cacheDir, retries: 0 } });
@@ -152,6 +152,15 @@ test('a download stopped by a failure resumes in the next load; an ETag change r
   const [done] = await listCachedModels({ dir: cacheDir });
   assert.equal(done.etag, '"v2"');
   assert.equal(done.complete, true);
+
+  // a complete copy whose file changed on the server is downloaded again
+  files.get(name).etag = '"v3"';
+  log.length = 0;
+  const m4 = await loadModel(url, { threads: 2, cache: { dir: cacheDir } });
+  await m4.download;
+  await m4.unload();
+  assert.deepEqual(log.filter((l) => l.range === null || /^bytes=\d+-$/.test(l.range)).map((l) => l.range), [null]);
+  assert.equal((await listCachedModels({ dir: cacheDir }))[0].etag, '"v3"');
 });
 
 test('sha256: a match completes, a mismatch is an error and deletes the partial copy', async () => {
