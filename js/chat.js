@@ -1,6 +1,6 @@
 // chat.js — messages -> prompt text. The checkpoint's own template (GGUF
 // tokenizer.chat_template, chat_template.jinja or tokenizer_config.json) is rendered with
-// @huggingface/jinja; without one, the built-in Gemma 4 format (gemma4-spec §e):
+// @huggingface/jinja; without one, the built-in Gemma 4 format (docs/gemma4.md):
 //
 //   <bos><|turn>system\n{<|think|> when thinking}{system}<turn|>\n
 //   <|turn>user\n{text}<turn|>\n
@@ -8,40 +8,36 @@
 //   ...
 //   <|turn>model\n                       (generation prompt)
 //
-// Roles: system (first message only), user, assistant|model. Content is trimmed; a string or
-// an array of {type: 'text', text} parts (text only).
+// Roles: system (first message only), user, assistant|model. Content is a string or an array
+// of parts; as Hugging Face's apply_chat_template does, a template sees the array itself
+// (each part {type: 'text', text}; a bare string part becomes one), and the built-in format
+// joins the parts' text. Text parts only. Runs in the engine worker (js/worker.js).
+import { OxError } from './errors.js';
 
-export class ChatError extends Error {
-  constructor(message, code = 'RANGE') {
-    super(message);
-    this.name = 'ChatError';
-    this.code = code;
-  }
-}
-
-function textOf(m, i) {
+// content: a string, or an array of text parts (normalized to {type: 'text', text})
+function contentOf(m, i) {
   const c = m.content;
   if (typeof c === 'string') return c;
   if (c == null) return '';
   if (Array.isArray(c)) {
-    return c
-      .map((p) => {
-        if (typeof p === 'string') return p;
-        if (p?.type === 'text' && typeof p.text === 'string') return p.text;
-        throw new ChatError(`message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`);
-      })
-      .join('');
+    return c.map((p) => {
+      if (typeof p === 'string') return { type: 'text', text: p };
+      if (p?.type === 'text' && typeof p.text === 'string') return p;
+      throw new OxError('RANGE', `message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`);
+    });
   }
-  throw new ChatError(`message ${i}: content must be a string or an array of text parts`);
+  throw new OxError('RANGE', `message ${i}: content must be a string or an array of text parts`);
 }
 
-// messages: a non-empty array of {role: string, content}; content becomes a string
+const textOf = (content) => (typeof content === 'string' ? content : content.map((p) => p.text).join(''));
+
+// messages: a non-empty array of {role: string, content}
 function normalize(messages) {
-  if (!Array.isArray(messages) || messages.length === 0) throw new ChatError('messages must be a non-empty array');
+  if (!Array.isArray(messages) || messages.length === 0) throw new OxError('RANGE', 'messages must be a non-empty array');
   return messages.map((m, i) => {
-    if (!m || typeof m !== 'object' || Array.isArray(m)) throw new ChatError(`message ${i} must be an object {role, content}`);
-    if (typeof m.role !== 'string') throw new ChatError(`message ${i}: role must be a string`);
-    return { ...m, content: textOf(m, i) };
+    if (!m || typeof m !== 'object' || Array.isArray(m)) throw new OxError('RANGE', `message ${i} must be an object {role, content}`);
+    if (typeof m.role !== 'string') throw new OxError('RANGE', `message ${i}: role must be a string`);
+    return { ...m, content: contentOf(m, i) };
   });
 }
 
@@ -51,22 +47,22 @@ const stripThought = (s) => s.replace(/<\|channel>[\s\S]*?<channel\|>/g, '');
 export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt = true } = {}) {
   const msgs = normalize(messages);
   let out = '<bos>';
-  const sys = msgs[0].role === 'system' ? msgs[0].content.trim() : null;
+  const sys = msgs[0].role === 'system' ? textOf(msgs[0].content).trim() : null;
   if (sys !== null || thinking) out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}<turn|>\n`;
   for (let i = sys !== null ? 1 : 0; i < msgs.length; i++) {
     let role = msgs[i].role;
-    if (role === 'system') throw new ChatError(`message ${i}: a system message must come first`);
+    if (role === 'system') throw new OxError('RANGE', `message ${i}: a system message must come first`);
     if (role === 'assistant') role = 'model';
-    if (role !== 'user' && role !== 'model') throw new ChatError(`message ${i}: unknown role ${JSON.stringify(msgs[i].role)} (system, user, assistant or model)`);
-    const text = msgs[i].content;
+    if (role !== 'user' && role !== 'model') throw new OxError('RANGE', `message ${i}: unknown role ${JSON.stringify(msgs[i].role)} (system, user, assistant or model)`);
+    const text = textOf(msgs[i].content);
     out += `<|turn>${role}\n${(role === 'model' ? stripThought(text) : text).trim()}<turn|>\n`;
   }
   if (addGenerationPrompt) out += '<|turn>model\n';
   return out;
 }
 
-// A template comes from the model file and renders on the caller's thread: its work is
-// bounded, so a hostile one fails with FORMAT instead of hanging the thread or taking the
+// A template comes from the model file and renders on the engine's thread: its work is
+// bounded, so a hostile one fails with FORMAT instead of hanging the worker or taking the
 // process down (V8 aborts on a 10^9-element array rather than throw). Limits: steps per
 // render (an evaluated node, a loop body run, an element made by range(): ~5 us each; the
 // Gemma 4 template takes ~60 per message), elements of one range(), length of any string or
@@ -77,6 +73,22 @@ const STRING_MAX = 1 << 24;
 const LIST_MAX = 1 << 20;
 
 let jinja = null; // @huggingface/jinja, loaded on first use
+let jinjaUrl = null; // where the page's import map puts it (setJinjaUrl)
+
+// A bundler or Node resolves the bare specifier; an unbundled page's module worker does not
+// (import maps do not apply to workers), so the main thread resolves it and tells us.
+export function setJinjaUrl(url) {
+  jinjaUrl = url;
+}
+
+async function loadJinja() {
+  try {
+    return await import('@huggingface/jinja');
+  } catch (e) {
+    if (!jinjaUrl) throw new OxError('MISSING', `chat template: cannot load @huggingface/jinja (${e.message})`);
+    return import(/* @vite-ignore */ jinjaUrl);
+  }
+}
 let Bounded = null; // its Interpreter, bounded (below)
 const compiled = new Map(); // template source -> parsed Template
 
@@ -84,7 +96,7 @@ function boundedInterpreter() {
   Bounded ??= class extends jinja.Interpreter {
     steps = 0;
     step(n = 1) {
-      if ((this.steps += n) > STEP_MAX) throw new ChatError(`chat template: more than ${STEP_MAX} steps`, 'FORMAT');
+      if ((this.steps += n) > STEP_MAX) throw new OxError('FORMAT', `chat template: more than ${STEP_MAX} steps`);
     }
     // a loop's body runs through evaluateBlock, even when empty
     evaluateBlock(statements, env) {
@@ -96,7 +108,7 @@ function boundedInterpreter() {
       const v = super.evaluate(statement, env);
       const x = v?.value;
       if (typeof x === 'string' ? x.length > STRING_MAX : Array.isArray(x) && x.length > LIST_MAX)
-        throw new ChatError(`chat template: a ${typeof x === 'string' ? 'string' : 'list'} of ${x.length} elements (at most ${typeof x === 'string' ? STRING_MAX : LIST_MAX})`, 'FORMAT');
+        throw new OxError('FORMAT', `chat template: a ${typeof x === 'string' ? 'string' : 'list'} of ${x.length} elements (at most ${typeof x === 'string' ? STRING_MAX : LIST_MAX})`);
       return v;
     }
   };
@@ -109,9 +121,9 @@ function boundedInterpreter() {
 function boundedRange(it) {
   return (start, stop, step = 1) => {
     if (stop === undefined) [start, stop] = [0, start];
-    if (![start, stop, step].every(Number.isInteger) || step === 0) throw new ChatError('chat template: range() needs integers and a non-zero step', 'FORMAT');
+    if (![start, stop, step].every(Number.isInteger) || step === 0) throw new OxError('FORMAT', 'chat template: range() needs integers and a non-zero step');
     const n = Math.max(0, Math.ceil((stop - start) / step));
-    if (n > RANGE_MAX) throw new ChatError(`chat template: range() of ${n} elements (at most ${RANGE_MAX})`, 'FORMAT');
+    if (n > RANGE_MAX) throw new OxError('FORMAT', `chat template: range() of ${n} elements (at most ${RANGE_MAX})`);
     it.step(n);
     return Array.from({ length: n }, (_, i) => start + i * step);
   };
@@ -132,7 +144,7 @@ function environment(it, vars) {
   const globals = {
     false: false, true: true, none: null, False: false, True: true, None: null,
     raise_exception: (msg) => {
-      throw new ChatError(`chat template: ${msg}`, 'FORMAT');
+      throw new OxError('FORMAT', `chat template: ${msg}`);
     },
     range: boundedRange(it),
     strftime_now: strftimeNow,
@@ -147,13 +159,13 @@ function environment(it, vars) {
 export async function renderChat(template, messages, opts = {}) {
   if (!template) return gemma4Prompt(messages, opts);
   const msgs = normalize(messages);
-  jinja ??= await import('@huggingface/jinja');
+  jinja ??= await loadJinja();
   let t = compiled.get(template);
   if (!t) {
     try {
       t = new jinja.Template(template);
     } catch (e) {
-      throw new ChatError(`chat template: ${e.message}`, 'FORMAT');
+      throw new OxError('FORMAT', `chat template: ${e.message}`);
     }
     compiled.set(template, t);
   }
@@ -172,7 +184,7 @@ export async function renderChat(template, messages, opts = {}) {
     if (typeof out !== 'string') throw new Error('the template did not produce text');
     return out;
   } catch (e) {
-    if (e instanceof ChatError) throw e;
-    throw new ChatError(`chat template: ${e.message}`, 'FORMAT');
+    if (e instanceof OxError) throw e;
+    throw new OxError('FORMAT', `chat template: ${e.message}`);
   }
 }

@@ -3,14 +3,16 @@ import type { CacheOptions, DownloadProgress } from './cache.js';
 export type { CacheOptions, DownloadProgress, CachedModel } from './cache.js';
 export { listCachedModels, deleteCachedModel } from './cache.js';
 
-/** Error codes, as in src/base/err.h. */
+/** Error codes: the names of src/base/err.h's OX_E_* (js/abi.js `codes`). */
 export type OxErrorCode =
   | 'IO' | 'FORMAT' | 'TRUNCATED' | 'UNSUPPORTED' | 'MISSING' | 'CONFIG'
   | 'NOMEM' | 'RANGE' | 'ABORTED' | 'STATE';
 
-/** Every failure: `code` says what kind, `message` names the file and the problem.
- *  Aborts are `code: 'ABORTED'` with `name: 'AbortError'`. */
+/** Every failure of the package (main thread, engine worker, host files, chat templates):
+ *  `code` says what kind, `message` names the file and the problem. Aborts are
+ *  `code: 'ABORTED'` with `name: 'AbortError'`. */
 export class OxError extends Error {
+  constructor(code: OxErrorCode, message: string);
   code: OxErrorCode;
 }
 
@@ -64,6 +66,13 @@ export interface LoadOptions {
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
   signal?: AbortSignal;
+  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm)
+   *  are served, as a folder URL (relative: to the page). Default: dist/ beside the package's
+   *  js/, found as `new URL('../dist/...', import.meta.url)`, which bundlers (Vite, webpack 5)
+   *  emit as assets. Another origin must allow CORS (and CORP under COEP). In Node: a file URL. */
+  assetBase?: string | URL;
+  /** The URL of one engine file by name (as Emscripten's locateFile); wins over assetBase. */
+  locateFile?: (name: string) => string | URL;
   /** Host-file table: LRU size for small reads (bytes, default 8 MiB), largest cached read
    *  (default 64 KiB), HTTP read timeout (ms, default 60000). */
   host?: { cacheBytes?: number; cacheMaxRead?: number; timeoutMs?: number };
@@ -113,14 +122,24 @@ export interface GenerateOptions extends SamplingOptions {
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'model';
-  content: string | Array<{ type: 'text'; text: string }>;
+  /** A string, or text parts, which a Jinja template sees as the array itself (as Hugging
+   *  Face's apply_chat_template passes it; a bare string part becomes {type: 'text', text});
+   *  the built-in Gemma 4 format joins their text. */
+  content: string | Array<{ type: 'text'; text: string } | string>;
+  /** Other fields (tool_calls, ...) reach the template as they are. */
+  [field: string]: unknown;
 }
 
 export interface ChatOptions extends GenerateOptions {
   /** Thinking mode: `<|think|>` in the system turn; thought text streams with `thinking: true`. */
   thinking?: boolean;
-  /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format). */
+  /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format).
+   *  Templates render in the engine worker, with bounded work (a hostile one fails FORMAT). */
   template?: string | null;
+  /** Template variables add_generation_prompt (default true), bos_token, eos_token. */
+  addGenerationPrompt?: boolean;
+  bosToken?: string;
+  eosToken?: string;
   tools?: unknown[];
   /** Extra variables for the template. */
   vars?: Record<string, unknown>;
@@ -228,11 +247,11 @@ export interface Model {
   detokenizer(opts?: { skipSpecial?: boolean }): { push(ids: ArrayLike<number>): Promise<string>; flush(): string };
   /** Logits after the last token (vocab floats), or after every token (n * vocab) with all. */
   logits(tokens: ArrayLike<number>, opts?: { all?: boolean }): Promise<Float32Array>;
-  /** Text (BOS added) or token ids. Reuses the KV cache for the prefix it shares with the
-   *  previous call. */
+  /** Text (tokenized in the worker, BOS added) or token ids. Reuses the KV cache for the
+   *  prefix it shares with the previous call. */
   generate(prompt: string | ArrayLike<number>, opts?: GenerateOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
-  /** Renders the conversation with the chat template and generates the model's turn; only
-   *  the part not already in the KV cache is prefilled. */
+  /** Renders the conversation with the chat template and generates the model's turn, in one
+   *  request to the worker; only the part not already in the KV cache is prefilled. */
   chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
   /** The prompt text chat() would run. */
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;

@@ -1,24 +1,30 @@
-// index.js — the public API (main thread; never blocks). Each model runs in its own worker
-// (js/worker.js: a Web Worker in browsers, a worker_threads Worker in Node); every method
-// here is a message to it. See index.d.ts for the documented types.
+// index.js — the public API (main thread; never blocks). Each model runs in its own engine
+// worker (js/worker.js, reached through js/connection.js); every method here is one message
+// to it: text is tokenized and chat templates are rendered there. See index.d.ts.
+import { quant as QUANT } from './abi.js';
+import { engineAssets } from './assets.js';
+import { Connection } from './connection.js';
+import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
-import { renderChat } from './chat.js';
+import { tokenStream } from './stream.js';
 import { cacheSources } from './cache.js';
+
+export { OxError };
 export { listCachedModels, deleteCachedModel } from './cache.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
-const QUANT = { stored: 0, bf16: 1, q8: 2, q4: 3 };
 const MAX_DEFAULT_THREADS = 8;
 
-export class OxError extends Error {
-  constructor(code, message) {
-    super(message);
-    this.name = code === 'ABORTED' ? 'AbortError' : 'OxError';
-    this.code = code;
+// Where the page's import map puts @huggingface/jinja, for an unbundled module worker (import
+// maps do not reach workers); null where a bundler or Node resolves it.
+function jinjaUrl() {
+  if (isNode) return null;
+  try {
+    return import.meta.resolve?.('@huggingface/jinja') ?? null;
+  } catch {
+    return null;
   }
 }
-
-const toOxError = (e) => (e instanceof OxError ? e : new OxError(typeof e?.code === 'string' ? e.code : 'STATE', e?.message ?? String(e)));
 
 // ---- which build, how many threads ----
 
@@ -53,100 +59,7 @@ export async function chooseEngine(opts = {}) {
   return { build, threads, note };
 }
 
-// ---- the worker connection ----
-
-async function spawnWorker() {
-  const url = new URL('./worker.js', import.meta.url);
-  if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(url, { workerData: { workerUrl: url.href } });
-    return {
-      post: (m, t) => w.postMessage(m, t),
-      listen: (onMsg, onFail) => {
-        w.on('message', onMsg);
-        w.on('error', onFail);
-        w.on('exit', (code) => onFail(new Error(`the engine worker exited (code ${code})`)));
-      },
-      terminate: () => w.terminate(),
-      hold: (on) => (on ? w.ref() : w.unref()),
-    };
-  }
-  const w = new Worker(url); // classic: it importScripts() the Emscripten glue
-  return {
-    post: (m, t) => w.postMessage(m, t ?? []),
-    listen: (onMsg, onFail) => {
-      w.onmessage = (e) => onMsg(e.data);
-      w.onerror = (e) => {
-        e.preventDefault?.();
-        onFail(new Error(e.message || 'the engine worker failed to start'));
-      };
-    },
-    terminate: () => w.terminate(),
-    hold: () => {},
-  };
-}
-
-class Engine {
-  constructor(w) {
-    this.w = w;
-    this.next = 1;
-    this.pending = new Map();
-    this.dead = null;
-    w.listen((m) => this.receive(m), (e) => this.fail(new OxError('STATE', e.message)));
-    w.hold(false);
-  }
-
-  // -> {id, done: Promise}
-  start(op, args = {}, onEvent = null) {
-    const id = this.next++;
-    const done = new Promise((resolve, reject) => {
-      if (this.dead) return reject(this.dead);
-      try {
-        this.w.post({ ...args, id, op });
-      } catch (e) {
-        // e.g. a Node file-backed Blob (fs.openAsBlob), which cannot be sent to a thread
-        return reject(new OxError('UNSUPPORTED', `${op}: cannot send the request to the engine worker: ${e.message}`));
-      }
-      this.pending.set(id, { resolve, reject, onEvent });
-      this.w.hold(true);
-    });
-    return { id, done };
-  }
-
-  call(op, args, onEvent) {
-    return this.start(op, args, onEvent).done;
-  }
-
-  abort(target) {
-    if (!this.dead) this.w.post({ op: 'abort', target });
-  }
-
-  receive(m) {
-    const p = this.pending.get(m.id);
-    if (!p) return;
-    if (m.event) return void p.onEvent?.(m);
-    this.pending.delete(m.id);
-    if (!this.pending.size) this.w.hold(false);
-    if (m.ok) p.resolve(m.value);
-    else p.reject(new OxError(m.error.code, m.error.message));
-  }
-
-  fail(e) {
-    if (this.dead) return;
-    this.dead = e;
-    for (const p of this.pending.values()) p.reject(e);
-    this.pending.clear();
-  }
-
-  terminate(reason) {
-    this.fail(reason ?? new OxError('STATE', 'the model was unloaded'));
-    this.w.terminate();
-  }
-}
-
 // ---- loading ----
-
-const abortError = (what) => new OxError('ABORTED', `${what} aborted`);
 
 export async function loadModel(sources, opts = {}) {
   const list = Array.isArray(sources) ? sources : [sources];
@@ -168,8 +81,9 @@ export async function loadModel(sources, opts = {}) {
   const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
   if (cached) descs = cached.sources;
   const env = await chooseEngine(opts);
+  const assets = engineAssets(env.build, opts);
   if (env.note) opts.onWarning?.(env.note);
-  const engine = new Engine(await spawnWorker());
+  const engine = await Connection.open();
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
@@ -185,7 +99,7 @@ export async function loadModel(sources, opts = {}) {
     }
   };
   try {
-    const { threads } = await engine.call('init', { build: env.build, threads: env.threads, abortFlag, host: opts.host });
+    const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
       { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
@@ -202,91 +116,6 @@ export async function loadModel(sources, opts = {}) {
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
-}
-
-// ---- streams ----
-
-// An async iterator over a worker job's token events, ending with {token: null, text: '',
-// stats}. Abort (signal, or leaving the loop early) tells the worker, which stops before its
-// next token; the iterator stops at once.
-function tokenStream(engine, prepare, signal) {
-  const queue = [];
-  let wake = null;
-  let error = null;
-  let finished = false;
-  let id = 0;
-  const notify = () => {
-    wake?.();
-    wake = null;
-  };
-  const onAbort = () => {
-    if (finished) return;
-    if (id) engine.abort(id);
-    error = abortError('generation');
-    finished = true;
-    notify();
-  };
-  const begin = (async () => {
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    let args;
-    try {
-      args = await prepare();
-    } catch (e) {
-      error = toOxError(e);
-      finished = true;
-      return;
-    }
-    if (finished) return;
-    const job = engine.start('generate', args, (ev) => {
-      if (!finished) queue.push({ token: ev.token >= 0 ? ev.token : null, text: ev.text, thinking: ev.thinking });
-      notify();
-    });
-    id = job.id;
-    job.done.then(
-      (stats) => {
-        if (!finished) queue.push({ token: null, text: '', stats });
-        finished = true;
-        notify();
-      },
-      (e) => {
-        if (!finished) error = toOxError(e);
-        finished = true;
-        notify();
-      },
-    );
-  })();
-  const cleanup = () => signal?.removeEventListener('abort', onAbort);
-  return {
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    async next() {
-      await begin;
-      for (;;) {
-        if (error && (signal?.aborted || !queue.length)) {
-          cleanup();
-          queue.length = 0;
-          const e = error;
-          error = null;
-          throw e;
-        }
-        if (queue.length) return { value: queue.shift(), done: false };
-        if (finished) {
-          cleanup();
-          return { value: undefined, done: true };
-        }
-        await new Promise((r) => (wake = r));
-      }
-    },
-    async return() {
-      if (!finished && id) engine.abort(id);
-      finished = true;
-      queue.length = 0;
-      cleanup();
-      return { value: undefined, done: true };
-    },
-  };
 }
 
 // ---- the model ----
@@ -332,9 +161,9 @@ class Model {
   }
 
   generate(prompt, opts = {}) {
-    const prepare = async () => {
-      const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: true }) : Array.from(prompt);
-      return { tokens, opts: samplingArgs(opts) };
+    const prepare = () => {
+      if (typeof prompt === 'string') return { text: prompt, opts: samplingArgs(opts) };
+      return { tokens: Array.from(prompt), opts: samplingArgs(opts) };
     };
     return tokenStream(this.engine, prepare, opts.signal);
   }
@@ -342,20 +171,12 @@ class Model {
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
-    const prepare = async () => {
-      const text = await renderChat(opts.template ?? this.chatTemplate, messages, opts);
-      const args = samplingArgs(opts);
-      // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not
-      const { eosIds, turnEnd } = this.info;
-      if (!args.stopIds && turnEnd >= 0 && !eosIds.includes(turnEnd)) args.stopIds = [...eosIds, turnEnd];
-      return { tokens: await this.tokenize(text), opts: args };
-    };
-    return tokenStream(this.engine, prepare, opts.signal);
+    return tokenStream(this.engine, () => ({ messages, chat: chatArgs(opts), opts: samplingArgs(opts) }), opts.signal);
   }
 
   // the prompt text chat() would run
   renderChat(messages, opts = {}) {
-    return renderChat(opts.template ?? this.chatTemplate, messages, opts);
+    return this.engine.call('render', { messages, chat: chatArgs(opts) });
   }
 
   resetChat() {
@@ -383,6 +204,13 @@ class Model {
 // Options checked here with their JS names; top_p, min_p, the penalties and the bias are
 // checked by the C sampler (sampler.h), whose messages use its names.
 const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
+
+// what the chat template needs (js/chat.js renderChat's options)
+function chatArgs(o) {
+  const out = {};
+  for (const k of ['template', 'thinking', 'addGenerationPrompt', 'tools', 'vars', 'bosToken', 'eosToken']) if (o[k] !== undefined) out[k] = o[k];
+  return out;
+}
 
 function samplingArgs(o) {
   const out = {};

@@ -32,20 +32,10 @@ int ox_err_prefix(ox_err *e, const char *fmt, ...) {
 }
 
 const char *ox_err_code_name(int code) {
-    switch (code) {
-    case OX_OK: return "OK";
-    case OX_E_IO: return "IO";
-    case OX_E_FORMAT: return "FORMAT";
-    case OX_E_TRUNCATED: return "TRUNCATED";
-    case OX_E_UNSUPPORTED: return "UNSUPPORTED";
-    case OX_E_MISSING: return "MISSING";
-    case OX_E_CONFIG: return "CONFIG";
-    case OX_E_NOMEM: return "NOMEM";
-    case OX_E_RANGE: return "RANGE";
-    case OX_E_ABORTED: return "ABORTED";
-    case OX_E_STATE: return "STATE";
-    default: return "UNKNOWN";
-    }
+#define OX_ERR_NAME_(name, c, what) if (code == c) return #name;
+    OX_ERR_CODES(OX_ERR_NAME_)
+#undef OX_ERR_NAME_
+    return code == OX_OK ? "OK" : "UNKNOWN";
 }
 
 int ox_mul_size(size_t a, size_t b, size_t *out) {

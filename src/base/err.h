@@ -4,25 +4,30 @@
  * status (0 = ok, or a negative OX_E_* code) or NULL. The message names the file
  * (when one is involved) and the problem, e.g.
  *   "model.gguf: tensor blk.3.attn_q.weight: data [1024, 4096) beyond file end (2048 bytes)".
- * Codes are stable: the JS layer maps them to string codes (js/errors.js). */
+ * Codes are stable: the JS side gets them by name from js/abi.js, generated from the list
+ * below by tools/gen_abi.mjs (src/wasm/abi.h is the whole JS<->C contract). */
 #ifndef OX_ERR_H
 #define OX_ERR_H
 
 #include <stddef.h>
 
-enum {
-    OX_OK = 0,
-    OX_E_IO = -1,          /* host read failed (I/O error, HTTP error, short read)   -> "IO"          */
-    OX_E_FORMAT = -2,      /* malformed file: bad magic, bad JSON, bad header         -> "FORMAT"      */
-    OX_E_TRUNCATED = -3,   /* file ends before a header/tensor does                   -> "TRUNCATED"   */
-    OX_E_UNSUPPORTED = -4, /* unknown version, tensor type, dtype, architecture       -> "UNSUPPORTED" */
-    OX_E_MISSING = -5,     /* a required tensor, key, shard or file is absent         -> "MISSING"     */
-    OX_E_CONFIG = -6,      /* inconsistent config or shapes that disagree with it     -> "CONFIG"      */
-    OX_E_NOMEM = -7,       /* allocation failed (message says how much was needed)    -> "NOMEM"       */
-    OX_E_RANGE = -8,       /* argument out of range: context, tokens, threads, ...    -> "RANGE"       */
-    OX_E_ABORTED = -9,     /* the caller's abort/progress callback asked to stop      -> "ABORTED"     */
-    OX_E_STATE = -10,      /* call not valid in this state (e.g. session full)        -> "STATE"       */
-};
+/* X(NAME, code, meaning): the one list of error codes; OX_E_NAME = code, and "NAME" is what
+ * ox_err_code_name() returns and what JS sees as OxError.code. */
+#define OX_ERR_CODES(X)                                                                          \
+    X(IO, -1, "host read failed (I/O error, HTTP error, short read)")                            \
+    X(FORMAT, -2, "malformed file: bad magic, bad JSON, bad header")                             \
+    X(TRUNCATED, -3, "file ends before a header/tensor does")                                    \
+    X(UNSUPPORTED, -4, "unknown version, tensor type, dtype, architecture")                      \
+    X(MISSING, -5, "a required tensor, key, shard or file is absent")                            \
+    X(CONFIG, -6, "inconsistent config or shapes that disagree with it")                         \
+    X(NOMEM, -7, "allocation failed (message says how much was needed)")                         \
+    X(RANGE, -8, "argument out of range: context, tokens, threads, ...")                         \
+    X(ABORTED, -9, "the caller's abort/progress callback asked to stop")                         \
+    X(STATE, -10, "call not valid in this state (e.g. session full)")
+
+#define OX_ERR_ENUM_(name, code, what) OX_E_##name = code,
+enum { OX_OK = 0, OX_ERR_CODES(OX_ERR_ENUM_) };
+#undef OX_ERR_ENUM_
 
 #define OX_ERR_MSG 512
 

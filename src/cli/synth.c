@@ -21,7 +21,7 @@ static int usage(void) {
             "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
             "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
             "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
-            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens\n"
+            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
             "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n");
     return 2;
 }
@@ -74,6 +74,7 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--k-eq-v") && v) s.k_eq_v = 1, s.global_kv_heads = atoi(v), i++;
         else if (!strcmp(a, "--no-double-wide")) s.double_wide = 0;
         else if (!strcmp(a, "--all-byte-tokens")) s.all_byte_tokens = 1;
+        else if (!strcmp(a, "--chat-tokens")) s.chat_tokens = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) out = v, i++;
         else return usage();
     }

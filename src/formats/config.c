@@ -1,5 +1,5 @@
-/* config.c — see config.h. Key names and defaults follow ../shared/docs/gemma4-spec.md §a (HF)
- * and §c (GGUF); derived per-layer values follow §a "Derived per-layer parameters". */
+/* config.c — see config.h. Key names and defaults follow docs/gemma4.md §1.1 (HF) and §3.3
+ * (GGUF); derived per-layer values follow §1.2. */
 #include "formats/config.h"
 
 #include <math.h>

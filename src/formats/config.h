@@ -1,5 +1,5 @@
 /* config.h — Gemma 4 text config, from HF config.json (text_config) or GGUF gemma4.* keys,
- * with every per-layer value derived once at load (../shared/docs/gemma4-spec.md §a).
+ * with every per-layer value derived once at load (docs/gemma4.md §1.2).
  * Validation turns inconsistent configs into OX_E_CONFIG errors, never crashes. */
 #ifndef OX_CONFIG_H
 #define OX_CONFIG_H

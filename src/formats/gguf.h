@@ -1,24 +1,21 @@
-/* gguf.h — GGUF (v2, v3) reader and writer.
+/* gguf.h — GGUF (v2, v3) reader (the writer is tooling: tools/gguf_write.h).
  *
  * The reader works only through ox_host_read: the header, metadata and tensor infos are
  * read in buffered chunks, never by assuming the file is in memory. Every count and length
  * is bounded by what the rest of the file can hold before anything is allocated; every
- * tensor's data must lie inside the file. Tensor types are ggml's (ox_type values).
- *
- * The writer (native) collects metadata and tensors and writes a complete file; tensor data
- * is either a caller pointer (kept, not copied: keep it alive until the write) or produced
- * by a callback at write time (large models). */
+ * tensor's data must lie inside the file. Tensor types are ggml's (ox_type values). */
 #ifndef OX_GGUF_H
 #define OX_GGUF_H
 
 #include <stdint.h>
-#include <stdio.h>
 #include "base/err.h"
 #include "kernels/quant.h"
 
 #define OX_GGUF_MAGIC 0x46554747u /* "GGUF" little-endian */
 #define OX_GGUF_DEFAULT_ALIGNMENT 32
 #define OX_GGUF_MAX_DIMS 4
+#define OX_GGUF_MAX_NAME 1024      /* tensor name bytes (reader and writer) */
+#define OX_GGUF_MAX_ARRAY_DEPTH 8  /* nesting of array values */
 
 typedef enum {
     OX_GGUF_U8 = 0, OX_GGUF_I8 = 1, OX_GGUF_U16 = 2, OX_GGUF_I16 = 3, OX_GGUF_U32 = 4,
@@ -99,36 +96,5 @@ int ox_gguf_arr_bool(const ox_gguf_value *arr, uint64_t i, int *out);
 const ox_gguf_str *ox_gguf_arr_str(const ox_gguf_value *arr, uint64_t i); /* NULL if not */
 const char *ox_gguf_type_name(ox_gguf_type t); /* "u32", "string", ... */
 size_t ox_gguf_type_size(ox_gguf_type t);      /* bytes of a scalar; 0 for string/array */
-
-/* ---- writer ---- */
-
-typedef struct ox_gguf_writer ox_gguf_writer;
-/* Writes exactly the tensor's nbytes of data to f (tensor index i in add order). */
-typedef int (*ox_gguf_fill_fn)(void *ud, int i, FILE *f, ox_err *err);
-
-ox_gguf_writer *ox_gguf_writer_new(void);
-void ox_gguf_writer_free(ox_gguf_writer *w);
-/* Metadata (kept in add order; a repeated key is an error at write time). */
-int ox_gguf_w_u32(ox_gguf_writer *w, const char *key, uint32_t v);
-int ox_gguf_w_i32(ox_gguf_writer *w, const char *key, int32_t v);
-int ox_gguf_w_u64(ox_gguf_writer *w, const char *key, uint64_t v);
-int ox_gguf_w_f32(ox_gguf_writer *w, const char *key, float v);
-int ox_gguf_w_bool(ox_gguf_writer *w, const char *key, int v);
-int ox_gguf_w_str(ox_gguf_writer *w, const char *key, const char *s);
-/* Numeric/bool array: n packed values of elem type (bool: 1 byte each). */
-int ox_gguf_w_arr(ox_gguf_writer *w, const char *key, ox_gguf_type elem, const void *data, uint64_t n);
-int ox_gguf_w_arr_str(ox_gguf_writer *w, const char *key, const char *const *s, uint64_t n);
-/* Any value, including every scalar type and nested arrays (same layout as the reader's). */
-int ox_gguf_w_value(ox_gguf_writer *w, const char *key, const ox_gguf_value *v);
-/* Alignment of tensor data (power of two); also written as general.alignment. */
-int ox_gguf_w_alignment(ox_gguf_writer *w, uint32_t alignment);
-/* Tensor with ggml-order ne[n_dims]; data NULL means "produced by the fill callback".
- * ne[0] must be a multiple of the type's block size. */
-int ox_gguf_w_tensor(ox_gguf_writer *w, const char *name, ox_type type, int n_dims, const uint64_t *ne,
-                     const void *data, ox_err *err);
-/* Write the file. fill may be NULL when every tensor has a data pointer. */
-int ox_gguf_w_write(ox_gguf_writer *w, const char *path, ox_gguf_fill_fn fill, void *ud, ox_err *err);
-int ox_gguf_w_write_file(ox_gguf_writer *w, FILE *f, const char *fname, ox_gguf_fill_fn fill, void *ud,
-                         ox_err *err);
 
 #endif

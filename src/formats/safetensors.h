@@ -1,4 +1,5 @@
-/* safetensors.h — safetensors reader (single file; shard index) and writer.
+/* safetensors.h — safetensors reader (single file; shard index); the writer is tooling
+ * (tools/safetensors_write.h).
  *
  * File: u64 little-endian header length N, N bytes of JSON
  *   {"__metadata__": {str: str}, "NAME": {"dtype": "BF16", "shape": [..], "data_offsets": [b, e]}, ...}
@@ -11,7 +12,6 @@
 #define OX_SAFETENSORS_H
 
 #include <stdint.h>
-#include <stdio.h>
 #include "base/err.h"
 
 #define OX_ST_MAX_DIMS 8
@@ -59,19 +59,5 @@ typedef struct ox_st_index {
 } ox_st_index;
 ox_st_index *ox_st_index_open(int file, ox_err *err);
 void ox_st_index_free(ox_st_index *ix);
-
-/* ---- writer ---- */
-
-typedef struct ox_st_writer ox_st_writer;
-/* Writes exactly the tensor's bytes to f (tensor index i in add order). */
-typedef int (*ox_st_fill_fn)(void *ud, int i, FILE *f, ox_err *err);
-
-ox_st_writer *ox_st_writer_new(void);
-void ox_st_writer_free(ox_st_writer *w);
-int ox_st_w_meta(ox_st_writer *w, const char *key, const char *value, ox_err *err);
-/* data: kept (not copied) until the write, or NULL to have the fill callback produce it. */
-int ox_st_w_tensor(ox_st_writer *w, const char *name, ox_st_dtype dtype, int n_dims, const uint64_t *shape,
-                   const void *data, ox_err *err);
-int ox_st_w_write(ox_st_writer *w, const char *path, ox_st_fill_fn fill, void *ud, ox_err *err);
 
 #endif

@@ -8,7 +8,7 @@
  *   natively: ox_host_open_path() opens a path; reads are pread().
  *   wasm:     JS registers sources (Node fs, File/Blob, HTTP Range, OPFS) and passes
  *             handles to the wasm API; reads are synchronous calls into JS
- *             (imports in hostfile_wasm.js), executed on the calling thread.
+ *             (the imports of src/wasm/abi.h, in js/hostfile_lib.js), executed on the calling thread.
  *
  * Reads must happen on the thread that runs the forward pass (never a pool thread):
  * in a browser the sync read primitives exist only on that worker thread. */

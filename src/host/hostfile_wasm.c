@@ -6,14 +6,10 @@
 #if defined(__EMSCRIPTEN__) && !defined(OX_HOST_NATIVE)
 #include "host/hostfile.h"
 
-#include <emscripten.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* js/hostfile_lib.js */
-extern int ox_js_host_read(int file, double off, size_t len, void *dst, char *msg, int msg_cap);
-extern double ox_js_host_size(int file);
-extern int ox_js_host_name(int file, char *buf, int cap);
+#include "wasm/abi.h" /* the imports (js/hostfile_lib.js) and ox_host_wasm_forget */
 
 #define OX_MAX_FILES 256
 
@@ -36,8 +32,7 @@ const char *ox_host_name(int file) {
     return names[file];
 }
 
-/* Called by JS when it closes a handle (the number may be reused for another file). */
-EMSCRIPTEN_KEEPALIVE void ox_host_wasm_forget(int file) {
+OX_EXPORT void ox_host_wasm_forget(int file) {
     if (file < 0 || file >= OX_MAX_FILES) return;
     free(names[file]);
     names[file] = NULL;

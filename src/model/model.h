@@ -13,7 +13,16 @@
 #include "formats/config.h"
 #include "formats/tensors.h"
 
-typedef enum { OX_QUANT_STORED = 0, OX_QUANT_BF16, OX_QUANT_Q8, OX_QUANT_Q4 } ox_quant;
+/* X(NAME, id, js name): what load does with bf16/f16/f32 linear weights (GGUF quant types
+ * stay as stored). The JS option loadModel({quant}) takes the js names (js/abi.js). */
+#define OX_QUANTS(X)                                                                             \
+    X(STORED, 0, "stored") /* as stored */                                                       \
+    X(BF16, 1, "bf16")     /* f32 -> bf16 */                                                     \
+    X(Q8, 2, "q8")         /* -> Q8_0 */                                                         \
+    X(Q4, 3, "q4")         /* -> Q4_0 (token_embd, per_layer_model_proj: Q8_0) */
+#define OX_QUANT_ENUM_(name, id, js) OX_QUANT_##name = id,
+typedef enum { OX_QUANTS(OX_QUANT_ENUM_) } ox_quant;
+#undef OX_QUANT_ENUM_
 
 /* Return nonzero from progress to abort the load (OX_E_ABORTED). */
 typedef int (*ox_progress_fn)(void *ud, uint64_t done, uint64_t total);
@@ -45,8 +54,16 @@ void ox_model_stats_get(const ox_model *m, ox_model_stats *st);
 ox_session *ox_session_new(ox_model *m, int max_ctx, ox_err *err);
 void ox_session_free(ox_session *s);
 int ox_session_pos(const ox_session *s);
+int ox_session_max_ctx(const ox_session *s);
+const ox_model *ox_session_model(const ox_session *s);
+/* The pos tokens in the caches, in order (-1 where a soft embedding went in); NULL when empty.
+ * Valid until the next forward. */
+const int32_t *ox_session_tokens(const ox_session *s);
 int ox_session_truncate(ox_session *s, int pos, ox_err *err);  /* rewind to pos <= current */
-ox_session *ox_session_clone(const ox_session *s, ox_err *err);
+/* Keep the longest common prefix of the session's tokens and tokens[0, n), never the last
+ * token (its logits are needed): truncate to it and return its length (n >= 1). */
+int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err);
+ox_session *ox_session_clone(const ox_session *s, ox_err *err);  /* caches and tokens */
 void ox_session_reset(ox_session *s);
 
 /* Run n >= 1 tokens at the session's position and append them to its caches.

@@ -146,8 +146,39 @@ static void penalize(ox_sampler *s, float *logits, int vocab, const int32_t *rec
     }
 }
 
-int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent) {
+/* One draw from weights w(i) over the ids the caller's loop visits, with a draft to verify
+ * (draft < 0: none). With a draft d, standard speculative sampling for a draft distribution
+ * that is certain of d: keep d with probability p(d), else draw from p without d. */
+typedef struct draw {
+    ox_sampler *s;
+    int draft, *accepted;
+    double total; /* the weights drawn from (without the draft's, once it is refused) */
+    double r, cum;
+} draw;
+
+/* returns 1 when the draw is decided before the scan (the draft kept) */
+static int draw_begin(draw *d, double total, double draft_w) {
+    d->total = total;
+    d->cum = 0;
+    if (d->draft >= 0) {
+        if (uniform(d->s) * total < draft_w) return *d->accepted = 1;
+        d->total -= draft_w;
+    }
+    d->r = uniform(d->s) * d->total;
+    return 0;
+}
+
+/* the scan over the candidates but the draft: 1 when the one of weight w is drawn */
+static int draw_take(draw *d, double w) {
+    d->cum += w;
+    return d->r < d->cum;
+}
+
+static int sample_core(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent, int draft,
+                       int *accepted) {
     const ox_sampler_params *p = &s->p;
+    draw dr = {.s = s, .draft = draft >= 0 && draft < vocab ? draft : -1, .accepted = accepted};
+    if (accepted) *accepted = 0;
     if (!logits || vocab <= 0) return OX_E_RANGE;
     for (int i = 0; i < p->n_bias; i++) {
         if (p->bias_ids[i] >= vocab) return OX_E_RANGE;
@@ -159,13 +190,19 @@ int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, in
     for (int i = 0; i < vocab; i++)
         if (logits[i] > m) m = logits[i], best = i;
     if (best < 0) return OX_E_RANGE; /* every logit is -inf or NaN */
-    if (p->temperature <= 0 || p->top_k == 1 || isinf(m)) return best;
+    if (p->temperature <= 0 || p->top_k == 1 || isinf(m)) {
+        if (accepted) *accepted = best == draft;
+        return best;
+    }
 
     /* One pass buckets the logits that can still be drawn (weight exp((l - m) / T) above
      * exp(-40): anything lighter is below the draw's 53-bit resolution) by value, with counts
      * and masses; top-k and top-p then only gather and sort the buckets they need. */
     const float inv_t = 1.0f / p->temperature, lo = m - 40.0f * p->temperature;
-    if (!(m - lo > 0) || !isfinite(inv_t)) return best; /* temperature too small to matter */
+    if (!(m - lo > 0) || !isfinite(inv_t)) { /* temperature too small to matter */
+        if (accepted) *accepted = best == draft;
+        return best;
+    }
     enum { NB = 1024 };
     uint32_t cnt[NB] = {0};
     double mass[NB] = {0}, z = 0;
@@ -193,12 +230,13 @@ int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, in
         if (floor_w > 0)
             for (int i = 0; i < vocab; i++) total += s->w[i] >= floor_w ? s->w[i] : 0;
         else total = z;
-        double r = uniform(s) * total, cum = 0;
+        double wd = dr.draft >= 0 && s->w[dr.draft] > 0 && s->w[dr.draft] >= floor_w ? s->w[dr.draft] : 0;
+        if (draw_begin(&dr, total, wd)) return dr.draft;
         int last = best;
         for (int i = 0; i < vocab; i++) {
-            if (s->w[i] <= 0 || s->w[i] < floor_w) continue;
-            cum += s->w[i], last = i;
-            if (r < cum) return i;
+            if (s->w[i] <= 0 || s->w[i] < floor_w || i == dr.draft) continue;
+            last = i;
+            if (draw_take(&dr, s->w[i])) return i;
         }
         return last; /* rounding: r landed on the total */
     }
@@ -237,13 +275,28 @@ int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, in
         double w = weight(c[i].l, m, inv_t);
         if (w >= floor_w) total += w;
     }
-    double r = uniform(s) * total, cum = 0;
+    double wd = 0;
+    for (size_t i = 0; dr.draft >= 0 && i < keep; i++)
+        if (c[i].id == dr.draft) {
+            double w = weight(c[i].l, m, inv_t);
+            wd = w >= floor_w ? w : 0;
+        }
+    if (draw_begin(&dr, total, wd)) return dr.draft;
     int last = best;
     for (size_t i = 0; i < keep; i++) {
         double w = weight(c[i].l, m, inv_t);
-        if (w < floor_w) continue;
-        cum += w, last = c[i].id;
-        if (r < cum) return c[i].id;
+        if (w < floor_w || c[i].id == dr.draft) continue;
+        last = c[i].id;
+        if (draw_take(&dr, w)) return c[i].id;
     }
     return last;
+}
+
+int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent) {
+    return sample_core(s, logits, vocab, recent, n_recent, -1, NULL);
+}
+
+int ox_sample_verify(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent, int draft,
+                     int *accepted) {
+    return sample_core(s, logits, vocab, recent, n_recent, draft, accepted);
 }

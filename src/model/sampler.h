@@ -47,6 +47,13 @@ void ox_sampler_free(ox_sampler *s);
  * above -inf), or OX_E_NOMEM. NaN logits count as -inf. */
 int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent);
 
+/* Speculative verification of a drafted token: the same distribution as ox_sample, drawn so
+ * that the draft is kept with probability p(draft) (*accepted = 1, returns draft) and
+ * otherwise a token is drawn from p without the draft (*accepted = 0). Greedy: the argmax,
+ * *accepted = (argmax == draft). The output distribution is exactly ox_sample's. */
+int ox_sample_verify(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent, int draft,
+                     int *accepted);
+
 void ox_sampler_reset(ox_sampler *s);                  /* RNG back to its seed */
 void ox_sampler_reseed(ox_sampler *s, uint64_t seed);  /* new seed, RNG restarted */
 

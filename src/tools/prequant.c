@@ -9,6 +9,7 @@
 
 #include "formats/json.h"
 #include "formats/safetensors.h"
+#include "tools/safetensors_write.h"
 
 #define CHUNK_BYTES ((size_t)8 << 20)
 

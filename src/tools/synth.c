@@ -1,13 +1,15 @@
 /* synth.c — synthetic Gemma 4 text models (see synth.h).
  *
- * Layout follows llama.cpp's gemma4 loader (../shared/docs/wllama-oracle.md, loader table):
- * GGUF tensors as make_gguf.py writes them (no K/V on KV-shared layers, rope_freqs for the
- * proportional RoPE of full layers); the HF checkpoint carries the HF names and also the
+ * Layout follows llama.cpp's gemma4 loader (docs/gemma4.md §3): GGUF tensors without K/V on
+ * KV-shared layers and with rope_freqs for the proportional RoPE of full layers, as llama.cpp's
+ * converter writes them; the HF checkpoint carries the HF names and also the
  * unused k_proj/v_proj/k_norm of shared layers, as released checkpoints do.
  *
  * Vocab (ids): 0-6 specials <pad> <eos> <bos> <unk> <mask> <|turn> <turn|>; then byte tokens
  * <0x00>..<0xFF>; single characters; BPE merges (word chains, then random merges); last a
- * USER_DEFINED block <unused0>... llama.cpp splits these out of a text prompt as exact ids
+ * USER_DEFINED block <unused0>... (with chat_tokens, Gemma 4's tool-call and thinking control
+ * tokens come first: <|tool> <tool|> <|tool_call> <tool_call|> <|tool_response> <tool_response|>
+ * <|"|> <|think|> <|channel> <channel|>). llama.cpp splits these out of a text prompt as exact ids
  * (wllama takes text prompts only); the block's first id is synthetic.user_token_first.
  * Byte tokens 0x80+ are typed UNUSED by default: llama.cpp renders UNUSED as "", while a lone
  * non-UTF-8 byte breaks wllama's JSON output. */
@@ -22,6 +24,8 @@
 #include "formats/json.h"
 #include "kernels/pool.h"
 #include "formats/safetensors.h"
+#include "tools/gguf_write.h"
+#include "tools/safetensors_write.h"
 
 /* ------------------------------------------------------------------ presets */
 
@@ -84,8 +88,8 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
     if (s->moe && (s->n_experts <= 0 || s->top_k <= 0 || s->top_k > s->n_experts || s->moe_ffn <= 0))
         return ox_errf(err, OX_E_CONFIG, "synth: bad MoE shape (experts %d, top-k %d, width %d)", s->n_experts,
                        s->top_k, s->moe_ffn);
-    if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16)
-        return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab, 7 + 256 + 93 + s->user_tokens + 16);
+    if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens)
+        return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab, 7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens);
     if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type) ||
         !ox_type_known(s->ple_proj_type))
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: unknown weight type");
@@ -407,8 +411,12 @@ static int add_merge(vocab *v, const char *a, const char *b, int n_bpe, char *ou
     return push(v, out, TOK_NORMAL);
 }
 
+static const char *const chat_specials[] = {"<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+                                            "<tool_response|>", "<|\"|>", "<|think|>", "<|channel>", "<channel|>"};
+#define N_CHAT_SPECIALS ((int)(sizeof chat_specials / sizeof *chat_specials))
+
 static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
-    int N = s->vocab, n_bpe = N - s->user_tokens;
+    int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0);
     memset(v, 0, sizeof *v);
     v->set_cap = 1;
     while (v->set_cap < 2 * (size_t)N) v->set_cap <<= 1;
@@ -493,6 +501,8 @@ static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
     }
     free(shortp);
     free(normal);
+    for (int i = 0; s->chat_tokens && i < N_CHAT_SPECIALS; i++)
+        if (push(v, chat_specials[i], TOK_CONTROL)) goto oom;
     v->user_first = v->n;
     for (int i = 0; v->n < N; i++) {
         snprintf(buf, sizeof buf, "<unused%d>", i);

@@ -28,6 +28,7 @@ typedef struct ox_synth {
     int moe, n_experts, top_k, moe_ffn;
     int bidirectional;         /* HF config use_bidirectional_attention "all" (GGUF: no key) */
     int all_byte_tokens;       /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
+    int chat_tokens;           /* Gemma 4's tool and thinking control tokens, before the user block */
     float rope_base, rope_base_swa, partial_rotary, softcap, eps;
     float std, branch_gain, qk_norm_scale;
     uint32_t seed;

@@ -1,34 +1,34 @@
-/* wasm_api.c — the functions js/worker.js calls. Thin: each wraps one core call and keeps the
- * last error for the worker to read (ox_wasm_err_code / ox_wasm_err_msg). Only the engine
- * worker calls these, one at a time, so one static ox_err is enough.
- *
- * An engine is a loaded model plus its tokenizer. Pointers cross into JS as unsigned 32-bit
- * numbers; 64-bit counts cross as doubles (exact below 2^53). */
+/* wasm_api.c — the exports of src/wasm/abi.h (the contract, documented there). Thin: each
+ * wraps one core call and keeps the last error for the worker to read (ox_wasm_err_code /
+ * ox_wasm_err_msg). Only the engine worker calls these, one at a time, so one static ox_err
+ * is enough. */
 #ifdef __EMSCRIPTEN__
-#include <emscripten.h>
+#include "wasm/abi.h"
+
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/err.h"
 #include "formats/gguf.h"
-#include "host/hostfile.h"
-#include "model/model.h"
-#include "kernels/pool.h"
-#include "model/sampler.h"
 #include "formats/tensors.h"
+#include "host/hostfile.h"
+#include "kernels/pool.h"
 #include "model/tokenizer.h"
 
-#define API EMSCRIPTEN_KEEPALIVE
+#define API OX_EXPORT
 
-/* js/hostfile_lib.js: returns nonzero to abort the load */
-extern int ox_js_progress(double done, double total);
-
-typedef struct ox_wasm_engine {
+struct ox_wasm_engine {
     ox_model *m;
     ox_tokenizer *tok;
     char *info; /* JSON, made once */
-} ox_wasm_engine;
+};
+
+struct ox_wasm_gen {
+    ox_gen *g;
+    const ox_session *s;
+    double out[OX_WASM_N_GEN_OUT];
+};
 
 static ox_err last;
 
@@ -57,10 +57,12 @@ static void name_files(const int *files, int n) {
 
 API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident) {
     last = (ox_err){0};
+#define OX_QUANT_NAME_(name, id, js) " " js
     if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) {
-        ox_errf(&last, OX_E_RANGE, "quant %d is not one of stored, bf16, q8, q4", quant);
+        ox_errf(&last, OX_E_RANGE, "quant %d is not one of" OX_QUANTS(OX_QUANT_NAME_), quant);
         return NULL;
     }
+#undef OX_QUANT_NAME_
     ox_wasm_engine *e = calloc(1, sizeof *e);
     if (!e) {
         ox_errf(&last, OX_E_NOMEM, "out of memory for the engine");
@@ -96,9 +98,6 @@ static int token_id(const ox_wasm_engine *e, const char *piece) {
     return ox_tokenizer_find(e->tok, piece);
 }
 
-/* {"name", "vocab", "hidden", "layers", "heads", "kvHeads", "headDim", "contextSize",
- *  "slidingWindow", "pleDim", "experts", "bos", "pad", "eosIds", "turnEnd", "channelOpen",
- *  "channelClose", "quant"}; token ids are -1 where the vocabulary lacks the piece. */
 static char *info_json(const ox_wasm_engine *e) {
     const ox_config *c = ox_model_config(e->m);
     const ox_model_files *mf = ox_model_files_of(e->m);
@@ -137,7 +136,6 @@ static char *info_json(const ox_wasm_engine *e) {
 
 API const char *ox_wasm_info(const ox_wasm_engine *e) { return e->info; }
 
-/* A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF. */
 API const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key) {
     const struct ox_gguf *g = ox_files_gguf(ox_model_files_of(e->m));
     const char *s = NULL;
@@ -148,50 +146,104 @@ API ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx) { return ox_
 API void ox_wasm_session_free(ox_session *s) { ox_session_free(s); }
 API int ox_wasm_session_pos(const ox_session *s) { return ox_session_pos(s); }
 API int ox_wasm_session_truncate(ox_session *s, int pos) { return ox_session_truncate(s, pos, &last); }
+API int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n) {
+    return ox_session_reuse(s, tokens, n, &last);
+}
 
-/* Run n tokens; logits (may be NULL): vocab floats of the last token, or n * vocab if all. */
 API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logits, int all) {
     ox_forward_io io = {.tokens = tokens, .n = n, .logits = logits, .all_logits = all};
     return ox_forward(s, &io, &last);
 }
 
-/* len bytes of UTF-8; special: match control tokens (<bos>, <|turn>, ...) in the text.
- * Returns the number of ids (> cap: call again with a larger buffer) or <0. */
 API int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out, int cap) {
     return ox_tokenize(e->tok, text, (size_t)len, special ? OX_TOK_SPECIAL : 0, out, cap, &last);
 }
 
-/* Bytes of one token (control tokens: none, unless show_special). Same return convention. */
 API int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap) {
     return ox_token_bytes(e->tok, id, show_special ? OX_TOK_SHOW_SPECIAL : 0, out, cap, &last);
-}
-
-/* A sampler (sampler.h); seed as a double (integers up to 2^53). Bias arrays are copied. */
-API ox_sampler *ox_wasm_sampler_new(float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-                                    float frequency_penalty, float presence_penalty, int penalty_window, double seed,
-                                    const int32_t *bias_ids, const float *bias, int n_bias) {
-    ox_sampler_params p = {temperature, top_k, top_p, min_p, repeat_penalty, frequency_penalty, presence_penalty,
-                           penalty_window, (uint64_t)seed, bias_ids, bias, n_bias};
-    return ox_sampler_new(&p, &last);
-}
-
-API void ox_wasm_sampler_free(ox_sampler *s) { ox_sampler_free(s); }
-
-/* Next token from the vocab logits (changed in place); recent: the tokens so far. */
-API int ox_wasm_sample(const ox_wasm_engine *e, ox_sampler *s, float *logits, const int32_t *recent, int n_recent) {
-    int rc = ox_sample(s, logits, ox_model_config(e->m)->vocab, recent, n_recent);
-    if (rc < 0) ox_errf(&last, rc, "sample: %s", rc == OX_E_NOMEM ? "out of memory" : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
-    return rc;
 }
 
 API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     ox_model_stats st;
     ox_model_stats_get(e->m, &st);
-    out[0] = (double)st.resident_bytes;
-    out[1] = (double)st.host_bytes_read;
-    out[2] = (double)st.rows_fetched;
-    out[3] = (double)ox_host_reads();
-    out[4] = (double)ox_host_bytes_read();
-    return 5;
+    out[OX_WASM_STAT_resident_bytes] = (double)st.resident_bytes;
+    out[OX_WASM_STAT_host_bytes_read] = (double)st.host_bytes_read;
+    out[OX_WASM_STAT_rows_fetched] = (double)st.rows_fetched;
+    out[OX_WASM_STAT_host_read_calls] = (double)ox_host_reads();
+    out[OX_WASM_STAT_host_bytes_read_all] = (double)ox_host_bytes_read();
+    return OX_WASM_N_STATS;
+}
+
+/* ---- generation ---- */
+
+/* The parameter record onto ox_gen_params: NaN keeps the default. */
+static int gen_params(const double *r, ox_gen_params *p) {
+    ox_gen_defaults(p);
+    double seed = r[OX_WASM_GP_seed];
+    if (!(seed >= 0 && seed <= 9007199254740991.0 && seed == floor(seed)))
+        return ox_errf(&last, OX_E_RANGE, "seed must be an integer from 0 to 2^53-1, not %.17g", seed);
+    p->sampler.seed = (uint64_t)seed;
+#define SET(field, dst, type) if (!isnan(r[OX_WASM_GP_##field])) dst = (type)r[OX_WASM_GP_##field]
+#define PTR(field, dst) if (!isnan(r[OX_WASM_GP_##field])) dst = (void *)(uintptr_t)r[OX_WASM_GP_##field]
+    SET(temperature, p->sampler.temperature, float);
+    SET(top_k, p->sampler.top_k, int);
+    SET(top_p, p->sampler.top_p, float);
+    SET(min_p, p->sampler.min_p, float);
+    SET(repetition_penalty, p->sampler.repeat_penalty, float);
+    SET(frequency_penalty, p->sampler.frequency_penalty, float);
+    SET(presence_penalty, p->sampler.presence_penalty, float);
+    SET(penalty_window, p->sampler.penalty_window, int);
+    SET(max_tokens, p->max_tokens, int);
+    SET(eos, p->use_eos, int);
+    SET(include_special, p->show_special, int);
+    PTR(bias_ids, p->sampler.bias_ids);
+    PTR(bias, p->sampler.bias);
+    SET(n_bias, p->sampler.n_bias, int);
+    PTR(stop_ids, p->stop_ids);
+    SET(n_stop, p->n_stop, int);
+#undef SET
+#undef PTR
+    return 0;
+}
+
+API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double *params) {
+    ox_gen_params p;
+    if (gen_params(params, &p)) return NULL;
+    ox_wasm_gen *w = calloc(1, sizeof *w);
+    if (!w) {
+        ox_errf(&last, OX_E_NOMEM, "out of memory for a generation");
+        return NULL;
+    }
+    if (!(w->g = ox_gen_new(s, e->tok, &p, &last))) {
+        free(w);
+        return NULL;
+    }
+    w->s = s;
+    w->out[OX_WASM_GO_token] = -1;
+    return w;
+}
+
+API void ox_wasm_gen_free(ox_wasm_gen *g) {
+    if (!g) return;
+    ox_gen_free(g->g);
+    free(g);
+}
+
+API const double *ox_wasm_gen_out(const ox_wasm_gen *g) { return g->out; }
+API int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n) { return ox_gen_start(g->g, prompt, n, &last); }
+API int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n) { return ox_gen_prefill(g->g, max_n, &last); }
+
+API int ox_wasm_gen_step(ox_wasm_gen *g) {
+    ox_gen_token t;
+    int rc = ox_gen_step(g->g, &t, &last);
+    const ox_gen_counts *c = ox_gen_counts_of(g->g);
+    double *o = g->out;
+    o[OX_WASM_GO_token] = t.token;
+    o[OX_WASM_GO_bytes] = (double)(uintptr_t)t.bytes;
+    o[OX_WASM_GO_n_bytes] = t.n_bytes;
+    o[OX_WASM_GO_generated] = c->generated;
+    o[OX_WASM_GO_decoded] = c->decoded;
+    o[OX_WASM_GO_pos] = ox_session_pos(g->s);
+    return rc;
 }
 #endif

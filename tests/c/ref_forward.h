@@ -1,5 +1,5 @@
 /* ref_forward.h — an independent float64 Gemma 4 forward pass for the tests, written plainly
- * from the spec (../shared/docs/gemma4-spec.md §b): whole sequence at once, no KV cache, every
+ * from the model's math (docs/gemma4.md §2): whole sequence at once, no KV cache, every
  * weight dequantized to double with ox_dequantize_row. Per-layer values are derived here from
  * the config's base fields, not taken from config.c's derivation. */
 #ifndef OX_REF_FORWARD_H

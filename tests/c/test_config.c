@@ -1,5 +1,5 @@
-/* test_config.c — the released Gemma 4 configs (spec §d) as config.json text -> per-layer tables
- * checked against the spec; GGUF gemma4.* metadata -> the same tables; validation errors;
+/* test_config.c — the released Gemma 4 configs (docs/gemma4.md §1.3) as config.json text -> per-layer tables
+ * checked against docs/gemma4.md; GGUF gemma4.* metadata -> the same tables; validation errors;
  * config -> JSON -> config round trip. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "formats/json.h"
+#include "tools/gguf_write.h"
 
 /* layer_types JSON array: full where l % period == period - 1 */
 static void layer_types(char *out, size_t cap, int L, int period) {
@@ -24,7 +25,7 @@ static const char *ROPE = "\"rope_parameters\": {\"full_attention\": {\"partial_
                           "\"rope_theta\": 1000000.0, \"rope_type\": \"proportional\"}, \"sliding_attention\": "
                           "{\"rope_theta\": 10000.0, \"rope_type\": \"default\"}}";
 
-/* The text_config blocks of the released checkpoints (values from spec §a/§d). */
+/* The text_config blocks of the released checkpoints (values: docs/gemma4.md §1.1, §1.3). */
 static char *config_text(const char *which) {
     static char buf[16384];
     char lt[8192];

@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "tools/synth.h"
+#include "tools/gguf_write.h"
 
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 

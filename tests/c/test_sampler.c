@@ -264,9 +264,52 @@ static void test_seed(void) {
     ox_sampler_free(a), ox_sampler_free(b), ox_sampler_free(c);
 }
 
+/* Speculative verification keeps the output distribution: with a draft (fixed, or drawn from
+ * another distribution each time), the token histogram matches the exact one, and the draft
+ * is kept at the rate p(draft). Both truncation paths (full scan; top-k/top-p candidates). */
+static void test_verify(void) {
+    enum { V = 8, N = 200000 };
+    float l[V] = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f, -1.5f, 1.2f, 0.8f};
+    struct { int top_k; float top_p; } cfg[] = {{0, 1}, {3, 1}, {0, 0.8f}};
+    for (int c = 0; c < 3; c++) {
+        ox_sampler *ref = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 77 + c), *s = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 99 + c);
+        int want[V], got[V] = {0}, kept_fixed = 0, drafted_fixed = 0, stray, bad = 0;
+        draw(ref, l, V, N, want);
+        double qr[V]; /* the reference: ox_sample's histogram */
+        for (int i = 0; i < V; i++) qr[i] = (double)want[i] / N;
+        uint32_t r = 12345;
+        for (int k = 0; k < N; k++) {
+            float t[V];
+            memcpy(t, l, sizeof t);
+            r = r * 1664525u + 1013904223u;
+            int draft = k % 2 ? 3 : (int)(r >> 29); /* every other: the likeliest token; else anything */
+            int accepted = -1, id = ox_sample_verify(s, t, V, NULL, 0, draft, &accepted);
+            if (id < 0 || id >= V || (accepted && id != draft) || (!accepted && id == draft)) bad++;
+            else got[id]++;
+            if (draft == 3) drafted_fixed++, kept_fixed += accepted;
+        }
+        CHECK_MSG(bad == 0, "%d draws returned a bad id or an accepted flag that disagrees with it", bad);
+        double x = chi2(got, qr, V, N, &stray);
+        CHECK_MSG(x < 40 && stray == 0, "verify, top_k %d top_p %g: chi2 %.2f against ox_sample, stray %d", cfg[c].top_k, cfg[c].top_p, x, stray);
+        double rate = (double)kept_fixed / drafted_fixed, p3 = qr[3], sd = sqrt(p3 * (1 - p3) / drafted_fixed);
+        CHECK_MSG(fabs(rate - p3) < 5 * sd + 1e-3, "draft kept at %.4f, p(draft) %.4f", rate, p3);
+        ox_sampler_free(ref), ox_sampler_free(s);
+    }
+    /* greedy: kept exactly when the draft is the argmax */
+    ox_sampler *g = make(0, 64, 0.95f, 0, 1);
+    float t[V];
+    int acc = -1;
+    memcpy(t, l, sizeof t);
+    CHECK(ox_sample_verify(g, t, V, NULL, 0, 3, &acc) == 3 && acc == 1);
+    memcpy(t, l, sizeof t);
+    CHECK(ox_sample_verify(g, t, V, NULL, 0, 5, &acc) == 3 && acc == 0);
+    ox_sampler_free(g);
+}
+
 int main(void) {
     RUN(test_greedy);
     RUN(test_distribution);
+    RUN(test_verify);
     RUN(test_top_p_large);
     RUN(test_penalties);
     RUN(test_seed);

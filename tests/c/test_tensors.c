@@ -14,6 +14,8 @@
 #include "kernels/quant.h"
 #include "formats/safetensors.h"
 #include "formats/tensors.h"
+#include "tools/gguf_write.h"
+#include "tools/safetensors_write.h"
 
 #define DIR "/tmp/oxinfer_test_tensors/"
 enum { V = 100, H = 64, FF = 128 };

@@ -14,6 +14,7 @@
 #include "host/hostfile.h"
 #include "formats/json.h"
 #include "model/tokenizer.h"
+#include "tools/gguf_write.h"
 
 #define SP "\xE2\x96\x81" /* ▁ */
 

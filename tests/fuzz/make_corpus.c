@@ -12,6 +12,8 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "tools/synth.h"
+#include "tools/gguf_write.h"
+#include "tools/safetensors_write.h"
 
 static const char *out;
 

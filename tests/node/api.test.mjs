@@ -8,6 +8,7 @@ import path from 'node:path';
 import { loadModel, OxError } from '../../js/index.js';
 import { synth, cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startServer } from './hostfile_server.mjs';
+import { collect } from './api_collect.mjs';
 import { spawnSync } from 'node:child_process';
 
 const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
@@ -96,20 +97,6 @@ function ggufOffsetFields(buf) {
     p += 8;
   }
   return { fields, end: p };
-}
-
-async function collect(stream) {
-  const tokens = [];
-  let text = '';
-  let stats = null;
-  for await (const c of stream) {
-    if (c.stats) stats = c.stats;
-    else {
-      if (c.token !== null) tokens.push(c.token);
-      text += c.text;
-    }
-  }
-  return { tokens, text, stats };
 }
 
 before(async () => {

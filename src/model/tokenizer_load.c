@@ -1,48 +1,17 @@
-/* tokenizer.c — see tokenizer.h. One vocabulary (pieces, scores, types), a hash map
- * piece -> id, a hash map (left id, right id) -> (rank, merged id), a byte trie of the
- * tokens matched before BPE, and the encoder: symbols in a linked list, candidate pairs in
- * a binary heap with lazy invalidation. */
-#include "model/tokenizer.h"
+/* tokenizer_load.c — building the tokenizer's tables (tokenizer_impl.h) from GGUF metadata
+ * (tokenizer.ggml.*) or an HF tokenizer.json, and finding a model's tokenizer. */
+#include "model/tokenizer_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/gguf.h"
-#include "host/hostfile.h"
 #include "formats/json.h"
 #include "formats/tensors.h"
+#include "host/hostfile.h"
 
 #define MAX_VOCAB (1 << 24) /* bound on ids read from files */
-#define SPACE_MARK "\xE2\x96\x81" /* U+2581 "▁" */
-
-typedef struct { uint32_t off, len; float score; uint8_t type; } tok_info;
-typedef struct { int32_t child, sibling, id; uint8_t byte, special; } trie_node;
-typedef struct { uint64_t key; uint32_t rank; int32_t res; } merge_slot;
-#define MERGE_EMPTY UINT64_MAX
-
-enum { MODE_BPE, MODE_SPM };
-enum { PREFIX_NONE, PREFIX_FIRST, PREFIX_EVERY };
-
-struct ox_tokenizer {
-    int n_vocab;
-    tok_info *tok;
-    char *text;                 /* all pieces, back to back */
-    size_t text_len, text_cap;
-    int32_t *map;               /* piece -> id, open addressing, -1 = empty */
-    uint32_t map_mask;
-    merge_slot *merges;
-    uint32_t merge_mask;
-    int mode;                   /* MODE_BPE: merge ranks; MODE_SPM: piece scores */
-    int split_newlines;         /* GGUF gemma4: runs of '\n' vs the rest */
-    int prefix;                 /* dummy "▁" prefix: none / first piece / every piece */
-    int byte_fallback, fuse_unk;
-    int32_t byte_id[256];       /* <0xXX> ids, -1 if absent */
-    int bos, eos, unk;
-    trie_node *trie;
-    int n_trie, trie_cap;
-    int32_t trie_root[256];     /* first node per first byte, -1 = no token starts so */
-};
 
 /* ---- building ---- */
 
@@ -87,7 +56,7 @@ void ox_tokenizer_free(ox_tokenizer *t) {
     free(t);
 }
 
-static int map_find_n(const ox_tokenizer *t, const char *s, size_t n) {
+int ox_tok_find(const ox_tokenizer *t, const char *s, size_t n) {
     uint32_t i = (uint32_t)hash_bytes(s, n) & t->map_mask;
     for (;; i = (i + 1) & t->map_mask) {
         int32_t id = t->map[i];
@@ -169,7 +138,7 @@ static uint32_t merge_hash(uint64_t key, uint32_t mask) {
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
 }
 
-static const merge_slot *merge_find(const ox_tokenizer *t, int a, int b) {
+const merge_slot *ox_tok_merge(const ox_tokenizer *t, int a, int b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
     for (uint32_t i = merge_hash(key, t->merge_mask);; i = (i + 1) & t->merge_mask) {
         const merge_slot *m = &t->merges[i];
@@ -182,11 +151,11 @@ static const merge_slot *merge_find(const ox_tokenizer *t, int a, int b) {
  * Pairs naming unknown pieces, or whose concatenation is no piece, can never apply: skipped. */
 static void merge_add(ox_tokenizer *t, const char *a, size_t na, const char *b, size_t nb, uint32_t rank,
                       char *buf) {
-    int ia = map_find_n(t, a, na), ib = map_find_n(t, b, nb);
+    int ia = ox_tok_find(t, a, na), ib = ox_tok_find(t, b, nb);
     if (ia < 0 || ib < 0) return;
     memcpy(buf, a, na);
     memcpy(buf + na, b, nb);
-    int res = map_find_n(t, buf, na + nb);
+    int res = ox_tok_find(t, buf, na + nb);
     if (res < 0) return;
     uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib;
     uint32_t i = merge_hash(key, t->merge_mask);
@@ -199,7 +168,7 @@ static int hexval(char c) {
 }
 
 /* "<0xXX>" -> XX, else -1 */
-static int byte_piece(const char *s, size_t n) {
+int ox_tok_byte_piece(const char *s, size_t n) {
     if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
     int hi = hexval(s[3]), lo = hexval(s[4]);
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
@@ -210,7 +179,7 @@ static int finish(ox_tokenizer *t, ox_err *err) {
     for (int id = 0; id < t->n_vocab; id++) {
         const tok_info *k = &t->tok[id];
         const char *s = t->text + k->off;
-        int b = byte_piece(s, k->len);
+        int b = ox_tok_byte_piece(s, k->len);
         /* llama.cpp finds byte-fallback tokens by their text whatever their type (even UNUSED) */
         if (b >= 0 && (k->type == OX_TOKEN_BYTE || k->type == OX_TOKEN_NORMAL || k->type == OX_TOKEN_UNUSED)) {
             t->tok[id].type = OX_TOKEN_BYTE;
@@ -225,6 +194,13 @@ static int finish(ox_tokenizer *t, ox_err *err) {
     if (t->bos >= t->n_vocab) t->bos = -1;
     if (t->eos >= t->n_vocab) t->eos = -1;
     return 0;
+}
+
+/* A loader's failure path: free the half-built tables, say "tokenizer" in the message. */
+static ox_tokenizer *abandon(ox_tokenizer *t, ox_err *err) {
+    ox_err_prefix(err, "tokenizer");
+    ox_tokenizer_free(t);
+    return NULL;
 }
 
 /* ---- GGUF ---- */
@@ -316,15 +292,13 @@ ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
             if (ox_gguf_get_u32(g, ids[i].key, &v, err)) goto fail;
             *ids[i].dst = v < n ? (int)v : -1;
         } else {
-            *ids[i].dst = map_find_n(t, ids[i].piece, strlen(ids[i].piece));
+            *ids[i].dst = ox_tok_find(t, ids[i].piece, strlen(ids[i].piece));
         }
     }
     if (finish(t, err)) goto fail;
     return t;
 fail:
-    ox_err_prefix(err, "tokenizer");
-    ox_tokenizer_free(t);
-    return NULL;
+    return abandon(t, err);
 }
 
 /* ---- tokenizer.json ---- */
@@ -460,7 +434,7 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
         if (set_piece(t, (int)id, ox_json_key(m), ox_json_key_len(m), 0, OX_TOKEN_NORMAL, err)) goto fail;
     }
     const char *unk = ox_json_str(ox_json_get(model, "unk_token"));
-    if (unk) t->unk = map_find_n(t, unk, strlen(unk));
+    if (unk) t->unk = ox_tok_find(t, unk, strlen(unk));
     if (t->unk >= 0) t->tok[t->unk].type = OX_TOKEN_UNKNOWN;
     for (size_t i = 0; i < na; i++) {
         const ox_json *a = ox_json_at(added, i), *c = ox_json_get(a, "content");
@@ -507,14 +481,12 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
     const ox_json *single = ox_json_get(ox_json_get(doc, "post_processor"), "single");
     const ox_json *first = ox_json_get(ox_json_get(ox_json_at(single, 0), "SpecialToken"), "id");
     const char *bos = ox_json_str(first) ? ox_json_str(first) : "<bos>";
-    t->bos = map_find_n(t, bos, strlen(bos));
-    t->eos = map_find_n(t, "<eos>", 5);
+    t->bos = ox_tok_find(t, bos, strlen(bos));
+    t->eos = ox_tok_find(t, "<eos>", 5);
     if (finish(t, err)) goto fail;
     return t;
 fail:
-    ox_err_prefix(err, "tokenizer");
-    ox_tokenizer_free(t);
-    return NULL;
+    return abandon(t, err);
 }
 
 ox_tokenizer *ox_tokenizer_from_json_text(const char *text, size_t len, const char *fname, ox_err *err) {
@@ -561,280 +533,4 @@ ox_tokenizer *ox_tokenizer_load(const ox_model_files *mf, ox_err *err) {
     if (f >= 0) return open_json(f, err);
     ox_errf(err, OX_E_MISSING, "%s: no tokenizer (GGUF tokenizer.ggml.* keys or tokenizer.json)", ox_files_describe(mf));
     return NULL;
-}
-
-/* ---- queries ---- */
-
-int ox_tokenizer_vocab(const ox_tokenizer *t) { return t->n_vocab; }
-int ox_tokenizer_bos(const ox_tokenizer *t) { return t->bos; }
-int ox_tokenizer_eos(const ox_tokenizer *t) { return t->eos; }
-int ox_tokenizer_unk(const ox_tokenizer *t) { return t->unk; }
-int ox_tokenizer_find(const ox_tokenizer *t, const char *piece) { return map_find_n(t, piece, strlen(piece)); }
-
-const char *ox_token_piece(const ox_tokenizer *t, int id, size_t *len) {
-    if (id < 0 || id >= t->n_vocab) return NULL;
-    if (len) *len = t->tok[id].len;
-    return t->text ? t->text + t->tok[id].off : "";
-}
-
-int ox_token_type(const ox_tokenizer *t, int id) {
-    return id < 0 || id >= t->n_vocab ? 0 : t->tok[id].type;
-}
-
-/* ---- encoding ---- */
-
-typedef struct { int32_t id, prev, next; uint32_t start, len; int32_t nomerge; } sym;
-typedef struct { uint32_t key, left, right, len; } cand; /* key: rank, or the score's order, best first */
-
-typedef struct {
-    const ox_tokenizer *t;
-    int32_t *out;
-    int cap;
-    int64_t n;
-    char *norm;
-    sym *s;
-    cand *h;
-    size_t nh, cap_bytes; /* norm holds cap_bytes; s and h are sized from it */
-} work;
-
-static void emit(work *w, int id) {
-    if (w->n < w->cap) w->out[w->n] = id;
-    w->n++;
-}
-
-/* Length of the UTF-8 character at s (1 for an invalid byte: it becomes its own char). */
-static int utf8_len(const uint8_t *s, size_t n) {
-    uint8_t c = s[0];
-    int need = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
-    if (need <= 0) return 1;
-    if (n < (size_t)need + 1) return 1;
-    for (int k = 1; k <= need; k++)
-        if ((s[k] & 0xC0) != 0x80) return 1;
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
-        return 1;
-    return need + 1;
-}
-
-/* Can symbols l and r merge? Sets the priority key (lower first) and the merged id. */
-/* An order-preserving map of -score to uint32 (higher score -> smaller key). */
-static uint32_t score_key(float score) {
-    uint32_t u;
-    memcpy(&u, &score, 4);
-    u = u & 0x80000000u ? ~u : u | 0x80000000u; /* ascending with the score */
-    return ~u;
-}
-
-static int pair_of(const work *w, const char *p, const sym *l, const sym *r, uint32_t *key, int *res) {
-    const ox_tokenizer *t = w->t;
-    if (l->nomerge || r->nomerge) return 0;
-    if (t->mode == MODE_BPE) {
-        const merge_slot *m = merge_find(t, l->id, r->id);
-        if (!m) return 0;
-        *key = m->rank, *res = m->res;
-        return 1;
-    }
-    int id = map_find_n(t, p + l->start, (size_t)l->len + r->len);
-    if (id < 0) return 0;
-    *key = score_key(t->tok[id].score), *res = id;
-    return 1;
-}
-
-static int cand_less(const cand *a, const cand *b) {
-    return a->key < b->key || (a->key == b->key && a->left < b->left);
-}
-
-static void heap_push(work *w, cand c) {
-    size_t i = w->nh++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (!cand_less(&c, &w->h[up])) break;
-        w->h[i] = w->h[up];
-        i = up;
-    }
-    w->h[i] = c;
-}
-
-static cand heap_pop(work *w) {
-    cand top = w->h[0], last = w->h[--w->nh];
-    size_t i = 0, n = w->nh;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && cand_less(&w->h[c + 1], &w->h[c])) c++;
-        if (!cand_less(&w->h[c], &last)) break;
-        w->h[i] = w->h[c];
-        i = c;
-    }
-    if (n) w->h[i] = last;
-    return top;
-}
-
-static void try_pair(work *w, const char *p, int l) {
-    if (l < 0 || w->s[l].next < 0) return;
-    int r = w->s[l].next, res;
-    uint32_t key;
-    if (pair_of(w, p, &w->s[l], &w->s[r], &key, &res))
-        heap_push(w, (cand){key, (uint32_t)l, (uint32_t)r, w->s[l].len + w->s[r].len});
-}
-
-/* BPE over one piece p[0..n) of normalized text. */
-static void bpe_piece(work *w, const char *p, size_t n) {
-    const ox_tokenizer *t = w->t;
-    int m = 0;
-    for (size_t i = 0; i < n;) {
-        int cl = utf8_len((const uint8_t *)p + i, n - i);
-        int id = map_find_n(t, p + i, (size_t)cl);
-        int bytes_ok = t->byte_fallback;
-        for (int k = 0; id < 0 && bytes_ok && k < cl; k++) bytes_ok = t->byte_id[(uint8_t)p[i + k]] >= 0;
-        if (id >= 0) {
-            w->s[m++] = (sym){id, 0, 0, (uint32_t)i, (uint32_t)cl, 0};
-        } else if (bytes_ok) { /* byte tokens never merge in SentencePiece; in HF BPE they may */
-            for (int k = 0; k < cl; k++)
-                w->s[m++] = (sym){t->byte_id[(uint8_t)p[i + k]], 0, 0, (uint32_t)(i + k), 1, t->mode == MODE_SPM};
-        } else if (t->unk >= 0) {
-            if (t->fuse_unk && m > 0 && w->s[m - 1].id == t->unk && w->s[m - 1].nomerge) w->s[m - 1].len += cl;
-            else w->s[m++] = (sym){t->unk, 0, 0, (uint32_t)i, (uint32_t)cl, 1};
-        } /* else: no byte tokens and no <unk>: the character is dropped */
-        i += cl;
-    }
-    for (int i = 0; i < m; i++) w->s[i].prev = i - 1, w->s[i].next = i + 1 < m ? i + 1 : -1;
-    w->nh = 0;
-    for (int i = 0; i + 1 < m; i++) try_pair(w, p, i);
-    while (w->nh) {
-        cand c = heap_pop(w);
-        sym *l = &w->s[c.left], *r = &w->s[c.right];
-        /* stale if either side merged since: l's next changed, r died, or r grew */
-        if (l->len == 0 || l->next != (int32_t)c.right || r->len == 0 || l->len + r->len != c.len) continue;
-        uint32_t key;
-        int res = -1;
-        pair_of(w, p, l, r, &key, &res);
-        l->id = res;
-        l->len += r->len;
-        l->next = r->next;
-        if (r->next >= 0) w->s[r->next].prev = (int32_t)c.left;
-        r->len = 0;
-        try_pair(w, p, l->prev);
-        try_pair(w, p, (int)c.left);
-    }
-    for (int i = m ? 0 : -1; i >= 0; i = w->s[i].next) emit(w, w->s[i].id);
-}
-
-/* Make room for a piece of n raw bytes: normalized text (3 bytes per space, plus a prefix),
- * one symbol per byte, three heap entries per symbol. */
-static int reserve(work *w, size_t n, ox_err *err) {
-    size_t need, a, b;
-    if (ox_mul_size(n, 3, &need) || ox_add_size(need, 3, &need) || ox_mul_size(need, sizeof(sym), &a) ||
-        ox_mul_size(need, 3 * sizeof(cand), &b))
-        return ox_errf(err, OX_E_RANGE, "tokenize: text of %zu bytes is too long", n);
-    if (need <= w->cap_bytes) return 0;
-    free(w->norm), free(w->s), free(w->h);
-    w->norm = malloc(need), w->s = malloc(a), w->h = malloc(b);
-    w->cap_bytes = need;
-    if (!w->norm || !w->s || !w->h) {
-        free(w->norm), free(w->s), free(w->h);
-        w->norm = NULL, w->s = NULL, w->h = NULL, w->cap_bytes = 0;
-        return ox_errf(err, OX_E_NOMEM, "tokenize: out of memory for a piece of %zu bytes", n);
-    }
-    return 0;
-}
-
-/* Text between pre-matched tokens: normalize, split, BPE. */
-static int encode_raw(work *w, const char *s, size_t n, int first, ox_err *err) {
-    const ox_tokenizer *t = w->t;
-    int rc = reserve(w, n, err);
-    if (rc) return rc;
-    size_t m = 0;
-    if (t->prefix == PREFIX_EVERY || (t->prefix == PREFIX_FIRST && first)) memcpy(w->norm, SPACE_MARK, 3), m = 3;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == ' ') memcpy(w->norm + m, SPACE_MARK, 3), m += 3;
-        else w->norm[m++] = s[i];
-    }
-    if (!t->split_newlines) {
-        bpe_piece(w, w->norm, m);
-        return 0;
-    }
-    for (size_t i = 0; i < m;) {
-        size_t j = i + 1;
-        while (j < m && (w->norm[j] == '\n') == (w->norm[i] == '\n')) j++;
-        bpe_piece(w, w->norm + i, j - i);
-        i = j;
-    }
-    return 0;
-}
-
-/* Longest pre-matched token at s (control tokens only if special); its id, or -1. */
-static int match_added(const ox_tokenizer *t, const uint8_t *s, size_t n, int special, size_t *mlen) {
-    int best = -1;
-    int32_t node = t->trie_root[s[0]];
-    for (size_t i = 0; node >= 0; i++) {
-        while (node >= 0 && t->trie[node].byte != s[i]) node = t->trie[node].sibling;
-        if (node < 0) break;
-        const trie_node *nd = &t->trie[node];
-        if (nd->id >= 0 && (special || !nd->special)) best = nd->id, *mlen = i + 1;
-        if (i + 1 == n) break;
-        node = nd->child;
-    }
-    return best;
-}
-
-int ox_tokenize(const ox_tokenizer *t, const char *text, size_t len, int flags, int32_t *out, int cap, ox_err *err) {
-    work w = {.t = t, .out = out, .cap = out ? (cap > 0 ? cap : 0) : 0};
-    int rc = 0, first = 1, special = (flags & OX_TOK_SPECIAL) != 0;
-    if ((flags & OX_TOK_ADD_BOS) && t->bos >= 0) emit(&w, t->bos);
-    size_t seg = 0;
-    for (size_t i = 0; i < len && !rc;) {
-        size_t mlen = 0;
-        int id = t->trie_root[(uint8_t)text[i]] < 0 ? -1 : match_added(t, (const uint8_t *)text + i, len - i, special, &mlen);
-        if (id < 0) {
-            i++;
-            continue;
-        }
-        if (i > seg) rc = encode_raw(&w, text + seg, i - seg, first, err);
-        first = 0;
-        emit(&w, id);
-        i += mlen;
-        seg = i;
-    }
-    if (!rc && seg < len) rc = encode_raw(&w, text + seg, len - seg, first, err);
-    free(w.norm), free(w.s), free(w.h);
-    if (rc) return rc;
-    if (w.n > INT32_MAX) return ox_errf(err, OX_E_RANGE, "tokenize: %lld tokens is too many", (long long)w.n);
-    return (int)w.n;
-}
-
-/* ---- decoding ---- */
-
-int ox_token_bytes(const ox_tokenizer *t, int id, int flags, char *out, int cap, ox_err *err) {
-    if (id < 0 || id >= t->n_vocab)
-        return ox_errf(err, OX_E_RANGE, "token id %d is out of range (vocab %d)", id, t->n_vocab);
-    const tok_info *k = &t->tok[id];
-    const char *p = t->text ? t->text + k->off : "";
-    if (cap < 0 || !out) cap = 0;
-    if (k->type == OX_TOKEN_BYTE) {
-        if (cap > 0) out[0] = (char)byte_piece(p, k->len);
-        return 1;
-    }
-    int show = k->type == OX_TOKEN_NORMAL || k->type == OX_TOKEN_USER_DEFINED || (flags & OX_TOK_SHOW_SPECIAL);
-    if (!show) return 0;
-    int n = 0;
-    for (uint32_t i = 0; i < k->len;) {
-        char c = p[i];
-        if (k->len - i >= 3 && memcmp(p + i, SPACE_MARK, 3) == 0) c = ' ', i += 3;
-        else i++;
-        if (n < cap) out[n] = c;
-        n++;
-    }
-    return n;
-}
-
-int64_t ox_detokenize(const ox_tokenizer *t, const int32_t *ids, int n, int flags, char *out, size_t cap, ox_err *err) {
-    int64_t total = 0;
-    if (!out) cap = 0;
-    for (int i = 0; i < n; i++) {
-        size_t room = (uint64_t)total < cap ? cap - (size_t)total : 0;
-        int k = ox_token_bytes(t, ids[i], flags, out ? out + (room ? total : 0) : NULL, room > INT32_MAX ? INT32_MAX : (int)room, err);
-        if (k < 0) return k;
-        total += k;
-    }
-    return total;
 }

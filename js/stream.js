@@ -1,0 +1,85 @@
+// stream.js — generate() and chat() results: an async iterator over a worker job's events.
+import { abortError, toOxError } from './errors.js';
+
+// An async iterator over a worker job's token events, ending with {token: null, text: '',
+// stats}. Abort (signal, or leaving the loop early) tells the worker, which stops before its
+// next token; the iterator stops at once.
+export function tokenStream(engine, prepare, signal) {
+  const queue = [];
+  let wake = null;
+  let error = null;
+  let finished = false;
+  let id = 0;
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  const onAbort = () => {
+    if (finished) return;
+    if (id) engine.abort(id);
+    error = abortError('generation');
+    finished = true;
+    notify();
+  };
+  const begin = (async () => {
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let args;
+    try {
+      args = await prepare();
+    } catch (e) {
+      error = toOxError(e);
+      finished = true;
+      return;
+    }
+    if (finished) return;
+    const job = engine.start('generate', args, (ev) => {
+      if (!finished) queue.push({ token: ev.token >= 0 ? ev.token : null, text: ev.text, thinking: ev.thinking });
+      notify();
+    });
+    id = job.id;
+    job.done.then(
+      (stats) => {
+        if (!finished) queue.push({ token: null, text: '', stats });
+        finished = true;
+        notify();
+      },
+      (e) => {
+        if (!finished) error = toOxError(e);
+        finished = true;
+        notify();
+      },
+    );
+  })();
+  const cleanup = () => signal?.removeEventListener('abort', onAbort);
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      await begin;
+      for (;;) {
+        if (error && (signal?.aborted || !queue.length)) {
+          cleanup();
+          queue.length = 0;
+          const e = error;
+          error = null;
+          throw e;
+        }
+        if (queue.length) return { value: queue.shift(), done: false };
+        if (finished) {
+          cleanup();
+          return { value: undefined, done: true };
+        }
+        await new Promise((r) => (wake = r));
+      }
+    },
+    async return() {
+      if (!finished && id) engine.abort(id);
+      finished = true;
+      queue.length = 0;
+      cleanup();
+      return { value: undefined, done: true };
+    },
+  };
+}

@@ -1,0 +1,135 @@
+// engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
+// table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
+// unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
+import { statsFields } from '../abi.js';
+import { OxError } from '../errors.js';
+import { HostFiles } from '../hostfile.js';
+import { Heap } from './heap.js';
+import { startRuntime } from './runtime.js';
+import { Session } from './session.js';
+
+export class Engine {
+  // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
+  static async start(init, onAbort) {
+    const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
+    const e = new Engine(M, new HostFiles(init.host ?? {}), init.abortFlag ?? null);
+    e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
+    return e;
+  }
+
+  constructor(M, host, abortFlag) {
+    this.heap = new Heap(M);
+    this.host = host;
+    this.abortFlag = abortFlag; // Int32Array over a SharedArrayBuffer (load abort), or null
+    this.ptr = 0; // the C engine, 0 until a model is loaded
+    this.session = null;
+    this.info = null;
+    this.template = null; // the checkpoint's chat template, or null
+    host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
+    M.oxHost = host; // js/hostfile_lib.js reads through it
+  }
+
+  get threads() {
+    return this.heap.C.ox_wasm_threads();
+  }
+
+  // this, if a model is loaded
+  requireModel() {
+    if (!this.ptr) throw new OxError('STATE', 'no model is loaded');
+    return this;
+  }
+
+  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident};
+  // progress(done, total)
+  async load(m, progress) {
+    if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
+    const { heap, host } = this;
+    const C = heap.C;
+    const handles = [];
+    try {
+      for (const src of m.sources) handles.push(await host.open(src));
+      heap.M.oxProgress = (done, total) => {
+        progress(done, total);
+        return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
+      };
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
+      this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
+      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
+      this.template = this.chatTemplate(handles);
+      return this.info;
+    } catch (e) {
+      this.unload();
+      throw e;
+    } finally {
+      heap.M.oxProgress = null;
+    }
+  }
+
+  // The checkpoint's chat template: GGUF tokenizer.chat_template, chat_template.jinja or
+  // tokenizer_config.json; null when none is shipped.
+  chatTemplate(handles) {
+    const { heap, host } = this;
+    const fromGguf = heap.withString('tokenizer.chat_template', (k) => heap.C.ox_wasm_gguf_str(this.ptr, k));
+    if (fromGguf !== null) return fromGguf;
+    const byName = (n) => handles.find((h) => host.name(h) === n);
+    const text = (h) => {
+      const size = host.size(h);
+      if (size > 16 << 20) throw new OxError('FORMAT', `${host.name(h)}: ${size} bytes is too large for a chat template file`);
+      const b = new Uint8Array(size);
+      host.read(h, 0, b);
+      return new TextDecoder().decode(b);
+    };
+    const jinja = byName('chat_template.jinja');
+    if (jinja !== undefined) return text(jinja);
+    const tc = byName('tokenizer_config.json');
+    if (tc === undefined) return null;
+    let doc;
+    try {
+      doc = JSON.parse(text(tc));
+    } catch (e) {
+      throw new OxError('FORMAT', `tokenizer_config.json: ${e.message}`);
+    }
+    const t = doc.chat_template;
+    if (typeof t === 'string') return t;
+    if (Array.isArray(t)) return t.find((x) => x.name === 'default')?.template ?? t[0]?.template ?? null;
+    return null;
+  }
+
+  // text -> ids (special: match control tokens such as <bos> in the text)
+  tokenize(text, special) {
+    const { heap } = this;
+    return heap.withString(text, (s, len) =>
+      Array.from(heap.grown((p, cap) => heap.C.ox_wasm_tokenize(this.ptr, s, len, special ? 1 : 0, p, cap), (p, n) => heap.i32(p, n), len + 16, 4)));
+  }
+
+  // ids -> their bytes (UTF-8 may be split anywhere: the caller decodes in a stream)
+  detokenize(ids, showSpecial) {
+    const { heap } = this;
+    const parts = ids.map((id) => heap.grown((p, cap) => heap.C.ox_wasm_token_bytes(this.ptr, id, showSpecial ? 1 : 0, p, cap), (p, n) => heap.u8(p, n), 64, 1));
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let k = 0;
+    for (const p of parts) out.set(p, (k += p.length) - p.length);
+    return out;
+  }
+
+  stats() {
+    const { heap } = this;
+    const n = statsFields.length;
+    const rec = heap.scoped(n * 8, (p) => (heap.check(heap.C.ox_wasm_stats(this.ptr, p)), heap.f64(p, n).slice()));
+    return {
+      ...Object.fromEntries(statsFields.map((f, i) => [f, rec[i]])),
+      wasmMemoryBytes: heap.buffer.byteLength,
+      contextTokens: this.session.pos,
+      hostCache: { ...this.host.stats },
+    };
+  }
+
+  unload() {
+    this.session?.free();
+    if (this.ptr) this.heap.C.ox_wasm_free(this.ptr);
+    this.ptr = 0;
+    this.session = this.info = this.template = null;
+    this.host.closeAll();
+    return true;
+  }
+}

@@ -1,0 +1,116 @@
+// generate.js — one generation. The C generator (ox_wasm_gen_*, src/model/generate.h) owns the
+// sampler, the penalty history, the stop ids and the limits, and runs one forward per step;
+// this loop keeps what is JS's: abort between calls, UTF-8 assembly, stop strings, the
+// thinking flag, token events and the timing in the stats.
+import { genOut, genParams, genStatus } from '../abi.js';
+import { nextTask } from './protocol.js';
+
+const P = Object.fromEntries(genParams.map((f, i) => [f, i]));
+const O = Object.fromEntries(genOut.map((f, i) => [f, i]));
+const REASON = Object.fromEntries(Object.entries(genStatus).map(([reason, v]) => [v, reason]));
+// options that go to C as they are; unset ones stay NaN, which C reads as its default
+const SAMPLING = ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'maxTokens'];
+
+// Text stop strings: hold back text that may be the start of one.
+function stopMatcher(stops) {
+  let pending = '';
+  return (piece) => {
+    pending += piece;
+    for (const s of stops) {
+      const i = pending.indexOf(s);
+      if (i >= 0) return { text: pending.slice(0, i), stop: s };
+    }
+    let keep = 0;
+    for (const s of stops)
+      for (let k = Math.min(s.length - 1, pending.length); k > keep; k--)
+        if (pending.endsWith(s.slice(0, k))) {
+          keep = k;
+          break;
+        }
+    const text = pending.slice(0, pending.length - keep);
+    pending = pending.slice(pending.length - keep);
+    return { text, stop: null, flush: () => pending };
+  };
+}
+
+// The C generator for options o (index.js checked them); stopIds given: only those stop,
+// else the checkpoint's eos ids.
+function newGenerator(engine, o, seed) {
+  const { heap } = engine;
+  const bias = Object.entries(o.logitBias ?? {});
+  const stopIds = o.stopIds ?? [];
+  const n = genParams.length;
+  return heap.withInts(bias.map(([id]) => Number(id)), (biasIds) =>
+    heap.withFloats(bias.map(([, v]) => v), (biasValues) =>
+      heap.withInts(stopIds, (stops) =>
+        heap.scoped(n * 8, (p) => {
+          const rec = heap.f64(p, n).fill(NaN);
+          for (const k of SAMPLING) if (o[k] !== undefined) rec[P[k]] = o[k];
+          rec[P.seed] = seed;
+          rec[P.eos] = o.stopIds ? 0 : 1;
+          rec[P.includeSpecial] = o.includeSpecial ? 1 : 0;
+          [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
+          [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
+          return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
+        }))));
+}
+
+// Generate from prompt tokens; job: {aborted, emit}. -> the stats (index.d.ts GenerationStats)
+export async function generate(engine, tokens, o, job) {
+  const { heap, info } = engine;
+  const C = heap.C;
+  const seed = o.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const match = stopMatcher((o.stop ?? []).filter((s) => s.length));
+  const st = { promptTokens: tokens.length, reusedTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeSteps: 0, decodeMs: 0, reason: 'length' };
+  const decoder = new TextDecoder();
+  let thinking = false;
+  let r = null; // the stop-string matcher's last answer
+  const finish = (reason, stop, tail) => {
+    if (tail) job.emit({ event: 'token', token: -1, text: tail, thinking });
+    st.reason = reason;
+    if (stop) st.stop = stop;
+    st.prefillTokPerSec = st.prefillMs > 0 ? (st.prefillTokens * 1000) / st.prefillMs : 0;
+    st.decodeTokPerSec = st.decodeMs > 0 ? (st.decodeSteps * 1000) / st.decodeMs : 0;
+    st.seed = seed;
+    st.contextTokens = engine.session.pos;
+    return st;
+  };
+  if (job.aborted) return finish('abort');
+  const g = newGenerator(engine, o, seed);
+  try {
+    const outAt = C.ox_wasm_gen_out(g); // the step's output record, at a fixed address
+    let t = performance.now();
+    st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
+    const chunk = o.prefillChunk ?? 256;
+    for (let left = tokens.length - st.reusedTokens; left > 0; ) {
+      left = heap.check(C.ox_wasm_gen_prefill(g, chunk));
+      st.prefillTokens = tokens.length - st.reusedTokens - left;
+      if (left > 0) {
+        await nextTask();
+        if (job.aborted) return finish('abort');
+      }
+    }
+    st.prefillMs = performance.now() - t;
+    t = performance.now();
+    for (;;) {
+      await nextTask();
+      if (job.aborted) return finish('abort');
+      const status = heap.check(C.ox_wasm_gen_step(g));
+      const out = heap.f64(outAt, genOut.length); // (a new view: memory may have grown)
+      if (out[O.decoded] > st.decodeSteps) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
+      st.generatedTokens = out[O.generated];
+      const tok = status === genStatus.stop ? -1 : out[O.token];
+      if (tok < 0) return finish(REASON[status], null, r?.flush?.());
+      // (a copy: TextDecoder refuses views of shared memory)
+      const piece = decoder.decode(heap.u8(out[O.bytes], out[O.nBytes]).slice(), { stream: true });
+      if (tok === info.channelOpen) thinking = true;
+      r = match(piece);
+      job.emit({ event: 'token', token: tok, text: r.text, thinking });
+      if (tok === info.channelClose) thinking = false;
+      if (r.stop !== null) return finish('stop', r.stop);
+      if (status !== genStatus.token) return finish(REASON[status], null, r.flush());
+    }
+  } finally {
+    C.ox_wasm_gen_free(g);
+  }
+}

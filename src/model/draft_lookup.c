@@ -1,0 +1,49 @@
+/* draft_lookup.c — prompt-lookup drafting (draft_lookup.h). */
+#include <string.h>
+
+#include "model/draft_lookup.h"
+
+#define PAUSE_AFTER_MISS 4
+
+void ox_lookup_init(ox_lookup *L, int max_k) {
+    memset(L, 0, sizeof *L);
+    L->min_n = 2;
+    L->max_n = 4;
+    L->k_max = max_k > 0 ? max_k : 8;
+    L->k_min = 1;
+    L->k = L->k_max < 4 ? L->k_max : 4;
+}
+
+/* the latest j < n - len with hist[j..j+len) == the last len tokens, or -1 */
+static int latest_match(const int32_t *hist, int n, int len) {
+    const int32_t *tail = hist + n - len;
+    for (int j = n - len - 1; j >= 0; j--)
+        if (hist[j] == tail[0] && !memcmp(hist + j, tail, (size_t)len * sizeof *hist)) return j;
+    return -1;
+}
+
+int ox_lookup_draft(ox_lookup *L, const int32_t *hist, int n, int32_t *out, int cap) {
+    if (L->pause > 0) {
+        L->pause--;
+        return 0;
+    }
+    int k = L->k < cap ? L->k : cap;
+    for (int len = L->max_n; len >= L->min_n && k > 0; len--) {
+        if (len >= n) continue;
+        int j = latest_match(hist, n, len);
+        if (j < 0) continue;
+        int from = j + len, m = n - from < k ? n - from : k;
+        memcpy(out, hist + from, (size_t)m * sizeof *out);
+        return m;
+    }
+    return 0;
+}
+
+void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
+    if (drafted <= 0) return;
+    L->drafted += (uint64_t)drafted;
+    L->accepted += (uint64_t)accepted;
+    if (accepted == drafted && L->k < L->k_max) L->k++;
+    else if (2 * accepted < drafted && L->k > L->k_min) L->k--;
+    if (accepted == 0) L->pause = PAUSE_AFTER_MISS;
+}

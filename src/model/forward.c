@@ -1,0 +1,439 @@
+/* forward.c — the Gemma 4 forward pass over n tokens (docs/gemma4.md §2), read top to bottom:
+ * embed, then per layer attention, feed-forward (dense, plus the routed experts on MoE
+ * models), per-layer embedding injection and the layer scale, then the final norm and head.
+ *
+ * The n tokens go through each layer together: every matmul sees all n rows (prefill is
+ * matrix-matrix), attention is split over (token, head) pairs on the thread pool. Activations
+ * live in per-session scratch, so steady-state decode allocates nothing. */
+#include "model/model_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/pool.h"
+#include "kernels/quant.h"
+
+#define OX_UBATCH 256 /* tokens per micro-batch of a long prompt */
+
+/* Activation buffers of one forward call, carved from the session's scratch. */
+typedef struct acts {
+    float *x, *a, *q, *k, *v, *att, *o, *g, *u, *f;
+    float *ple, *ple_tok, *pg, *pu;                  /* PLE */
+    float *d1, *xe, *ye, *gu, *eact, *zr;            /* MoE */
+    int *sel, *tok_of, *slot_of;                     /* MoE routing */
+    float *selw;
+    float *scores;                                   /* attention, per task */
+    int32_t *uniq;                                   /* distinct tokens (PLE rows) */
+    int *row_of;                                     /* token i -> index into uniq */
+    uint8_t *stage;                                  /* one stored-format table row */
+    float *hn;                                       /* final normed hidden */
+} acts;
+
+typedef struct carve { uint8_t *base; size_t off; } carve;
+static void *take(carve *cv, size_t bytes) {
+    void *p = cv->base ? cv->base + cv->off : NULL;
+    cv->off += (bytes + 63) & ~(size_t)63;
+    return p;
+}
+
+static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    size_t H = (size_t)c->hidden, nh = (size_t)c->n_heads, LP = (size_t)c->n_layers * (size_t)c->ple_dim;
+    size_t qw = 0, kw = 0, I = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const ox_layer_cfg *lc = &c->layers[l];
+        if (nh * (size_t)lc->head_dim > qw) qw = nh * (size_t)lc->head_dim;
+        if ((size_t)(lc->n_kv_heads * lc->head_dim) > kw) kw = (size_t)(lc->n_kv_heads * lc->head_dim);
+        if ((size_t)lc->ffn > I) I = (size_t)lc->ffn;
+    }
+    size_t Ie = c->moe ? (size_t)c->moe_ffn : 0, E = c->moe ? (size_t)c->n_experts : 0;
+    size_t K = c->moe ? (size_t)c->top_k_experts : 0, N = (size_t)n, F = sizeof(float);
+    size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
+    int tasks = ox_pool_threads();
+    if (tasks < 1) tasks = 1;
+    /* two passes over one layout: size it, then fill the pointers */
+    carve cv = {NULL, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        cv.off = 0;
+        A->x = take(&cv, N * H * F);
+        A->a = take(&cv, N * H * F);
+        A->q = take(&cv, N * qw * F);
+        A->k = take(&cv, N * kw * F);
+        A->v = take(&cv, N * kw * F);
+        A->att = take(&cv, N * qw * F);
+        A->o = take(&cv, N * H * F);
+        A->g = take(&cv, N * I * F);
+        A->u = take(&cv, N * I * F);
+        A->f = take(&cv, N * H * F);
+        A->hn = take(&cv, N * H * F);
+        A->ple = take(&cv, N * LP * F);
+        A->ple_tok = take(&cv, N * LP * F);
+        A->pg = take(&cv, N * (size_t)c->ple_dim * F);
+        A->pu = take(&cv, N * H * F);
+        A->d1 = take(&cv, N * H * F * (c->moe != 0));
+        A->xe = take(&cv, N * H * F * (c->moe != 0));
+        A->ye = take(&cv, N * H * F * (c->moe != 0));
+        A->gu = take(&cv, N * 2 * Ie * F);
+        A->eact = take(&cv, N * Ie * F);
+        A->zr = take(&cv, N * E * F);
+        A->sel = take(&cv, N * K * sizeof(int));
+        A->selw = take(&cv, N * K * F);
+        A->tok_of = take(&cv, N * K * sizeof(int));
+        A->slot_of = take(&cv, N * K * sizeof(int));
+        A->scores = take(&cv, (size_t)tasks * (size_t)kv_len * F);
+        A->uniq = take(&cv, N * sizeof(int32_t));
+        A->row_of = take(&cv, N * sizeof(int));
+        A->stage = take(&cv, stage);
+        if (pass == 0) {
+            cv.base = ox_scratch_get(&s->act, cv.off, err);
+            if (!cv.base) return err ? err->code : OX_E_NOMEM;
+        }
+    }
+    return 0;
+}
+
+typedef struct attn_job {
+    const float *q;      /* [n][nh*hd] */
+    float *out;          /* [n][nh*hd] */
+    const float *K, *V;  /* cache rows [j][kvw] */
+    float *scores;       /* [tasks][kv_len] */
+    int n, pos, nh, hd, kvw, group, window, bidir, kv_len;
+} attn_job;
+
+/* Keys j visible from position p: causal j <= p (bidirectional: all of the sequence), and on
+ * sliding layers only the W nearest (j > p - W; bidirectional also j < p + W). */
+static void attn_task(void *ctx, int task, int n_tasks) {
+    const attn_job *J = ctx;
+    int items = J->n * J->nh;
+    int i0 = (int)((long long)items * task / n_tasks), i1 = (int)((long long)items * (task + 1) / n_tasks);
+    float *s = J->scores + (size_t)task * (size_t)J->kv_len;
+    for (int it = i0; it < i1; it++) {
+        int t = it / J->nh, h = it % J->nh, p = J->pos + t, g = h / J->group;
+        int lo = 0, hi = J->bidir ? J->kv_len - 1 : p;
+        if (J->window > 0) {
+            if (p - J->window + 1 > lo) lo = p - J->window + 1;
+            if (J->bidir && p + J->window - 1 < hi) hi = p + J->window - 1;
+        }
+        const float *qh = J->q + (size_t)t * J->nh * J->hd + (size_t)h * J->hd;
+        for (int j = lo; j <= hi; j++) s[j - lo] = ox_dot_f32(qh, J->K + (size_t)j * J->kvw + (size_t)g * J->hd, J->hd);
+        ox_softmax(s, hi - lo + 1);
+        float *o = J->out + (size_t)t * J->nh * J->hd + (size_t)h * J->hd;
+        memset(o, 0, (size_t)J->hd * sizeof(float));
+        for (int j = lo; j <= hi; j++) ox_axpy(o, s[j - lo], J->V + (size_t)j * J->kvw + (size_t)g * J->hd, J->hd);
+    }
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Read one row of a host table and dequantize it to f32. */
+static int table_row(ox_model *m, const ox_tensor *t, size_t rb, int32_t row, uint64_t cols, uint8_t *stage,
+                     float *dst, ox_err *err) {
+    int rc = ox_tensor_read_rows(t, (uint64_t)row, 1, stage, err);
+    if (rc) return rc;
+    m->host_bytes += rb;
+    m->rows_fetched++;
+    ox_dequantize_row(t->type, stage, dst, (size_t)cols);
+    return 0;
+}
+
+/* Input embeddings and PLE inputs for the n tokens (docs/gemma4.md §2.1, §2.2). */
+static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
+    ox_model *m = s->m;
+    const ox_config *c = &m->c;
+    int n = io->n, H = c->hidden, P = c->ple_dim, L = c->n_layers;
+    float sH = sqrtf((float)H);
+    for (int i = 0; i < n; i++) {
+        float *x = A->x + (size_t)i * H;
+        if (io->soft && io->soft_mask && io->soft_mask[i]) {
+            memcpy(x, io->soft + (size_t)i * H, (size_t)H * sizeof(float));
+            continue;
+        }
+        if (m->opts.tables_on_host)
+            TRY(table_row(m, m->t_embd, m->embd_row_bytes, io->tokens[i], (uint64_t)H, A->stage, x, err));
+        else
+            ox_dequantize_row(m->embd.type, (const uint8_t *)m->embd.data + (size_t)io->tokens[i] * m->embd.row_bytes,
+                              x, (size_t)H);
+        for (int j = 0; j < H; j++) x[j] *= sH;
+    }
+    if (P <= 0) return 0;
+    /* one host read per distinct table row (soft tokens use the pad token's row) */
+    int nu = 0;
+    for (int i = 0; i < n; i++)
+        A->uniq[nu++] = (io->soft && io->soft_mask && io->soft_mask[i]) ? c->pad_id : io->tokens[i];
+    qsort(A->uniq, (size_t)nu, sizeof *A->uniq, cmp_i32);
+    int k = 0;
+    for (int i = 0; i < nu; i++)
+        if (k == 0 || A->uniq[i] != A->uniq[k - 1]) A->uniq[k++] = A->uniq[i];
+    nu = k;
+    size_t LP = (size_t)L * (size_t)P;
+    for (int u = 0; u < nu; u++) {
+        if (A->uniq[u] < 0 || A->uniq[u] >= c->ple_vocab)
+            return ox_errf(err, OX_E_RANGE, "token %d has no per-layer embedding row (table has %d)", A->uniq[u],
+                           c->ple_vocab);
+        TRY(table_row(m, m->t_ple, m->ple_row_bytes, A->uniq[u], LP, A->stage, A->ple_tok + (size_t)u * LP, err));
+    }
+    /* ctx = rms(W_plm h / sqrt(H)) per layer chunk; ple = (ctx + row * sqrt(P)) / sqrt(2) */
+    TRY(ox_matmul(&s->ws, &m->ple_model_proj, A->x, n, A->ple, err));
+    float iH = 1.0f / sqrtf((float)H), sP = sqrtf((float)P), i2 = 1.0f / sqrtf(2.0f);
+    for (int i = 0; i < n; i++) {
+        int32_t tok = (io->soft && io->soft_mask && io->soft_mask[i]) ? c->pad_id : io->tokens[i];
+        const int32_t *hit = bsearch(&tok, A->uniq, (size_t)nu, sizeof *A->uniq, cmp_i32);
+        const float *row = A->ple_tok + (size_t)(hit - A->uniq) * LP;
+        float *pl = A->ple + (size_t)i * LP;
+        for (size_t j = 0; j < LP; j++) pl[j] *= iH;
+        for (int l = 0; l < L; l++) ox_rmsnorm(pl + (size_t)l * P, pl + (size_t)l * P, m->ple_proj_norm, P, c->rms_eps);
+        for (size_t j = 0; j < LP; j++) pl[j] = (pl[j] + row[j] * sP) * i2;
+    }
+    return 0;
+}
+
+static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n, float eps) {
+    for (int i = 0; i < n_rows; i++) ox_rmsnorm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+}
+
+static void add_rows(float *h, const float *d, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] += d[i];
+}
+
+/* Expert e's block of `rows` rows in a stacked expert tensor. */
+static ox_matrix expert_view(const ox_matrix *M, int e, int rows) {
+    ox_matrix v = *M;
+    v.rows = rows;
+    v.data = (uint8_t *)M->data + (size_t)e * (size_t)rows * M->row_bytes;
+    return v;
+}
+
+/* Routed experts (docs/gemma4.md §2.5) into A->ye: router on the un-normed residual A->x,
+ * experts on rms(x, pre_ffw_norm_2); tokens grouped per expert so each expert runs once. */
+static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    int H = c->hidden, E = c->n_experts, K = c->top_k_experts, Ie = c->moe_ffn;
+    float iH = 1.0f / sqrtf((float)H);
+    for (int i = 0; i < n; i++) {
+        float *a = A->a + (size_t)i * H;
+        ox_rmsnorm(a, A->x + (size_t)i * H, NULL, H, c->rms_eps);
+        for (int j = 0; j < H; j++) a[j] *= w->router_scale[j] * iH;
+    }
+    TRY(ox_matmul(&s->ws, &w->router, A->a, n, A->zr, err));
+    for (int i = 0; i < n; i++) {
+        float *z = A->zr + (size_t)i * E;
+        int *sel = A->sel + (size_t)i * K;
+        float *sw = A->selw + (size_t)i * K, sum = 0;
+        ox_softmax(z, E);
+        for (int k = 0; k < K; k++) { /* top-K by probability, ties to the lower id */
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                int taken = 0;
+                for (int q = 0; q < k; q++) taken |= sel[q] == e;
+                if (!taken && (best < 0 || z[e] > z[best])) best = e;
+            }
+            sel[k] = best;
+            sw[k] = z[best];
+            sum += z[best];
+        }
+        for (int k = 0; k < K; k++) sw[k] = sw[k] / sum * w->expert_scale[sel[k]];
+    }
+    rms_rows(A->a, A->x, w->pre_ffw_norm_2, n, H, c->rms_eps);
+    memset(A->ye, 0, (size_t)n * H * sizeof(float));
+    for (int e = 0; e < E; e++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < K; k++)
+                if (A->sel[(size_t)i * K + k] == e) {
+                    A->tok_of[m] = i;
+                    A->slot_of[m] = i * K + k;
+                    memcpy(A->xe + (size_t)m * H, A->a + (size_t)i * H, (size_t)H * sizeof(float));
+                    m++;
+                }
+        if (!m) continue;
+        ox_matrix dn = expert_view(&w->exp_down, e, H);
+        int fused = w->exp_gate_up.data != NULL;
+        if (fused) {
+            ox_matrix gu = expert_view(&w->exp_gate_up, e, 2 * Ie);
+            TRY(ox_matmul(&s->ws, &gu, A->xe, m, A->gu, err));
+        } else {
+            ox_matrix g = expert_view(&w->exp_gate, e, Ie), u = expert_view(&w->exp_up, e, Ie);
+            const ox_matrix *Ws[2] = {&g, &u};
+            float *ys[2] = {A->gu, A->gu + (size_t)m * Ie};
+            TRY(ox_matmul_multi(&s->ws, Ws, 2, A->xe, m, ys, err));
+        }
+        for (int r = 0; r < m; r++) { /* fused rows: [gate | up]; split: all gates, then all ups */
+            const float *g = A->gu + (size_t)r * (fused ? 2 * Ie : Ie);
+            const float *u = fused ? g + Ie : A->gu + (size_t)(m + r) * Ie;
+            ox_geglu(A->eact + (size_t)r * Ie, g, u, Ie);
+        }
+        TRY(ox_matmul(&s->ws, &dn, A->eact, m, A->f, err));
+        for (int r = 0; r < m; r++)
+            ox_axpy(A->ye + (size_t)A->tok_of[r] * H, A->selw[A->slot_of[r]], A->f + (size_t)r * H, H);
+    }
+    return 0;
+}
+
+/* Attention (docs/gemma4.md §2.3): h += post_norm(W_o attn(rope(norm(q)), rope(norm(k)), norm(v)))
+ * with q, k, v projections of norm(h). A KV-shared layer projects only q and reads the cache of
+ * the layer it shares with; an own-KV layer appends its k, v rows at the session's positions
+ * first (K = V on k_eq_v layers: V is the raw K before its norm). */
+static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    const ox_layer_cfg *lc = &c->layers[l];
+    const layer_w *w = &s->m->L[l];
+    int H = c->hidden, nh = c->n_heads, hd = lc->head_dim, nkv = lc->n_kv_heads, kvw = nkv * hd;
+    float eps = c->rms_eps;
+    rms_rows(A->a, A->x, w->attn_norm, n, H, eps);
+    if (lc->shared) {
+        TRY(ox_matmul(&s->ws, &w->q, A->a, n, A->q, err));
+    } else {
+        const ox_matrix *Ws[3] = {&w->q, &w->k, &w->v};
+        float *ys[3] = {A->q, A->k, A->v};
+        TRY(ox_matmul_multi(&s->ws, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
+        if (lc->k_eq_v) memcpy(A->v, A->k, (size_t)n * kvw * sizeof(float));
+    }
+    for (int t = 0; t < n; t++) {
+        float *qt = A->q + (size_t)t * nh * hd;
+        rms_rows(qt, qt, w->q_norm, nh, hd, eps);
+        ox_rope_heads(qt, nh, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
+    }
+    kv_cache *kc = &s->kv[lc->kv_src];
+    for (int t = 0; !lc->shared && t < n; t++) {
+        float *kd = kc->k + (size_t)(s->pos + t) * kvw, *vd = kc->v + (size_t)(s->pos + t) * kvw;
+        rms_rows(kd, A->k + (size_t)t * kvw, w->k_norm, nkv, hd, eps);
+        ox_rope_heads(kd, nkv, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
+        rms_rows(vd, A->v + (size_t)t * kvw, NULL, nkv, hd, eps);
+    }
+    int tasks = ox_pool_threads();
+    if (tasks < 1) tasks = 1;
+    if (tasks > n * nh) tasks = n * nh;
+    attn_job J = {A->q, A->att, kc->k, kc->v, A->scores, n, s->pos, nh, hd, kc->width, nh / nkv,
+                  lc->window, c->bidirectional, s->pos + n};
+    ox_pool_run(attn_task, &J, tasks);
+    TRY(ox_matmul(&s->ws, &w->o, A->att, n, A->o, err));
+    rms_rows(A->o, A->o, w->post_attn_norm, n, H, eps);
+    add_rows(A->x, A->o, (size_t)n * H);
+    return 0;
+}
+
+/* Feed-forward (docs/gemma4.md §2.4): h += post_norm(W_down (gelu(W_gate x) * W_up x)), x =
+ * norm(h). On MoE layers (§2.5) the dense branch and the routed experts run side by side, each
+ * with its own post-norm, and their sum takes the shared post-norm. */
+static int feed_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    const ox_layer_cfg *lc = &c->layers[l];
+    const layer_w *w = &s->m->L[l];
+    int H = c->hidden, I = lc->ffn;
+    size_t NH = (size_t)n * H;
+    float eps = c->rms_eps;
+    rms_rows(A->a, A->x, w->ffn_norm, n, H, eps);
+    const ox_matrix *Ws[2] = {&w->gate, &w->up};
+    float *ys[2] = {A->g, A->u};
+    TRY(ox_matmul_multi(&s->ws, Ws, 2, A->a, n, ys, err));
+    for (int t = 0; t < n; t++) ox_geglu(A->g + (size_t)t * I, A->g + (size_t)t * I, A->u + (size_t)t * I, I);
+    TRY(ox_matmul(&s->ws, &w->down, A->g, n, A->f, err));
+    if (c->moe) {
+        rms_rows(A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
+        TRY(moe_branch(s, w, n, A, err));
+        rms_rows(A->ye, A->ye, w->post_ffw_norm_2, n, H, eps);
+        for (size_t i = 0; i < NH; i++) A->f[i] = A->d1[i] + A->ye[i];
+    }
+    rms_rows(A->f, A->f, w->post_ffw_norm, n, H, eps);
+    add_rows(A->x, A->f, NH);
+    return 0;
+}
+
+/* Per-layer embedding injection (docs/gemma4.md §2.6): h += norm(W_proj (gelu(W_gate h) *
+ * ple_l)), ple_l this layer's slice of the PLE input made by embed(). */
+static int ple_inject(ox_session *s, int l, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    const layer_w *w = &s->m->L[l];
+    int H = c->hidden, P = c->ple_dim;
+    size_t LP = (size_t)c->n_layers * P;
+    TRY(ox_matmul(&s->ws, &w->ple_gate, A->x, n, A->pg, err));
+    for (int t = 0; t < n; t++)
+        ox_geglu(A->pg + (size_t)t * P, A->pg + (size_t)t * P, A->ple + (size_t)t * LP + (size_t)l * P, P);
+    TRY(ox_matmul(&s->ws, &w->ple_proj, A->pg, n, A->pu, err));
+    rms_rows(A->pu, A->pu, w->ple_post_norm, n, H, c->rms_eps);
+    add_rows(A->x, A->pu, (size_t)n * H);
+    return 0;
+}
+
+/* One decoder layer (docs/gemma4.md §2): attention, feed-forward, PLE, then the layer scale,
+ * which multiplies the whole residual stream (§2.7). */
+static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    TRY(attention(s, l, n, A, err));
+    TRY(feed_forward(s, l, n, A, err));
+    if (c->ple_dim > 0) TRY(ple_inject(s, l, n, A, err));
+    float scale = s->m->L[l].out_scale;
+    if (scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n * c->hidden; i++) A->x[i] *= scale;
+    return 0;
+}
+
+/* One micro-batch: every token through every layer, appended to the caches. */
+static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
+    ox_model *m = s->m;
+    const ox_config *c = &m->c;
+    int n = io->n, H = c->hidden, V = c->vocab;
+    TRY(ox_session_reserve(s, s->pos + n, err));
+    acts A;
+    TRY(carve_acts(s, n, s->pos + n, &A, err));
+    TRY(embed(s, io, &A, err));
+    for (int l = 0; l < c->n_layers; l++) TRY(layer_forward(s, l, n, &A, err));
+
+    /* final norm, tied head, soft-cap (docs/gemma4.md §2.8) */
+    int first = (io->hidden || (io->logits && io->all_logits)) ? 0 : n - 1, nout = n - first;
+    float *hn = io->hidden ? io->hidden : A.hn;
+    rms_rows(hn + (size_t)first * H, A.x + (size_t)first * H, m->out_norm, nout, H, c->rms_eps);
+    if (io->logits) {
+        int f0 = io->all_logits ? 0 : n - 1, nl = n - f0;
+        TRY(ox_matmul(&s->ws, &m->embd, hn + (size_t)f0 * H, nl, io->logits, err));
+        if (c->softcap > 0) {
+            float cap = c->softcap;
+            for (size_t i = 0; i < (size_t)nl * V; i++) io->logits[i] = cap * tanhf(io->logits[i] / cap);
+        }
+    }
+    for (int i = 0; i < n; i++) s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
+    s->pos += n;
+    return 0;
+}
+
+int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    int n = io->n, H = c->hidden, V = c->vocab, pos0 = s->pos;
+    if (n < 1) return ox_errf(err, OX_E_RANGE, "forward: need at least one token (got %d)", n);
+    if (n > s->max_ctx - s->pos)
+        return ox_errf(err, OX_E_STATE, "forward: %d tokens at position %d exceed the session's context of %d", n,
+                       s->pos, s->max_ctx);
+    for (int i = 0; i < n; i++) {
+        int soft = io->soft && io->soft_mask && io->soft_mask[i];
+        if (!soft && (!io->tokens || io->tokens[i] < 0 || io->tokens[i] >= V))
+            return ox_errf(err, OX_E_RANGE, "forward: token %d at index %d is outside the vocab (%d)",
+                           io->tokens ? io->tokens[i] : -1, i, V);
+    }
+    /* Long prompts go in micro-batches of OX_UBATCH tokens: activation scratch stays bounded
+     * (E2B: ~150 KB per token) while each matmul still sees many tokens. Bidirectional models
+     * need the whole sequence in one batch. */
+    int ub = c->bidirectional ? n : OX_UBATCH;
+    for (int i0 = 0; i0 < n; i0 += ub) {
+        int k = n - i0 < ub ? n - i0 : ub, last = i0 + k == n;
+        ox_forward_io b = {
+            .tokens = io->tokens ? io->tokens + i0 : NULL,
+            .n = k,
+            .soft = io->soft ? io->soft + (size_t)i0 * H : NULL,
+            .soft_mask = io->soft_mask ? io->soft_mask + i0 : NULL,
+            .logits = io->logits && io->all_logits ? io->logits + (size_t)i0 * V : (last ? io->logits : NULL),
+            .all_logits = io->all_logits,
+            .hidden = io->hidden ? io->hidden + (size_t)i0 * H : NULL,
+        };
+        int rc = forward_batch(s, &b, err);
+        if (rc) {
+            s->pos = pos0;
+            return rc;
+        }
+    }
+    return 0;
+}
+

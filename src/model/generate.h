@@ -1,0 +1,103 @@
+/* generate.h — the decode loop in C: a generator owns the sampler, the stop rules and the
+ * limits of one generation over a session, and makes one call per generated token.
+ *
+ *   g = ox_gen_new(session, tokenizer, &params)
+ *   ox_gen_start(g, prompt, n)        keep the session's longest common prefix with the prompt
+ *                                     (the last prompt token is always recomputed: its logits
+ *                                     are needed), truncate the rest; returns the kept count
+ *   while (ox_gen_prefill(g, chunk))  run the rest of the prompt, chunk tokens per call, so a
+ *                                     caller can abort between chunks; returns tokens left
+ *   ox_gen_step(g, &tok)              one token per call, until a status other than TOKEN
+ *
+ * A step first runs the forward of the token the previous step returned (lazily, so the last
+ * token of a generation, and a token after which the caller stops for its own reasons — a
+ * stop string, an abort — costs no forward), then checks the context, samples from the logits
+ * and applies the stop rules. In order:
+ *   generated >= max_tokens            -> LENGTH, no token (max_tokens <= 0)
+ *   session position >= context limit  -> CONTEXT, no token (every token returned fits: its
+ *                                         forward runs at the position the check saw)
+ *   mask(logits); sample; accept(token)   (the filter hook, then the sampler)
+ *   token is a stop id                 -> STOP with that id; it is not output, not counted,
+ *                                         not in the penalty history, never forwarded
+ *   generated + 1 == max_tokens        -> LENGTH with the token (output, not forwarded)
+ *   otherwise                          -> TOKEN
+ * After a status other than TOKEN the generation is over (a further step is OX_E_STATE).
+ * The penalty history is the session's token list at sampling time: prompt included, then
+ * every returned token (the sampler looks at its last penalty_window).
+ *
+ * The session keeps the tokens it holds (ox_session_tokens), so the next generation's
+ * start finds the common prefix without any mirror on the caller's side; a token returned
+ * but never forwarded is not in the session.
+ *
+ * Speculative decoding fits beside ox_gen_step: the pending tokens are a list (here at most
+ * one), so a verifying step can forward pending + k drafts in one batched forward with all
+ * logits, accept a prefix, ox_session_truncate the rest and queue the accepted tokens. */
+#ifndef OX_GENERATE_H
+#define OX_GENERATE_H
+
+#include <stdint.h>
+#include "base/err.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+
+/* X(NAME, value, js reason): what a step returns (>= 0; errors are < 0). */
+#define OX_GEN_STATUSES(X)                                                                       \
+    X(TOKEN, 0, "token")     /* a token; generation goes on */                                   \
+    X(STOP, 1, "stop")       /* a stop id (returned in the token, not output) */                 \
+    X(LENGTH, 2, "length")   /* max_tokens reached: the token (if any, >= 0) is the last */       \
+    X(CONTEXT, 3, "context") /* the context is full: no token */
+#define OX_GEN_ENUM_(name, v, js) OX_GEN_##name = v,
+enum { OX_GEN_STATUSES(OX_GEN_ENUM_) };
+#undef OX_GEN_ENUM_
+
+/* The logits-filter hook (a grammar engine, say). mask runs on the logits before the
+ * sampler (set a logit to -INFINITY to forbid a token); accept gets every sampled token,
+ * stop ids included. Either may be NULL. A negative return (with err set by the hook) fails
+ * the step with that code; the message gets "logits filter: " in front. */
+typedef struct ox_logits_filter {
+    void *ud;
+    int (*mask)(void *ud, float *logits, int vocab, ox_err *err);
+    int (*accept)(void *ud, int token, ox_err *err);
+} ox_logits_filter;
+
+typedef struct ox_gen_params {
+    ox_sampler_params sampler;  /* bias lists are copied */
+    int max_tokens;             /* tokens output at most; <= 0: none */
+    int use_eos;                /* the config's eos ids stop too */
+    const int32_t *stop_ids;    /* more stop ids (copied); ids outside the vocab never match */
+    int n_stop;
+    int show_special;           /* a control token's bytes are its text (else none) */
+    int max_context;            /* positions the session may reach; <= 0 or beyond: the session's */
+    ox_logits_filter filter;
+} ox_gen_params;
+
+/* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter. */
+void ox_gen_defaults(ox_gen_params *p);
+
+typedef struct ox_gen ox_gen;
+
+/* What a step returned: the token (-1 if none) and its bytes (valid until the next step;
+ * none for a stop id, or without a tokenizer). */
+typedef struct ox_gen_token {
+    int token;
+    const char *bytes;
+    int n_bytes;
+} ox_gen_token;
+
+typedef struct ox_gen_counts {
+    int reused;     /* prompt tokens kept from the session */
+    int prefilled;  /* prompt tokens run */
+    int generated;  /* tokens output (stop ids not counted) */
+    int decoded;    /* single-token forwards run by steps */
+} ox_gen_counts;
+
+/* tok may be NULL (no bytes). The session must outlive the generator. */
+ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *p, ox_err *err);
+void ox_gen_free(ox_gen *g);
+int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err);
+int ox_gen_prefill(ox_gen *g, int max_n, ox_err *err);
+int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err);
+const ox_gen_counts *ox_gen_counts_of(const ox_gen *g);
+
+#endif

@@ -1,0 +1,54 @@
+/* model_impl.h — what the model's files share (load.c, session.c, forward.c): the weights of
+ * a loaded model and the state of a session. Not part of the API (model.h is). */
+#ifndef OX_MODEL_IMPL_H
+#define OX_MODEL_IMPL_H
+
+#include "model/model.h"
+#include "kernels/kernels.h"
+
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+/* One layer's weights (docs/gemma4.md §3.2 for the names); vectors as f32, matrices as stored
+ * or converted on load. */
+typedef struct layer_w {
+    float *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
+    float *ple_post_norm;
+    float *post_ffw_norm_1, *pre_ffw_norm_2, *post_ffw_norm_2, *router_scale, *expert_scale;
+    float out_scale;
+    ox_matrix q, k, v, o, gate, up, down, ple_gate, ple_proj;
+    ox_matrix router, exp_gate_up, exp_down; /* experts: E blocks of rows stacked */
+    ox_matrix exp_gate, exp_up;              /* the split form (older GGUFs) instead of exp_gate_up */
+} layer_w;
+
+struct ox_model {
+    ox_model_files *mf;
+    ox_config c;
+    ox_load_opts opts;
+    ox_matrix embd, ple_model_proj;
+    float *out_norm, *ple_proj_norm;
+    const ox_tensor *t_embd, *t_ple;
+    size_t embd_row_bytes, ple_row_bytes; /* rows as stored in the file */
+    layer_w *L;
+    void **allocs; /* every weight allocation, freed together */
+    int n_allocs, cap_allocs;
+    uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
+};
+
+typedef struct kv_cache {
+    float *k, *v; /* [cap][width] post-norm, post-RoPE K; post-norm V */
+    int cap, width;
+} kv_cache;
+
+struct ox_session {
+    ox_model *m;
+    int max_ctx, pos;
+    kv_cache *kv;   /* per layer; used only where !shared */
+    int32_t *toks;  /* [pos] the tokens in the caches, -1 where a soft embedding went in */
+    int toks_cap;
+    ox_scratch ws, act;
+};
+
+/* Grow the session's token list and every own-KV cache to hold `need` positions. */
+int ox_session_reserve(ox_session *s, int need, ox_err *err);
+
+#endif

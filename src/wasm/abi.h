@@ -1,0 +1,181 @@
+/* abi.h — the whole contract between the JS package and the wasm engine, in one place.
+ *
+ * tools/gen_abi.mjs reads this file (and the lists it names in err.h, model.h, generate.h)
+ * and writes js/abi.js: error codes, quant ids, generation statuses, the fields of the f64
+ * records below, and every export and import with its signature and the comment above it.
+ * tests/node/abi.test.mjs fails when js/abi.js is stale, when an export is missing from the
+ * built wasm, or when the wasm's code names disagree with js/abi.js.
+ *
+ * Conventions. Pointers cross as unsigned 32-bit numbers (JS: `>>> 0`); a NULL return or a
+ * negative int return is an error whose code and message ox_wasm_err_code/err_msg hold until
+ * the next call. 64-bit counts and seeds cross as doubles (exact below 2^53). Records (stats,
+ * generation parameters, a step's output) are arrays of doubles, one per field in the order
+ * of their list: JS reads and writes them with a Float64Array and the generated field names.
+ * Only the engine worker calls in, one call at a time.
+ *
+ * Signatures are plain prototypes, OX_EXPORT (JS calls Module._name) or OX_IMPORT (the JS
+ * library js/hostfile_lib.js provides them), one per statement, with the comment above. */
+#ifndef OX_WASM_ABI_H
+#define OX_WASM_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/err.h"         /* OX_ERR_CODES */
+#include "model/generate.h"   /* OX_GEN_STATUSES */
+#include "model/model.h"      /* OX_QUANTS */
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#define OX_EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define OX_EXPORT
+#endif
+#define OX_IMPORT extern
+
+/* A loaded model and its tokenizer. */
+typedef struct ox_wasm_engine ox_wasm_engine;
+/* A generation (generate.h) plus its output record. */
+typedef struct ox_wasm_gen ox_wasm_gen;
+
+/* ---- records: X(field, meaning); JS names are the camelCase of the field ---- */
+
+/* ox_wasm_stats: counters of the engine, all since load unless said otherwise. */
+#define OX_WASM_STATS(X)                                                                        \
+    X(resident_bytes, "weights + KV caches held in wasm memory")                                \
+    X(host_bytes_read, "table rows (PLE, host-side embeddings) read through the host since load") \
+    X(rows_fetched, "table rows read since load")                                               \
+    X(host_read_calls, "host read calls, all files, since start (load included)")               \
+    X(host_bytes_read_all, "bytes read through the host, all files, since start")
+
+/* ox_wasm_gen_new's parameters. NaN = the C default (ox_gen_defaults: temperature 1,
+ * top_k 64, top_p 0.95, min_p 0, penalties off, penalty_window 64, max_tokens 256, eos 1). */
+#define OX_WASM_GEN_PARAMS(X)                                                                   \
+    X(temperature, "<= 0: greedy")                                                              \
+    X(top_k, "<= 0 or >= vocab: off; 1: greedy")                                                \
+    X(top_p, "in (0, 1]; 1: off")                                                               \
+    X(min_p, "in [0, 1]; 0: off")                                                               \
+    X(repetition_penalty, "> 0; 1: off")                                                        \
+    X(frequency_penalty, "0: off")                                                              \
+    X(presence_penalty, "0: off")                                                               \
+    X(penalty_window, "penalties see the last N tokens, prompt included; <= 0: all")           \
+    X(seed, "required: an integer from 0 to 2^53-1")                                            \
+    X(max_tokens, "tokens output at most; <= 0: none")                                          \
+    X(eos, "1: the model's eos ids stop generation (besides stop_ids); 0: only stop_ids")       \
+    X(include_special, "1: a control token's bytes are its text")                              \
+    X(bias_ids, "pointer to n_bias int32 token ids (logit bias), or 0")                         \
+    X(bias, "pointer to n_bias f32 values added to those logits, or 0")                         \
+    X(n_bias, "entries in bias_ids / bias")                                                     \
+    X(stop_ids, "pointer to n_stop int32 token ids that stop generation, or 0")                 \
+    X(n_stop, "entries in stop_ids")
+
+/* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
+#define OX_WASM_GEN_OUT(X)                                                                      \
+    X(token, "the token id, -1 if none (STOP: the stop id, which is not output)")             \
+    X(bytes, "pointer to the token's bytes (UTF-8, may split a character); valid until the next step") \
+    X(n_bytes, "number of bytes")                                                               \
+    X(generated, "tokens output so far")                                                        \
+    X(decoded, "single-token forwards run by steps so far")                                     \
+    X(pos, "session position (tokens in the KV cache)")
+
+#define OX_WASM_COUNT_(field, what) +1
+enum {
+    OX_WASM_N_STATS = 0 OX_WASM_STATS(OX_WASM_COUNT_),
+    OX_WASM_N_GEN_PARAMS = 0 OX_WASM_GEN_PARAMS(OX_WASM_COUNT_),
+    OX_WASM_N_GEN_OUT = 0 OX_WASM_GEN_OUT(OX_WASM_COUNT_),
+};
+#undef OX_WASM_COUNT_
+/* Field indices: OX_WASM_STAT_resident_bytes, OX_WASM_GP_seed, OX_WASM_GO_token, ... */
+#define OX_WASM_STAT_(f, w) OX_WASM_STAT_##f,
+#define OX_WASM_GP_(f, w) OX_WASM_GP_##f,
+#define OX_WASM_GO_(f, w) OX_WASM_GO_##f,
+enum { OX_WASM_STATS(OX_WASM_STAT_) };
+enum { OX_WASM_GEN_PARAMS(OX_WASM_GP_) };
+enum { OX_WASM_GEN_OUT(OX_WASM_GO_) };
+#undef OX_WASM_STAT_
+#undef OX_WASM_GP_
+#undef OX_WASM_GO_
+
+/* ---- exports ---- */
+
+/* The code (OX_E_*, err.h) of the last failed call; 0 after a success. */
+OX_EXPORT int ox_wasm_err_code(void);
+/* Its message (names the file and the problem). */
+OX_EXPORT const char *ox_wasm_err_msg(void);
+/* The name of a code ("IO", "RANGE", ...; "OK" for 0, "UNKNOWN" otherwise). */
+OX_EXPORT const char *ox_wasm_code_name(int code);
+
+/* Size the thread pool (n threads in all, the caller included). Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_set_threads(int n);
+/* Threads the pool runs on. */
+OX_EXPORT int ox_wasm_threads(void);
+
+/* Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant
+ * id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no
+ * limit. Calls ox_js_progress while loading. Returns the engine, or NULL. */
+OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
+                                       double max_resident);
+/* Free an engine (its sessions must be freed first). */
+OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
+/* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,
+ * contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen,
+ * channelClose, quant}; token ids are -1 where the vocabulary lacks the piece. */
+OX_EXPORT const char *ox_wasm_info(const ox_wasm_engine *e);
+/* A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF. */
+OX_EXPORT const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key);
+/* Fill out[OX_WASM_N_STATS] (the OX_WASM_STATS record). Returns the field count. */
+OX_EXPORT int ox_wasm_stats(const ox_wasm_engine *e, double *out);
+
+/* Encode len bytes of UTF-8 (special: match control tokens such as <|turn> in the text).
+ * Returns the number of ids (> cap: call again with a larger buffer) or < 0. */
+OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out,
+                               int cap);
+/* Bytes of one token (control tokens: none, unless show_special). Same return convention. */
+OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap);
+
+/* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's). */
+OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx);
+OX_EXPORT void ox_wasm_session_free(ox_session *s);
+/* Tokens in the session. */
+OX_EXPORT int ox_wasm_session_pos(const ox_session *s);
+/* Rewind to pos <= the current position. Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_session_truncate(ox_session *s, int pos);
+/* Keep the longest common prefix of the session and tokens[0, n), but never the last token
+ * (its logits are needed): truncate to it and return its length (then run the rest). */
+OX_EXPORT int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n);
+/* Run n tokens at the session's position; logits (may be 0): vocab floats of the last token,
+ * or n * vocab if all. Returns 0 or < 0 (the session is then unchanged). */
+OX_EXPORT int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logits, int all);
+
+/* A generation over session s; params: OX_WASM_N_GEN_PARAMS doubles (OX_WASM_GEN_PARAMS,
+ * arrays copied). Returns the generator, or NULL (a bad parameter is RANGE). */
+OX_EXPORT ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double *params);
+OX_EXPORT void ox_wasm_gen_free(ox_wasm_gen *g);
+/* The generator's output record: OX_WASM_N_GEN_OUT doubles (OX_WASM_GEN_OUT) at a fixed
+ * address, rewritten by each step. */
+OX_EXPORT const double *ox_wasm_gen_out(const ox_wasm_gen *g);
+/* Set the prompt (n >= 1 ids, copied): keeps the session's common prefix with it (as
+ * ox_wasm_session_reuse) and returns that length, or < 0 (bad ids: RANGE, session unchanged). */
+OX_EXPORT int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n);
+/* Run up to max_n more prompt tokens. Returns the prompt tokens still to run (0: done,
+ * the first step may follow), or < 0. */
+OX_EXPORT int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n);
+/* One decode step (generate.h): forward the previous token if any, sample the next. Returns
+ * a status (OX_GEN_*: token, stop, length, context) with the output record filled, or < 0. */
+OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
+
+/* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
+OX_EXPORT void ox_host_wasm_forget(int file);
+
+/* ---- imports (js/hostfile_lib.js) ---- */
+
+/* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
+ * (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously. */
+OX_IMPORT int ox_js_host_read(int file, double off, size_t len, void *dst, char *msg, int msg_cap);
+/* Size of a host file in bytes, or -1 for an unknown handle. */
+OX_IMPORT double ox_js_host_size(int file);
+/* The display name of a host file into buf (NUL-terminated); 0, or -1 for an unknown handle. */
+OX_IMPORT int ox_js_host_name(int file, char *buf, int cap);
+/* Load progress (bytes done of total); nonzero aborts the load (ABORTED). */
+OX_IMPORT int ox_js_progress(double done, double total);
+
+#endif

@@ -1,0 +1,366 @@
+/* test_generate.c — the C generator (generate.c) against a reference loop written here the way
+ * js/worker.js generated before the loop moved into C (ox_sample + ox_forward by hand): same
+ * token streams and end reasons for several seeds and sampling settings; prefix reuse of the
+ * session; the logits-filter hook; the session's token list; error paths. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "host/hostfile.h"
+#include "model/generate.h"
+#include "tools/synth.h"
+
+#define MAXGEN 64
+
+static char tmp[256];
+static ox_model *model;
+static ox_tokenizer *tokenizer;
+static int V;
+
+/* One generation's settings: sampler parameters plus the loop's own. */
+typedef struct setting {
+    const char *name;
+    ox_sampler_params sp;
+    int max_tokens, use_eos, n_stop, ctx, chunk;
+    int32_t stop[4];
+} setting;
+
+typedef struct run {
+    int32_t tok[MAXGEN];
+    int n, status, pos;
+} run;
+
+static void prompt_of(int32_t *t, int n, uint32_t r) {
+    t[0] = 2;
+    for (int i = 1; i < n; i++) t[i] = 7 + (int32_t)((r = r * 1664525u + 1013904223u) >> 9) % (V - 7);
+}
+
+static int is_stop(const setting *st, int tok) {
+    const ox_config *c = ox_model_config(model);
+    for (int i = 0; st->use_eos && i < c->n_eos; i++)
+        if (c->eos_ids[i] == tok) return 1;
+    for (int i = 0; i < st->n_stop; i++)
+        if (st->stop[i] == tok) return 1;
+    return 0;
+}
+
+/* The reference: the former JS loop. Prefill in chunks (logits of the last chunk), then per
+ * token: context check, sample with the penalty history (the prompt's last `window` tokens,
+ * then each output token), stop id (not output), output, max tokens (the last one is not
+ * run), forward. */
+static run reference(const setting *st, const int32_t *prompt, int n) {
+    run r = {.status = -1};
+    ox_err err = {0};
+    ox_session *s = ox_session_new(model, st->ctx, &err);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    int32_t *hist = malloc(sizeof(int32_t) * (size_t)(n + MAXGEN));
+    ox_sampler *smp = ox_sampler_new(&st->sp, &err);
+    if (!s || !logits || !hist || !smp) goto out;
+    for (int i = 0; i < n; i += st->chunk) {
+        int k = n - i < st->chunk ? n - i : st->chunk;
+        ox_forward_io io = {.tokens = prompt + i, .n = k, .logits = i + k == n ? logits : NULL};
+        if (ox_forward(s, &io, &err)) goto out;
+    }
+    if (st->max_tokens <= 0) {
+        r.status = OX_GEN_LENGTH;
+        goto out;
+    }
+    int window = st->sp.penalty_window, nh = window > 0 && n > window ? window : n;
+    memcpy(hist, prompt + n - nh, sizeof(int32_t) * (size_t)nh);
+    for (;;) {
+        if (ox_session_pos(s) >= ox_session_max_ctx(s)) {
+            r.status = OX_GEN_CONTEXT;
+            break;
+        }
+        int tok = ox_sample(smp, logits, V, hist, nh);
+        if (tok < 0) break;
+        if (is_stop(st, tok)) {
+            r.status = OX_GEN_STOP;
+            break;
+        }
+        hist[nh++] = tok;
+        if (window > 0 && nh > window) memmove(hist, hist + 1, sizeof(int32_t) * (size_t)--nh);
+        r.tok[r.n++] = tok;
+        if (r.n >= st->max_tokens) {
+            r.status = OX_GEN_LENGTH;
+            break;
+        }
+        ox_forward_io io = {.tokens = &r.tok[r.n - 1], .n = 1, .logits = logits};
+        if (ox_forward(s, &io, &err)) break;
+    }
+out:
+    r.pos = s ? ox_session_pos(s) : -1;
+    ox_sampler_free(smp);
+    ox_session_free(s);
+    free(logits);
+    free(hist);
+    return r;
+}
+
+static ox_gen_params gen_params(const setting *st) {
+    ox_gen_params p;
+    ox_gen_defaults(&p);
+    p.sampler = st->sp;
+    p.max_tokens = st->max_tokens;
+    p.use_eos = st->use_eos;
+    p.stop_ids = st->stop;
+    p.n_stop = st->n_stop;
+    return p;
+}
+
+/* The generator over session s (NULL: a new one of st->ctx positions). */
+static run generated(const setting *st, ox_session *s, const ox_gen_params *p, const int32_t *prompt, int n) {
+    run r = {.status = -1};
+    ox_err err = {0};
+    ox_session *own = s ? NULL : (s = ox_session_new(model, st->ctx, &err));
+    ox_gen *g = s ? ox_gen_new(s, tokenizer, p, &err) : NULL;
+    if (!g || ox_gen_start(g, prompt, n, &err) < 0) goto out;
+    int left;
+    while ((left = ox_gen_prefill(g, st->chunk, &err)) > 0) {}
+    if (left < 0) goto out;
+    for (;;) {
+        ox_gen_token t;
+        int status = ox_gen_step(g, &t, &err);
+        if (status < 0) break;
+        if (t.token >= 0 && status != OX_GEN_STOP) {
+            char want[64];
+            int nb = ox_token_bytes(tokenizer, t.token, 0, want, sizeof want, NULL);
+            CHECK(t.n_bytes == nb && (nb == 0 || memcmp(t.bytes, want, (size_t)nb) == 0));
+            if (r.n < MAXGEN) r.tok[r.n++] = t.token;
+        }
+        if (status != OX_GEN_TOKEN) {
+            r.status = status;
+            break;
+        }
+    }
+    CHECK(ox_gen_counts_of(g)->generated == r.n);
+out:
+    if (r.status < 0) fprintf(stderr, "  generate: %s\n", err.msg);
+    r.pos = ox_session_pos(s);
+    ox_gen_free(g);
+    ox_session_free(own);
+    return r;
+}
+
+static int same_run(const run *a, const run *b) {
+    return a->n == b->n && a->status == b->status && a->pos == b->pos &&
+           memcmp(a->tok, b->tok, sizeof(int32_t) * (size_t)a->n) == 0;
+}
+
+static void test_streams_match_reference(void) {
+    int32_t prompt[40];
+    prompt_of(prompt, 40, 99);
+    ox_sampler_params d;
+    ox_sampler_defaults(&d);
+    setting base = {"defaults", d, 24, 1, 0, 0, 16, {0}};
+    setting S[12];
+    int n = 0;
+    S[n++] = base;
+    S[n] = base, S[n].name = "greedy", S[n].sp.temperature = 0, n++;
+    S[n] = base, S[n].name = "temperature 0.7, top-k 8, top-p 0.8, min-p 0.05";
+    S[n].sp.temperature = 0.7f, S[n].sp.top_k = 8, S[n].sp.top_p = 0.8f, S[n].sp.min_p = 0.05f, n++;
+    S[n] = base, S[n].name = "penalties, window 8", S[n].sp.repeat_penalty = 1.5f, S[n].sp.frequency_penalty = 0.4f;
+    S[n].sp.presence_penalty = 0.6f, S[n].sp.penalty_window = 8, n++;
+    S[n] = S[n - 1], S[n].name = "penalties, window all (<= 0)", S[n].sp.penalty_window = 0, n++;
+    S[n] = base, S[n].name = "greedy, repetition penalty over the prompt", S[n].sp.temperature = 0;
+    S[n].sp.repeat_penalty = 3.0f, S[n].sp.penalty_window = 64, n++;
+    static const int32_t bias_ids[2] = {1, 300};
+    static const float bias[2] = {2.5f, -INFINITY};
+    S[n] = base, S[n].name = "logit bias (eos +2.5: stops)", S[n].sp.bias_ids = bias_ids, S[n].sp.bias = bias;
+    S[n].sp.n_bias = 2, n++;
+    S[n] = base, S[n].name = "max tokens 5", S[n].max_tokens = 5, n++;
+    S[n] = base, S[n].name = "max tokens 0", S[n].max_tokens = 0, n++;
+    S[n] = base, S[n].name = "context limit 48, prefill in one chunk", S[n].ctx = 48, S[n].chunk = 1000, n++;
+    S[n] = base, S[n].name = "caller's stop ids, no eos", S[n].use_eos = 0, S[n].n_stop = 2, n++;
+    S[n] = base, S[n].name = "prefill one token per chunk, greedy", S[n].chunk = 1, S[n].sp.temperature = 0, n++;
+    int seen[4] = {0};
+    for (int i = 0; i < n; i++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            setting st = S[i];
+            st.sp.seed = seed * 7919;
+            if (st.n_stop) { /* stop at whatever the 3rd and 6th tokens of this seed's stream are */
+                setting free_run = st;
+                free_run.n_stop = 0;
+                run f = reference(&free_run, prompt, 40);
+                st.stop[0] = f.n > 2 ? f.tok[2] : 0, st.stop[1] = f.n > 5 ? f.tok[5] : 0;
+            }
+            run want = reference(&st, prompt, 40);
+            ox_gen_params p = gen_params(&st);
+            run got = generated(&st, NULL, &p, prompt, 40);
+            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, seed %llu: reference %d tokens (status %d, pos %d), "
+                      "generator %d tokens (status %d, pos %d)", st.name, (unsigned long long)st.sp.seed, want.n,
+                      want.status, want.pos, got.n, got.status, got.pos);
+            if (want.status >= 0) seen[want.status]++;
+        }
+    }
+    printf("  %d settings x 3 seeds: ends token/stop/length/context = %d/%d/%d/%d\n", n, seen[0], seen[1], seen[2], seen[3]);
+    CHECK(seen[OX_GEN_STOP] > 0 && seen[OX_GEN_LENGTH] > 0 && seen[OX_GEN_CONTEXT] > 0);
+}
+
+/* The session keeps the prompt and every returned token but the last; the next generation
+ * reuses the common prefix (the last prompt token is always run again). Reuse gives the same
+ * logits, bit for bit, as truncating by hand and running the rest (a fresh prefill of the
+ * same tokens differs in the last bits: other batch sizes, other summation order). */
+static void test_prefix_reuse(void) {
+    ox_err err = {0};
+    int32_t a[30], b[36];
+    prompt_of(a, 30, 5);
+    memcpy(b, a, sizeof(int32_t) * 20);
+    prompt_of(b + 20, 16, 6);
+    b[20] = a[20] == 8 ? 9 : 8; /* b shares exactly 20 tokens with a */
+    ox_sampler_params d;
+    ox_sampler_defaults(&d);
+    d.seed = 42;
+    setting st = {"reuse", d, 6, 1, 0, 0, 16, {0}};
+    ox_gen_params p = gen_params(&st);
+    ox_session *s = ox_session_new(model, 0, &err);
+    run r1 = generated(&st, s, &p, a, 30);
+    CHECK(r1.status == OX_GEN_LENGTH && r1.n == 6 && ox_session_pos(s) == 35);
+    const int32_t *toks = ox_session_tokens(s);
+    CHECK(memcmp(toks, a, sizeof a) == 0 && memcmp(toks + 30, r1.tok, sizeof(int32_t) * 5) == 0);
+
+    /* clone and truncate keep the tokens */
+    ox_session *c = ox_session_clone(s, &err);
+    CHECK(c && ox_session_pos(c) == 35 && memcmp(ox_session_tokens(c), toks, sizeof(int32_t) * 35) == 0);
+    CHECK(ox_session_truncate(c, 12, &err) == 0 && ox_session_reuse(c, a, 30, &err) == 12);
+
+    /* the same prompt again: all but its last token reused */
+    ox_gen *g = ox_gen_new(s, tokenizer, &p, &err);
+    CHECK(g && ox_gen_start(g, a, 30, &err) == 29 && ox_session_pos(s) == 29);
+    ox_gen_free(g);
+    /* prompt a + the 5 forwarded tokens + more: everything up to the new part reused */
+    int32_t ax[40];
+    memcpy(ax, a, sizeof a);
+    memcpy(ax + 30, r1.tok, sizeof(int32_t) * 6);
+    ax[36] = 50, ax[37] = 51, ax[38] = 52, ax[39] = 53;
+    ox_session_free(c);
+    c = ox_session_new(model, 0, &err);
+    run r2 = generated(&st, c, &p, a, 30);
+    CHECK(same_run(&r1, &r2));
+    CHECK(ox_session_reuse(c, ax, 40, &err) == 35); /* the 6th output token was never run */
+    ox_session_free(c);
+
+    /* b after a: 20 reused; logits equal a by-hand truncate + forward */
+    float *l1 = malloc(sizeof(float) * (size_t)V), *l2 = malloc(sizeof(float) * (size_t)V);
+    ox_session *h = ox_session_new(model, 0, &err);
+    ox_session_reset(s);
+    ox_forward_io io = {.tokens = a, .n = 30};
+    CHECK(ox_forward(s, &io, &err) == 0 && ox_forward(h, &io, &err) == 0);
+    CHECK(ox_session_reuse(s, b, 36, &err) == 20 && ox_session_pos(s) == 20);
+    io = (ox_forward_io){.tokens = b + 20, .n = 16, .logits = l1};
+    CHECK(ox_forward(s, &io, &err) == 0);
+    CHECK(ox_session_truncate(h, 20, &err) == 0);
+    io.logits = l2;
+    CHECK(ox_forward(h, &io, &err) == 0 && memcmp(l1, l2, sizeof(float) * (size_t)V) == 0);
+    /* reuse of one token: nothing kept (the last token is always run) */
+    CHECK(ox_session_reuse(s, b, 1, &err) == 0 && ox_session_pos(s) == 0);
+    CHECK(ox_session_reuse(s, b, 0, &err) == OX_E_RANGE);
+    ox_session_free(s), ox_session_free(h);
+    free(l1), free(l2);
+}
+
+/* A filter that forces a scripted token sequence, and counts its calls. */
+typedef struct script {
+    const int32_t *want;
+    int n, masks, accepts, fail_at;
+    int32_t seen[16];
+} script;
+
+static int script_mask(void *ud, float *logits, int vocab, ox_err *err) {
+    script *s = ud;
+    if (s->masks == s->fail_at) return ox_errf(err, OX_E_RANGE, "script: no token at step %d", s->masks);
+    int32_t w = s->want[s->masks++ % s->n];
+    for (int i = 0; i < vocab; i++)
+        if (i != w) logits[i] = -INFINITY;
+    return 0;
+}
+
+static int script_accept(void *ud, int token, ox_err *err) {
+    script *s = ud;
+    if (s->accepts < 16) s->seen[s->accepts] = token;
+    s->accepts++;
+    return 0;
+}
+
+static void test_filter_hook(void) {
+    static const int32_t want[5] = {300, 301, 7, 300, 1}; /* 1: eos, stops */
+    script sc = {want, 5, 0, 0, -1, {0}};
+    ox_sampler_params d;
+    ox_sampler_defaults(&d);
+    d.seed = 3;
+    setting st = {"filter", d, 20, 1, 0, 0, 8, {0}};
+    ox_gen_params p = gen_params(&st);
+    p.filter = (ox_logits_filter){&sc, script_mask, script_accept};
+    int32_t prompt[10];
+    prompt_of(prompt, 10, 1);
+    run r = generated(&st, NULL, &p, prompt, 10);
+    CHECK(r.status == OX_GEN_STOP && r.n == 4 && memcmp(r.tok, want, sizeof(int32_t) * 4) == 0);
+    CHECK(sc.masks == 5 && sc.accepts == 5 && memcmp(sc.seen, want, sizeof want) == 0); /* the stop id too */
+    /* a failing mask fails the step with its code */
+    ox_err err = {0};
+    sc = (script){want, 5, 0, 0, 2, {0}};
+    ox_session *s = ox_session_new(model, 0, &err);
+    ox_gen *g = ox_gen_new(s, tokenizer, &p, &err);
+    ox_gen_token t;
+    CHECK(g && ox_gen_start(g, prompt, 10, &err) == 0 && ox_gen_prefill(g, 0, &err) == 0);
+    CHECK(ox_gen_step(g, &t, &err) == OX_GEN_TOKEN && ox_gen_step(g, &t, &err) == OX_GEN_TOKEN);
+    CHECK(ox_gen_step(g, &t, &err) == OX_E_RANGE);
+    CHECK_STR_CONTAINS(err.msg, "logits filter: script: no token at step 2");
+    ox_gen_free(g);
+    ox_session_free(s);
+}
+
+static void test_errors(void) {
+    ox_err err = {0};
+    ox_session *s = ox_session_new(model, 0, &err);
+    ox_gen_params p;
+    ox_gen_defaults(&p);
+    p.max_tokens = 1, p.use_eos = 0;
+    ox_gen *g = ox_gen_new(s, tokenizer, &p, &err);
+    ox_gen_token t;
+    int32_t bad[3] = {2, V, 5}, ok[3] = {2, 9, 5};
+    CHECK(g && ox_gen_step(g, &t, &err) == OX_E_STATE);
+    CHECK(ox_gen_start(g, bad, 3, &err) == OX_E_RANGE);
+    CHECK_STR_CONTAINS(err.msg, "out of range");
+    CHECK(ox_gen_start(g, ok, 0, &err) == OX_E_RANGE);
+    CHECK(ox_gen_start(g, ok, 3, &err) == 0 && ox_gen_step(g, &t, &err) == OX_E_STATE); /* not prefilled */
+    CHECK(ox_gen_prefill(g, 2, &err) == 1 && ox_gen_prefill(g, 2, &err) == 0);
+    CHECK(ox_gen_step(g, &t, &err) == OX_GEN_LENGTH && t.token >= 0 && t.n_bytes >= 0);
+    CHECK(ox_gen_step(g, &t, &err) == OX_E_STATE && t.token == -1);
+    ox_gen_free(g);
+    p.sampler.top_p = 0; /* a bad sampler parameter */
+    CHECK(ox_gen_new(s, tokenizer, &p, &err) == NULL && err.code == OX_E_RANGE);
+    ox_session_free(s);
+}
+
+int main(void) {
+    snprintf(tmp, sizeof tmp, "/tmp/oxtest_generate_XXXXXX");
+    if (!mkdtemp(tmp)) return 1;
+    char path[300];
+    snprintf(path, sizeof path, "%s/tiny.gguf", tmp);
+    ox_synth sy;
+    ox_err err = {0};
+    ox_synth_preset(&sy, "tiny", &err);
+    int h = ox_synth_write_gguf(&sy, path, &err) ? -1 : ox_host_open_path(path, &err);
+    ox_model_files *mf = h < 0 ? NULL : ox_files_open(&h, 1, &err);
+    model = mf ? ox_model_load(mf, NULL, &err) : NULL;
+    tokenizer = model ? ox_tokenizer_load(ox_model_files_of(model), &err) : NULL;
+    if (!tokenizer) {
+        fprintf(stderr, "fixture: %s\n", err.msg);
+        return 1;
+    }
+    V = ox_model_config(model)->vocab;
+    RUN(test_streams_match_reference);
+    RUN(test_prefix_reuse);
+    RUN(test_filter_hook);
+    RUN(test_errors);
+    ox_tokenizer_free(tokenizer);
+    ox_model_free(model);
+    unlink(path);
+    rmdir(tmp);
+    return check_summary("test_generate");
+}
