@@ -50,7 +50,7 @@ function startDownload(dir, job, onEvent) {
   let settle;
   const ready = new Promise((res, rej) => (settle = { res, rej }));
   ready.catch(() => {}); // awaited by cacheSources; a second file's failure must not go unhandled meanwhile
-  const emit = (ev) => (ev.type === 'ready' ? settle.res(ev) : onEvent(ev));
+  const emit = ({ type, ...ev }) => (type === 'ready' ? settle.res(ev) : onEvent(ev)); // ev: DownloadProgress
   let done, abort;
   if (isNode) {
     const ac = new AbortController();

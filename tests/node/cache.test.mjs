@@ -93,7 +93,7 @@ test('download into the cache directory, list, load again from the copy, delete'
   assert.equal(last.bytes, modelBytes.length);
   assert.equal(last.total, modelBytes.length);
   assert.equal(last.eta, 0);
-  assert.ok(events.every((e) => e.rate >= 0 && e.url === url), 'progress events carry rate and url');
+  assert.ok(events.every((e) => e.rate >= 0 && e.url === url && Object.keys(e).sort().join() === 'bytes,eta,phase,rate,total,url'), 'progress events: {phase, url, bytes, total, rate, eta}');
   const list = await listCachedModels({ dir: cacheDir });
   assert.equal(list.length, 1);
   assert.deepEqual({ ...list[0], addedAt: 0 }, { url, size: modelBytes.length, complete: true, bytes: modelBytes.length, etag: '"v1"', lastModified: null, addedAt: 0 });
