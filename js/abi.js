@@ -35,17 +35,27 @@ export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsF
  *   bias: pointer to n_bias f32 values added to those logits, or 0
  *   nBias: entries in bias_ids / bias
  *   stopIds: pointer to n_stop int32 token ids that stop generation, or 0
- *   nStop: entries in stop_ids */
-export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop"]);
+ *   nStop: entries in stop_ids
+ *   grammar: pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0
+ *   nGrammar: bytes of grammar
+ *   draftTokens: speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off
+ *   logprobs: -1: off; 0..20: each token's log-probability and that many alternatives */
+export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","logprobs"]);
 
 /** ox_wasm_gen_out, rewritten by each ox_wasm_gen_step: index i of the f64 record is field i.
  *   token: the token id, -1 if none (STOP: the stop id, which is not output)
  *   bytes: pointer to the token's bytes (UTF-8, may split a character); valid until the next step
  *   nBytes: number of bytes
  *   generated: tokens output so far
- *   decoded: single-token forwards run by steps so far
- *   pos: session position (tokens in the KV cache) */
-export const genOut = Object.freeze(["token","bytes","nBytes","generated","decoded","pos"]);
+ *   decoded: forwards run by steps so far (a verify batch counts once)
+ *   pos: session position (tokens in the KV cache)
+ *   drafted: tokens proposed by the drafter so far
+ *   accepted: drafted tokens kept so far
+ *   logprob: with logprobs: log p(token) under the model
+ *   nTop: with logprobs: alternatives listed
+ *   topIds: pointer to n_top int32 token ids, likeliest first
+ *   topLogprobs: pointer to n_top f32 log-probabilities */
+export const genOut = Object.freeze(["token","bytes","nBytes","generated","decoded","pos","drafted","accepted","logprob","nTop","topIds","topLogprobs"]);
 
 /** Functions the wasm exports (Module._name), with argument and return kinds:
  * i32, u32, f32, f64, ptr (unsigned address), cstr (returned: address of a NUL-terminated UTF-8
@@ -74,7 +84,9 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_gen_out","ret":"ptr","args":[{"name":"g","kind":"ptr"}],"doc":"The generator's output record: OX_WASM_N_GEN_OUT doubles (OX_WASM_GEN_OUT) at a fixed address, rewritten by each step."},
   {"name":"ox_wasm_gen_start","ret":"i32","args":[{"name":"g","kind":"ptr"},{"name":"prompt","kind":"ptr"},{"name":"n","kind":"i32"}],"doc":"Set the prompt (n >= 1 ids, copied): keeps the session's common prefix with it (as ox_wasm_session_reuse) and returns that length, or < 0 (bad ids: RANGE, session unchanged)."},
   {"name":"ox_wasm_gen_prefill","ret":"i32","args":[{"name":"g","kind":"ptr"},{"name":"max_n","kind":"i32"}],"doc":"Run up to max_n more prompt tokens. Returns the prompt tokens still to run (0: done, the first step may follow), or < 0."},
+  {"name":"ox_wasm_gen_soft","ret":"i32","args":[{"name":"g","kind":"ptr"},{"name":"soft","kind":"ptr"},{"name":"mask","kind":"ptr"}],"doc":"Soft tokens, between start and prefill: where mask[i] != 0 prompt position i takes the n_prompt x hidden embedding row soft[i] (arrays copied). Returns 0 or < 0."},
   {"name":"ox_wasm_gen_step","ret":"i32","args":[{"name":"g","kind":"ptr"}],"doc":"One decode step (generate.h): forward the previous token if any, sample the next. Returns a status (OX_GEN_*: token, stop, length, context) with the output record filled, or < 0."},
+  {"name":"ox_wasm_embed","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"tokens","kind":"ptr"},{"name":"n","kind":"i32"},{"name":"pooling","kind":"i32"},{"name":"normalize","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"An embedding of tokens[0, n) into out[hidden]: the final-normed hidden states (the model's bidirectional attention where its config asks for it), pooled (0 mean, 1 last token, 2 first token) and, if normalize, scaled to unit length. Runs in a session of its own. Returns the hidden size, or < 0."},
   {"name":"ox_host_wasm_forget","ret":"void","args":[{"name":"file","kind":"i32"}],"doc":"Forget the cached display name of a host handle (JS closed it; the number may be reused)."},
 ]);
 

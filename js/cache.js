@@ -99,9 +99,7 @@ export async function cacheSources(descs, opts) {
   const urls = descs.filter((d) => d.kind === 'url');
   if (c.sha256 !== undefined && urls.length !== 1) throw new HostError('RANGE', `cache.sha256 checks one file, but ${urls.length} URLs were given`);
   const sha256 = checkSha256(c.sha256);
-  const retries = c.retries ?? 5;
-  if (!Number.isInteger(retries) || retries < 0) throw new HostError('RANGE', `cache.retries must be an integer >= 0, not ${retries}`);
-  if (c.maxBytes !== undefined && !(Number.isSafeInteger(c.maxBytes) && c.maxBytes >= 0)) throw new HostError('RANGE', `cache.maxBytes must be an integer >= 0, not ${c.maxBytes}`);
+  const retries = c.retries ?? 5; // retries, maxBytes, dir: checked by options.js
   const dir = await cacheDir(c);
   if (!isNode) await navigator.storage?.persist?.().catch(() => false); // ask not to be evicted
   const jobs = [];

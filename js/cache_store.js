@@ -359,33 +359,34 @@ async function checkRoom(store, name, need, maxBytes, key) {
 }
 
 /**
- * The engine side of a 'cached' source (hostfile.js): the local copy, opened for reading while
- * the download writes it. `file` is read like a 'path' (Node) or 'opfs' source.
- * @returns {Promise<{file: object, has: (end: number) => boolean, close: () => void}>}
+ * The engine side of a 'cached' source (hostfile.js): the local copy, to be opened as a 'path'
+ * (Node) or 'opfs' source while the download writes it, and its current length; null when it
+ * is gone (a failed check, deleteCachedModel: then everything comes from the URL).
+ * @returns {Promise<{source: object, length: () => number} | null>}
  */
 export async function openCacheCopy(d) {
-  let file = null, length;
-  try {
-    if (isNode) {
-      const fs = await import(/* webpackIgnore: true */ 'node:fs');
-      const fd = fs.openSync((await nodeStore(d.dir)).dataPath(d.key), 'r');
-      file = { kind: 'path', fd, name: d.name, close: () => fs.closeSync(fd) };
-      length = () => fs.fstatSync(fd).size;
-    } else {
-      const h = await (await opfsStore(d.dir)).dataHandle(d.key);
-      const access = await h.createSyncAccessHandle({ mode: 'readwrite-unsafe' });
-      file = { kind: 'opfs', access, name: d.name, close: () => access.close() };
-      length = () => access.getSize();
-    }
-  } catch (e) {
-    // deleted already (a failed check, deleteCachedModel): everything comes from the URL
-    if (e.code !== 'ENOENT' && e.name !== 'NotFoundError') throw new HostError('IO', `${d.name}: cannot open the cached copy: ${e.message}`);
+  if (isNode) {
+    const fs = await import(/* webpackIgnore: true */ 'node:fs');
+    const path = (await nodeStore(d.dir)).dataPath(d.key);
+    if (!fs.existsSync(path)) return null;
+    const length = () => {
+      try {
+        return fs.statSync(path).size;
+      } catch {
+        return 0; // deleted while in use
+      }
+    };
+    return { source: { kind: 'path', path, name: d.name }, length };
   }
-  let complete = false;
-  return {
-    file,
-    // bytes [0, end) are on disk; once the whole file is, no more length checks
-    has: (end) => !!file && (complete || (complete = length() >= d.size) || end <= length()),
-    close: () => file?.close(),
-  };
+  let file;
+  try {
+    file = await (await opfsStore(d.dir)).dataHandle(d.key);
+  } catch (e) {
+    if (e.name === 'NotFoundError') return null;
+    throw new HostError('IO', `${d.name}: cannot open the cached copy: ${e.message}`);
+  }
+  // 'readwrite-unsafe': the cache worker holds the file open for writing meanwhile
+  let access = null;
+  const handle = { createSyncAccessHandle: async () => (access = await file.createSyncAccessHandle({ mode: 'readwrite-unsafe' })) };
+  return { source: { kind: 'opfs', handle, name: d.name }, length: () => access?.getSize() ?? 0 };
 }

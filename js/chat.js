@@ -13,6 +13,7 @@
 // (each part {type: 'text', text}; a bare string part becomes one), and the built-in format
 // joins the parts' text. Text parts only. Runs in the engine worker (js/worker.js).
 import { OxError } from './errors.js';
+import { formatCall, formatDeclaration, formatResponse } from './toolcalls.js';
 
 // content: a string, or an array of text parts (normalized to {type: 'text', text})
 function contentOf(m, i) {
@@ -43,21 +44,55 @@ function normalize(messages) {
 
 const stripThought = (s) => s.replace(/<\|channel>[\s\S]*?<channel\|>/g, '');
 
-// The built-in Gemma 4 format.
-export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt = true } = {}) {
+// The built-in Gemma 4 format. Tools as the checkpoints' template writes them
+// (js/toolcalls.js): declarations in the system turn; an assistant message's tool_calls, then
+// the results of the role 'tool' messages after it, in the same model turn, which stays open
+// for the model to go on after the results.
+export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt = true, tools } = {}) {
   const msgs = normalize(messages);
   let out = '<bos>';
   const sys = msgs[0].role === 'system' ? textOf(msgs[0].content).trim() : null;
-  if (sys !== null || thinking) out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}<turn|>\n`;
+  const declared = Array.isArray(tools) && tools.length ? tools.map(formatDeclaration).join('') : '';
+  if (sys !== null || thinking || declared) out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}${declared}<turn|>\n`;
+  let lastUser = -1;
+  msgs.forEach((m, i) => m.role === 'user' && (lastUser = i));
+  let state = null; // what the last message ended with: null, 'tool_call' or 'tool_response'
+  let prevRole = null; // the last message's role that was not 'tool'
+  let calls = null; // the tool_calls of the last assistant message, which its tool results answer
   for (let i = sys !== null ? 1 : 0; i < msgs.length; i++) {
-    let role = msgs[i].role;
+    const m = msgs[i];
+    if (m.role === 'tool') {
+      if (!calls) throw new OxError('RANGE', `message ${i}: a tool result must follow an assistant message with tool_calls`);
+      continue; // written with the calls it answers
+    }
+    let role = m.role;
     if (role === 'system') throw new OxError('RANGE', `message ${i}: a system message must come first`);
     if (role === 'assistant') role = 'model';
-    if (role !== 'user' && role !== 'model') throw new OxError('RANGE', `message ${i}: unknown role ${JSON.stringify(msgs[i].role)} (system, user, assistant or model)`);
-    const text = textOf(msgs[i].content);
-    out += `<|turn>${role}\n${(role === 'model' ? stripThought(text) : text).trim()}<turn|>\n`;
+    if (role !== 'user' && role !== 'model') throw new OxError('RANGE', `message ${i}: unknown role ${JSON.stringify(m.role)} (system, user, assistant, model or tool)`);
+    if (!(role === 'model' && prevRole === 'assistant')) out += `<|turn>${role}\n`;
+    prevRole = m.role;
+    calls = Array.isArray(m.tool_calls) && m.tool_calls.length ? m.tool_calls : null;
+    state = null;
+    let answered = false;
+    if (Array.isArray(m.tool_calls) && m.tool_calls.length) {
+      const thought = m.reasoning_content ?? m.reasoning;
+      if (thought && i > lastUser) out += `<|channel>thought\n${thought}\n<channel|>`;
+      for (const c of m.tool_calls) out += formatCall(c.function ?? c);
+      state = 'tool_call';
+      for (let k = i + 1; k < msgs.length && msgs[k].role === 'tool'; k++) {
+        const r = msgs[k];
+        const call = m.tool_calls.find((c) => c.id !== undefined && c.id === r.tool_call_id);
+        out += formatResponse(call ? (call.function ?? call).name : r.name ?? 'unknown', textOf(r.content));
+        answered = true;
+        state = 'tool_response';
+      }
+    }
+    const text = textOf(m.content);
+    out += (role === 'model' ? stripThought(text) : text).trim();
+    if (state === 'tool_call' && !answered) out += '<|tool_response>';
+    else if (!(answered && !text)) out += '<turn|>\n';
   }
-  if (addGenerationPrompt) out += '<|turn>model\n';
+  if (addGenerationPrompt && state !== 'tool_call' && state !== 'tool_response') out += '<|turn>model\n';
   return out;
 }
 

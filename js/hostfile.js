@@ -1,13 +1,20 @@
 // hostfile.js — the host-file table: model files stay on the host and the C core reads byte
 // ranges of them synchronously (src/host/hostfile_wasm.c -> js/hostfile_lib.js -> HostFiles.readInto).
 //
-// Sources: a Node path (fs.readSync), a File/Blob (FileReaderSync in a browser worker), a URL
-// (HTTP Range requests: sync XHR in a browser worker; in Node a helper thread runs fetch() and the
-// caller waits on a SharedArrayBuffer with Atomics.wait), an OPFS file (sync access handle).
-// Opening is async (it probes sizes and validators); reads are sync and run on the thread that
-// called into wasm. Large reads are split into CHUNK-sized pieces, so no source ever hands over
-// more than CHUNK bytes in one ArrayBuffer. A small LRU keeps recently read small ranges
-// (embedding / PLE rows repeat across tokens).
+// One adapter per source kind, all with one interface (see SOURCES below): a Node path
+// (fs.readSync), a File/Blob (FileReaderSync in a browser worker), a URL (HTTP Range requests),
+// an OPFS file (sync access handle). Opening is async (it probes sizes and validators); reads
+// are sync and run on the thread that called into wasm. Node has no sync form of fetch() or of
+// Blob reads, and a browser's sync XHR is slow: those reads run on a helper thread
+// (js/reader_worker.js) while the caller waits on a SharedArrayBuffer with Atomics.wait; for
+// URLs the helper reads ahead of a sequential scan with a few requests in flight.
+// Large reads are split into CHUNK-sized pieces, so no source ever hands over more than CHUNK
+// bytes at once. A small LRU keeps recently read small ranges (embedding / PLE rows repeat).
+//
+// Every host operation is bounded: opening (probe, OPFS handle, helper start) and each read
+// end within timeoutMs in an IO error naming the file and what timed out, and the abort flag
+// / signal of a load ends a wait at once in ABORTED. The only waits that cannot be bounded are
+// the browser's own sync reads of local data (FileReaderSync, OPFS read, fs.readSync).
 //
 // This file is an ES module with no static imports, so a classic Web Worker can load it with
 // import() and the main thread can import describeSource() from it.
@@ -123,90 +130,178 @@ function checkBodyLength(name, got, len, off) {
   if (got !== len) throw new HostError('IO', `${name}: short body: got ${got} of ${len} bytes at offset ${off}`);
 }
 
-// Async probe: size and validator (ETag or Last-Modified) from a 1-byte range request.
-async function probeUrl(name, url) {
-  let r;
-  try {
-    r = await fetch(url, { headers: { Range: 'bytes=0-0' } });
-  } catch (e) {
-    throw new HostError('IO', `${name}: fetch failed: ${e.cause?.message ?? e.message}`);
-  }
-  try {
-    const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, 1, null);
-    await r.arrayBuffer();
-    if (got.size < 0) {
-      const h = await fetch(url, { method: 'HEAD' }).catch(() => null);
-      const n = h?.ok ? Number(h.headers.get('content-length') ?? NaN) : NaN;
-      if (!Number.isSafeInteger(n) || n <= 0)
-        throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length (a cross-origin server must expose Content-Range)`);
-      got.size = n;
-    }
-    return got;
-  } finally {
-    if (!r.bodyUsed) r.body?.cancel().catch(() => {});
-  }
+// ---- bounds: every async host operation ends in time, or when the load is aborted ----------
+
+// ctx: {timeoutMs, abortFlag (Int32Array over shared memory, 1 = abort), signal (AbortSignal)}
+function aborted(ctx) {
+  return !!(ctx.signal?.aborted || (ctx.abortFlag && Atomics.load(ctx.abortFlag, 0)));
 }
 
-// One async Range read, used by the Node helper thread; returns a Uint8Array of exactly len bytes.
-export async function fetchRange(name, url, off, len, want, timeoutMs) {
+// Runs fn(signal) with a signal that fires after ctx.timeoutMs or on abort; the result, or a
+// HostError: IO `${name}: ${what}: no answer in N ms`, or ABORTED.
+async function bounded(ctx, name, what, fn) {
+  if (aborted(ctx)) throw new HostError('ABORTED', `${name}: ${what}: aborted`);
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), timeoutMs);
+  let why = null;
+  const stop = (w) => {
+    why ??= w;
+    ac.abort();
+  };
+  const timer = setTimeout(() => stop('timeout'), ctx.timeoutMs);
+  // the abort flag is a word in shared memory: poll it (no event fires)
+  const poll = ctx.abortFlag ? setInterval(() => aborted(ctx) && stop('abort'), 25) : null;
+  const onAbort = () => stop('abort');
+  ctx.signal?.addEventListener('abort', onAbort, { once: true });
+  // fn may ignore its signal (an OPFS call): the race ends the wait anyway
+  const stopped = new Promise((_, reject) => ac.signal.addEventListener('abort', () => reject(null), { once: true }));
+  stopped.catch(() => {});
   try {
-    let r;
-    try {
-      r = await fetch(url, { headers: { Range: `bytes=${off}-${off + len - 1}` }, signal: ac.signal });
-    } catch (e) {
-      throw new HostError('IO', `${name}: fetch of bytes ${off}-${off + len - 1} failed: ${ac.signal.aborted ? `no answer in ${timeoutMs} ms` : e.cause?.message ?? e.message}`);
-    }
-    try {
-      checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, off, len, want);
-    } catch (e) {
-      r.body?.cancel().catch(() => {});
-      throw e;
-    }
-    let body;
-    try {
-      body = new Uint8Array(await r.arrayBuffer());
-    } catch (e) {
-      throw new HostError('IO', `${name}: short body at offset ${off}: ${e.cause?.message ?? e.message}`);
-    }
-    checkBodyLength(name, body.length, len, off);
-    return body;
+    return await Promise.race([fn(ac.signal), stopped]);
+  } catch (e) {
+    if (why === 'abort') throw new HostError('ABORTED', `${name}: ${what}: aborted`);
+    if (why === 'timeout') throw new HostError('IO', `${name}: ${what}: no answer in ${ctx.timeoutMs} ms`);
+    throw e;
   } finally {
     clearTimeout(timer);
+    if (poll) clearInterval(poll);
+    ctx.signal?.removeEventListener('abort', onAbort);
   }
 }
 
-// ---- Node: sync calls answered by a helper thread ----------------------------------------
+// ---- HTTP ------------------------------------------------------------------------------------
+
+// Async probe: size and validator (ETag or Last-Modified) from a 1-byte range request.
+async function probeUrl(name, url, ctx) {
+  return bounded(ctx, name, 'first request (bytes 0-0)', async (signal) => {
+    let r;
+    try {
+      r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new HostError('IO', `${name}: fetch failed: ${e.cause?.message ?? e.message}`);
+    }
+    try {
+      const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, 1, null);
+      await r.arrayBuffer();
+      if (got.size < 0) {
+        const h = await fetch(url, { method: 'HEAD', signal }).catch(() => null);
+        const n = h?.ok ? Number(h.headers.get('content-length') ?? NaN) : NaN;
+        if (!Number.isSafeInteger(n) || n <= 0)
+          throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length (a cross-origin server must expose Content-Range)`);
+        got.size = n;
+      }
+      return got;
+    } finally {
+      if (!r.bodyUsed) r.body?.cancel().catch(() => {});
+    }
+  });
+}
+
+// A transport runs one Range GET: (url, range, signal) -> Promise<{status, header(name) ->
+// string|null, chunks: AsyncIterable<Uint8Array>, cancel()}>. fetch() everywhere; the Node
+// helper thread uses node:http (js/reader_worker.js), which costs half the CPU per byte.
+export async function fetchTransport(url, range, signal) {
+  const r = await fetch(url, { headers: { Range: range }, signal });
+  const reader = r.body.getReader();
+  const chunks = {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    },
+  };
+  return { status: r.status, header: (h) => r.headers.get(h), chunks, cancel: () => reader.cancel().catch(() => {}) };
+}
+
+// One async Range read (the helper thread); fills `into` (a Uint8Array of exactly len bytes,
+// or a new one) from the response stream, so no second len-sized buffer is made.
+export async function fetchRange(name, url, off, len, want, timeoutMs, into = new Uint8Array(len), transport = fetchTransport) {
+  const what = `bytes ${off}-${off + len - 1}`;
+  return bounded({ timeoutMs }, name, what, async (signal) => {
+    let r;
+    try {
+      r = await transport(url, `bytes=${off}-${off + len - 1}`, signal);
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new HostError('IO', `${name}: fetch of ${what} failed: ${e.cause?.message ?? e.message}`);
+    }
+    let got = 0;
+    try {
+      checkRangeResponse(name, r, off, len, want);
+      for await (const value of r.chunks) {
+        if (got + value.length > len) throw new HostError('IO', `${name}: long body: more than ${len} bytes for ${what}`);
+        into.set(value, got);
+        got += value.length;
+      }
+    } catch (e) {
+      r.cancel();
+      if (e instanceof HostError || signal.aborted) throw e;
+      throw new HostError('IO', `${name}: short body at offset ${off}: ${e.cause?.message ?? e.message}`);
+    }
+    checkBodyLength(name, got, len, off);
+    return into;
+  });
+}
+
+// ---- the helper thread: sync calls answered by js/reader_worker.js ---------------------------
 
 // Control words of the shared block: [state, status, nbytes]; state 0 = waiting, 1 = done.
-class NodeBridge {
-  static async create(timeoutMs) {
-    const { Worker } = await import('node:worker_threads');
+class Bridge {
+  static async create(ctx) {
     const ctrl = new Int32Array(new SharedArrayBuffer(12));
     const data = new Uint8Array(new SharedArrayBuffer(CHUNK));
-    const w = new Worker(new URL('./reader_worker.js', import.meta.url), { workerData: { ctrl, data, timeoutMs } });
-    await new Promise((resolve, reject) => {
-      w.once('message', resolve);
-      w.once('error', reject);
-    });
-    w.unref();
-    return new NodeBridge(w, ctrl, data, timeoutMs);
+    const url = new URL('./reader_worker.js', import.meta.url);
+    const init = { ctrl, data, timeoutMs: ctx.timeoutMs };
+    let w;
+    // a thread start is slow on a loaded machine: bounded by 30 s, or timeoutMs if longer
+    const ready = bounded({ ...ctx, timeoutMs: Math.max(ctx.timeoutMs, 30000) }, 'reader thread', 'start', () => new Promise((resolve, reject) => {
+      if (isNode) {
+        import('node:worker_threads').then(({ Worker }) => {
+          w = new Worker(url, { workerData: init });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }, reject);
+      } else {
+        w = new Worker(url, { type: 'module' });
+        w.onmessage = () => resolve();
+        w.onerror = (e) => reject(new HostError('IO', `reader thread: ${e.message ?? 'failed to start'}`));
+        w.postMessage(init);
+      }
+    }));
+    try {
+      await ready;
+    } catch (e) {
+      w?.terminate();
+      throw e;
+    }
+    if (isNode) w.unref();
+    return new Bridge((m) => w.postMessage(m), () => w.terminate(), ctrl, data, ctx);
   }
 
-  constructor(w, ctrl, data, timeoutMs) {
-    Object.assign(this, { w, ctrl, data, timeoutMs, broken: null });
+  constructor(post, stop, ctrl, data, ctx) {
+    Object.assign(this, { post, stop, ctrl, data, ctx, broken: null });
   }
 
   // Send a request (len <= CHUNK) and block until the helper has put the bytes in `data`.
+  // Waits in slices so that an abort is seen within 50 ms. After a timeout or an abort the
+  // helper may still answer late: the bridge is not used again.
   call(msg, dst) {
     if (this.broken) throw new HostError('IO', this.broken);
     Atomics.store(this.ctrl, 0, 0);
-    this.w.postMessage(msg);
+    this.post(msg);
     // the helper enforces timeoutMs on the request itself; the margin covers its own latency
-    if (Atomics.wait(this.ctrl, 0, 0, this.timeoutMs + 5000) === 'timed-out') {
-      this.broken = `${msg.name}: the reader thread did not answer in ${this.timeoutMs + 5000} ms`;
-      throw new HostError('IO', this.broken);
+    const limit = this.ctx.timeoutMs + 5000, t0 = Date.now();
+    while (Atomics.wait(this.ctrl, 0, 0, 50) === 'timed-out') {
+      if (aborted(this.ctx)) {
+        this.broken = `${msg.name}: an earlier read was aborted`;
+        throw new HostError('ABORTED', `${msg.name}: read of bytes ${msg.off}-${msg.off + msg.len - 1}: aborted`);
+      }
+      if (Date.now() - t0 > limit) {
+        this.broken = `${msg.name}: the reader thread did not answer in ${limit} ms`;
+        throw new HostError('IO', this.broken);
+      }
     }
     const status = this.ctrl[1], n = this.ctrl[2];
     if (status !== 0) {
@@ -218,89 +313,210 @@ class NodeBridge {
   }
 
   close() {
-    this.w.terminate();
+    this.stop();
   }
 }
+
+// ---- one adapter per source kind -------------------------------------------------------------
+//
+// SOURCES[kind](d, ctx, host) -> Promise<{size, read(off, dst), close()}>: read fills dst (at
+// most CHUNK bytes, possibly a view of shared wasm memory) from offset off, or throws a
+// HostError naming the file; host.bridge() gives the shared helper thread.
+
+const sharedOk = () => typeof SharedArrayBuffer === 'function' && typeof Atomics?.wait === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+
+const SOURCES = {
+  async path(d, ctx, host) {
+    const fs = (host.fs ??= await import('node:fs'));
+    let fd;
+    try {
+      fd = fs.openSync(d.path, 'r');
+      const st = fs.fstatSync(fd);
+      if (!st.isFile()) throw new HostError('IO', `${d.name}: not a regular file`);
+      return {
+        size: st.size,
+        read(off, dst) {
+          for (let done = 0; done < dst.length; ) {
+            let r;
+            try {
+              r = fs.readSync(fd, dst, done, dst.length - done, off + done);
+            } catch (e) {
+              throw new HostError('IO', `${d.name}: read failed at offset ${off + done}: ${e.message}`);
+            }
+            if (r === 0) throw new HostError('IO', `${d.name}: unexpected end of file at offset ${off + done} (the file shrank?)`);
+            done += r;
+          }
+        },
+        close: () => fs.closeSync(fd),
+      };
+    } catch (e) {
+      if (fd !== undefined) fs.closeSync(fd);
+      if (e instanceof HostError) throw e;
+      throw new HostError(e.code === 'ENOENT' ? 'MISSING' : 'IO', `${d.path}: cannot open: ${e.message}`);
+    }
+  },
+
+  async blob(d, ctx, host) {
+    const { blob, name } = d;
+    if (typeof FileReaderSync !== 'undefined') {
+      const reader = new FileReaderSync();
+      return {
+        size: blob.size,
+        read(off, dst) {
+          let ab;
+          try {
+            ab = reader.readAsArrayBuffer(blob.slice(off, off + dst.length));
+          } catch (e) {
+            throw new HostError('IO', `${name}: read failed at offset ${off}: ${e.message}`);
+          }
+          checkBodyLength(name, ab.byteLength, dst.length, off);
+          dst.set(new Uint8Array(ab));
+        },
+        close() {},
+      };
+    }
+    if (!isNode) throw new HostError('UNSUPPORTED', `${name}: reading a Blob needs FileReaderSync (a Web Worker)`);
+    const bridge = await host.bridge();
+    const id = ++host.blobIds;
+    bridge.post({ op: 'blob', id, blob });
+    return {
+      size: blob.size,
+      read: (off, dst) => bridge.call({ op: 'read', kind: 'blob', id, name, off, len: dst.length }, dst),
+      close: () => bridge.post({ op: 'drop', id }),
+    };
+  },
+
+  async url(d, ctx, host) {
+    const { url, name } = d;
+    const p = await probeUrl(name, url, ctx);
+    const want = { size: p.size, validator: p.validator };
+    if (sharedOk()) {
+      const bridge = await host.bridge();
+      return {
+        size: p.size,
+        read: (off, dst) => bridge.call({ op: 'read', kind: 'url', url, name, off, len: dst.length, want }, dst),
+        close: () => bridge.post({ op: 'drop-url', url }),
+      };
+    }
+    // no shared memory (a page without COOP/COEP): sync XHR, bounded by its timeout
+    if (typeof XMLHttpRequest === 'undefined') throw new HostError('UNSUPPORTED', `${name}: sync HTTP reads need XMLHttpRequest (a Web Worker)`);
+    return {
+      size: p.size,
+      read(off, dst) {
+        const len = dst.length, what = `bytes ${off}-${off + len - 1}`;
+        const x = new XMLHttpRequest();
+        x.open('GET', url, false);
+        x.responseType = 'arraybuffer';
+        x.timeout = ctx.timeoutMs; // allowed for sync requests in workers
+        x.setRequestHeader('Range', `bytes=${off}-${off + len - 1}`);
+        try {
+          x.send();
+        } catch (e) {
+          if (e.name === 'TimeoutError') throw new HostError('IO', `${name}: ${what}: no answer in ${ctx.timeoutMs} ms`);
+          throw new HostError('IO', `${name}: request for ${what} failed: ${e.message}`);
+        }
+        checkRangeResponse(name, { status: x.status, header: (h) => x.getResponseHeader(h) }, off, len, want);
+        const ab = x.response;
+        checkBodyLength(name, ab ? ab.byteLength : 0, len, off);
+        dst.set(new Uint8Array(ab));
+      },
+      close() {},
+    };
+  },
+
+  async opfs(d, ctx, host) {
+    const { handle, name } = d;
+    if (typeof handle.createSyncAccessHandle !== 'function')
+      throw new HostError('UNSUPPORTED', `${name}: OPFS sync access handles exist only in a dedicated worker`);
+    let access;
+    try {
+      access = await bounded(ctx, name, 'opening the OPFS file', () => handle.createSyncAccessHandle());
+      const size = await bounded(ctx, name, 'OPFS getSize', async () => access.getSize());
+      return {
+        size,
+        read(off, dst) {
+          // sync access handles refuse views over shared memory: go through a private buffer
+          const len = dst.length;
+          if (!host.tmp || host.tmp.length < len) host.tmp = new Uint8Array(Math.max(len, 1 << 20));
+          const t = host.tmp.subarray(0, len);
+          for (let done = 0; done < len; ) {
+            const r = access.read(t.subarray(done), { at: off + done });
+            if (r <= 0) throw new HostError('IO', `${name}: unexpected end of file at offset ${off + done}`);
+            done += r;
+          }
+          dst.set(t);
+        },
+        close: () => access.close(),
+      };
+    } catch (e) {
+      access?.close();
+      if (e instanceof HostError) throw e;
+      throw new HostError('IO', `${name}: cannot open OPFS file: ${e.message}`);
+    }
+  },
+};
+
+// A file still downloading into the model cache (js/cache.js): the bytes written so far are
+// read from the local copy (a 'path' or 'opfs' source), the rest from the URL.
+SOURCES.cached = async (d, ctx, host) => {
+  const copy = await (await import('./cache_store.js')).openCacheCopy(d); // null: deleted meanwhile
+  const remote = await SOURCES.url({ ...d, kind: 'url' }, ctx, host);
+  let local = null;
+  try {
+    if (remote.size !== d.size) throw new HostError('IO', `${d.name}: the file changed on the server since its download started (size ${d.size} -> ${remote.size})`);
+    local = copy && (await SOURCES[copy.source.kind](copy.source, ctx, host));
+  } catch (e) {
+    remote.close();
+    throw e;
+  }
+  let whole = false;
+  const has = (end) => !!local && (whole || (whole = copy.length() >= d.size) || end <= copy.length());
+  return {
+    size: d.size,
+    read: (off, dst) => (has(off + dst.length) ? local : remote).read(off, dst),
+    close() {
+      local?.close();
+      remote.close();
+    },
+  };
+};
 
 // ---- the table -----------------------------------------------------------------------------
 
 export class HostFiles {
   // opts: cacheBytes (LRU capacity, default 8 MiB), cacheMaxRead (largest cached read, 64 KiB),
-  // timeoutMs (one HTTP read, default 60 s)
+  // timeoutMs (bound of every host operation, default 60 s), abortFlag (Int32Array over shared
+  // memory; nonzero aborts the waits), signal (an AbortSignal, same)
   constructor(opts = {}) {
     this.files = [];
     this.cacheBytes = opts.cacheBytes ?? 8 << 20;
     this.cacheMaxRead = opts.cacheMaxRead ?? 64 << 10;
     this.timeoutMs = opts.timeoutMs ?? 60000;
+    this.ctx = { timeoutMs: this.timeoutMs, abortFlag: opts.abortFlag ?? null, signal: opts.signal ?? null };
     this.cache = new Map(); // key -> Uint8Array, in recency order
     this.cacheUsed = 0;
     this.stats = { reads: 0, bytesRead: 0, cacheHits: 0, cacheBytesServed: 0 };
     this.lastError = null;
     this.onClose = null; // (handle) => void, set by the wasm side to drop its name cache
-    this.bridge = null;
+    this.bridgeP = null;
     this.blobIds = 0;
-    this.tmp = null; // OPFS reads: a private buffer (sync access handles refuse shared memory)
+    this.tmp = null; // OPFS reads: a private buffer
+  }
+
+  // the helper thread, started on first use
+  bridge() {
+    this.bridgeP ??= Bridge.create(this.ctx);
+    this.bridgeP.catch(() => (this.bridgeP = null)); // a failed start is retried next time
+    return this.bridgeP;
   }
 
   async open(source) {
     const d = describeSource(source);
-    const f = { kind: d.kind, name: d.name ?? 'file', size: 0 };
-    if (d.kind === 'path') {
-      const fs = (this.fs ??= await import('node:fs'));
-      try {
-        f.fd = fs.openSync(d.path, 'r');
-        const st = fs.fstatSync(f.fd);
-        if (!st.isFile()) {
-          fs.closeSync(f.fd);
-          throw new HostError('IO', `${f.name}: not a regular file`);
-        }
-        f.size = st.size;
-      } catch (e) {
-        if (e instanceof HostError) throw e;
-        throw new HostError(e.code === 'ENOENT' ? 'MISSING' : 'IO', `${d.path}: cannot open: ${e.message}`);
-      }
-    } else if (d.kind === 'blob') {
-      f.blob = d.blob;
-      f.size = d.blob.size;
-      if (typeof FileReaderSync === 'undefined') {
-        if (!isNode) throw new HostError('UNSUPPORTED', `${f.name}: reading a Blob needs FileReaderSync (a Web Worker)`);
-        this.bridge ??= await NodeBridge.create(this.timeoutMs);
-        f.blobId = ++this.blobIds;
-        this.bridge.w.postMessage({ op: 'blob', id: f.blobId, blob: d.blob });
-      } else {
-        f.reader = new FileReaderSync();
-      }
-    } else if (d.kind === 'url') {
-      f.url = d.url;
-      const p = await probeUrl(f.name, d.url);
-      f.size = p.size;
-      f.want = { size: p.size, validator: p.validator };
-      if (typeof XMLHttpRequest === 'undefined' || isNode) {
-        if (!isNode) throw new HostError('UNSUPPORTED', `${f.name}: sync HTTP reads need XMLHttpRequest (a Web Worker)`);
-        this.bridge ??= await NodeBridge.create(this.timeoutMs);
-      }
-    } else if (d.kind === 'opfs') {
-      if (typeof d.handle.createSyncAccessHandle !== 'function')
-        throw new HostError('UNSUPPORTED', `${f.name}: OPFS sync access handles exist only in a dedicated worker`);
-      try {
-        f.access = await d.handle.createSyncAccessHandle();
-        f.size = await f.access.getSize();
-      } catch (e) {
-        throw new HostError('IO', `${f.name}: cannot open OPFS file: ${e.message}`);
-      }
-    } else if (d.kind === 'cached') {
-      // a file still downloading into the model cache (js/cache.js): the bytes written so far
-      // are read from the local copy, the rest from the URL
-      f.size = d.size;
-      f.remote = { kind: 'url', name: f.name, url: d.url, size: d.size, want: d.want };
-      if (isNode) {
-        this.fs ??= await import('node:fs');
-        this.bridge ??= await NodeBridge.create(this.timeoutMs);
-      }
-      f.local = await (await import('./cache_store.js')).openCacheCopy(d);
-    } else {
-      throw new HostError('RANGE', `unknown source kind ${d.kind}`);
-    }
+    const name = d.name ?? 'file';
+    const open = SOURCES[d.kind];
+    if (!open) throw new HostError('RANGE', `unknown source kind ${d.kind}`);
+    const src = await open({ ...d, name }, this.ctx, this);
+    const f = { name, size: src.size, src };
     let h = this.files.indexOf(null);
     if (h < 0) h = this.files.push(null) - 1;
     this.files[h] = f;
@@ -323,10 +539,11 @@ export class HostFiles {
   close(h) {
     const f = this.get(h);
     if (!f) return;
-    if (f.fd !== undefined) this.fs.closeSync(f.fd);
-    if (f.access) f.access.close();
-    f.local?.close();
-    if (f.blobId) this.bridge?.w.postMessage({ op: 'drop', id: f.blobId });
+    try {
+      f.src.close();
+    } catch {
+      // closing is best effort: the file is dropped from the table either way
+    }
     for (const k of [...this.cache.keys()]) if (k.startsWith(h + ':')) this.cacheDrop(k);
     this.files[h] = null;
     this.onClose?.(h);
@@ -334,8 +551,8 @@ export class HostFiles {
 
   closeAll() {
     for (const h of this.handles()) this.close(h);
-    this.bridge?.close();
-    this.bridge = null;
+    this.bridgeP?.then((b) => b.close(), () => {});
+    this.bridgeP = null;
   }
 
   // Sync read of dst.length bytes at off into dst (a Uint8Array, possibly over shared wasm
@@ -362,7 +579,7 @@ export class HostFiles {
     }
     for (let done = 0; done < len; ) {
       const n = Math.min(CHUNK, len - done);
-      this.readSource(f, off + done, dst.subarray(done, done + n));
+      f.src.read(off + done, dst.subarray(done, done + n));
       done += n;
     }
     this.stats.reads++;
@@ -388,69 +605,5 @@ export class HostFiles {
   cacheDrop(k) {
     this.cacheUsed -= this.cache.get(k).length;
     this.cache.delete(k);
-  }
-
-  // one piece of at most CHUNK bytes
-  readSource(f, off, dst) {
-    const len = dst.length;
-    switch (f.kind) {
-      case 'cached':
-        return this.readSource(f.local.has(off + len) ? f.local.file : f.remote, off, dst);
-      case 'path': {
-        for (let done = 0; done < len; ) {
-          let r;
-          try {
-            r = this.fs.readSync(f.fd, dst, done, len - done, off + done);
-          } catch (e) {
-            throw new HostError('IO', `${f.name}: read failed at offset ${off + done}: ${e.message}`);
-          }
-          if (r === 0) throw new HostError('IO', `${f.name}: unexpected end of file at offset ${off + done} (the file shrank?)`);
-          done += r;
-        }
-        return;
-      }
-      case 'blob': {
-        if (f.blobId) return this.bridge.call({ op: 'read', kind: 'blob', id: f.blobId, name: f.name, off, len }, dst);
-        let ab;
-        try {
-          ab = f.reader.readAsArrayBuffer(f.blob.slice(off, off + len));
-        } catch (e) {
-          throw new HostError('IO', `${f.name}: read failed at offset ${off}: ${e.message}`);
-        }
-        checkBodyLength(f.name, ab.byteLength, len, off);
-        dst.set(new Uint8Array(ab));
-        return;
-      }
-      case 'url': {
-        if (this.bridge && isNode)
-          return this.bridge.call({ op: 'read', kind: 'url', url: f.url, name: f.name, off, len, want: f.want }, dst);
-        const x = new XMLHttpRequest();
-        x.open('GET', f.url, false);
-        x.responseType = 'arraybuffer';
-        x.setRequestHeader('Range', `bytes=${off}-${off + len - 1}`);
-        try {
-          x.send();
-        } catch (e) {
-          throw new HostError('IO', `${f.name}: request for bytes ${off}-${off + len - 1} failed: ${e.message}`);
-        }
-        checkRangeResponse(f.name, { status: x.status, header: (h) => x.getResponseHeader(h) }, off, len, f.want);
-        const ab = x.response;
-        checkBodyLength(f.name, ab ? ab.byteLength : 0, len, off);
-        dst.set(new Uint8Array(ab));
-        return;
-      }
-      case 'opfs': {
-        // sync access handles refuse views over shared memory: go through a private buffer
-        if (!this.tmp || this.tmp.length < len) this.tmp = new Uint8Array(Math.max(len, 1 << 20));
-        const t = this.tmp.subarray(0, len);
-        for (let done = 0; done < len; ) {
-          const r = f.access.read(t.subarray(done), { at: off + done });
-          if (r <= 0) throw new HostError('IO', `${f.name}: unexpected end of file at offset ${off + done}`);
-          done += r;
-        }
-        dst.set(t);
-        return;
-      }
-    }
   }
 }

@@ -118,6 +118,19 @@ export interface GenerateOptions extends SamplingOptions {
   /** Stops generation within one token: the iterator throws an OxError ABORTED at once, the
    *  model stays usable. Leaving a for-await loop early stops it too. */
   signal?: AbortSignal;
+  /** A GBNF grammar the output must follow (docs/grammar.md); stop tokens are allowed only
+   *  where the text is complete. */
+  grammar?: string;
+  /** Speculative decoding: drafts of up to draftTokens (1..16, default 8) from an n-gram match
+   *  in the text so far, verified in one batched forward. The output distribution is
+   *  unchanged (greedy output is identical); off with a grammar or logprobs. */
+  speculative?: boolean | { method?: 'prompt-lookup'; draftTokens?: number };
+  /** Each token's log-probability and this many (0..20) likeliest alternatives in the chunks. */
+  logprobs?: number;
+  /** Caller-made embeddings (a vision/audio encoder's soft tokens): every occurrence of the
+   *  placeholder token in the prompt takes the next row (hidden floats each), with the pad
+   *  token's per-layer embedding. */
+  softTokens?: { token: number | string; embeddings: Float32Array };
 }
 
 export interface ChatMessage {
@@ -153,6 +166,9 @@ export interface TokenChunk {
   text: string;
   /** Inside the thought channel (<|channel> ... <channel|>). */
   thinking: boolean;
+  /** With logprobs: log p(token) under the model, and the likeliest alternatives. */
+  logprob?: number;
+  topLogprobs?: Array<{ token: number; text: string; logprob: number }>;
   stats?: undefined;
 }
 
@@ -173,6 +189,9 @@ export interface GenerationStats {
   seed: number;
   /** Tokens now in the KV cache. */
   contextTokens: number;
+  /** With speculative: tokens drafted, and how many of them were kept. */
+  draftedTokens?: number;
+  acceptedTokens?: number;
 }
 
 /** The last item of a generation. */
@@ -258,6 +277,19 @@ export interface Model {
   /** Empty the KV cache. */
   resetChat(): Promise<boolean>;
   stats(): Promise<ModelStats>;
+  /** Embeddings (Float32Array of the hidden size each): the final-normed hidden states pooled
+   *  (mean, last token or first token), unit length unless normalize is false; the checkpoint's
+   *  bidirectional attention where its config asks for it. Run apart from the chat's KV cache. */
+  embed(texts: string | ArrayLike<number> | Array<string | ArrayLike<number>>, opts?: { pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<Float32Array[]>;
+  /** OpenAI's Chat Completions (docs/openai.md): a `chat.completion`, or with `stream: true` an
+   *  async iterable of `chat.completion.chunk` objects. */
+  createChatCompletion(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  createChatCompletion(request: ChatCompletionRequest): Promise<ChatCompletion>;
+  /** OpenAI's embeddings shape: {object: 'list', data: [{embedding, index}], usage}. */
+  createEmbedding(request: { input: string | string[] | number[] | number[][]; model?: string; encoding_format?: 'float' | 'base64'; pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<{ object: 'list'; data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>; model: string; usage: { prompt_tokens: number; total_tokens: number } }>;
+  /** A fetch() serving POST /v1/chat/completions (SSE when streaming), POST /v1/embeddings and
+   *  GET /v1/models from this model: `new OpenAI({ baseURL: 'http://local/v1', apiKey: 'x', fetch: model.fetch })`. */
+  readonly fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
   /** Free the model and end its worker. */
   unload(): Promise<void>;
   dispose(): Promise<void>;
@@ -269,3 +301,63 @@ export function loadModel(sources: ModelSource | ModelSource[], opts?: LoadOptio
 
 /** Which build and thread count loadModel would use here. */
 export function chooseEngine(opts?: Pick<LoadOptions, 'build' | 'threads'>): Promise<{ build: 'mt' | 'st'; threads: number; note: string | null }>;
+
+/** A Chat Completions request (OpenAI's fields; extras are this engine's). */
+export interface ChatCompletionRequest {
+  messages: Array<{ role: 'system' | 'developer' | 'user' | 'assistant' | 'tool'; content?: string | null | Array<{ type: 'text'; text: string }>;
+    tool_calls?: Array<{ id?: string; type?: 'function'; function: { name: string; arguments: string | object } }>; tool_call_id?: string; name?: string; reasoning_content?: string }>;
+  model?: string;
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: object } }>;
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  parallel_tool_calls?: boolean;
+  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean } };
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  stop?: string | string[];
+  seed?: number;
+  n?: 1;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  logit_bias?: Record<string, number>;
+  /** extras */
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  penalty_window?: number;
+  thinking?: boolean;
+  speculative?: GenerateOptions['speculative'];
+  grammar?: string;
+  signal?: AbortSignal;
+}
+
+export interface ChatCompletionMessage {
+  role: 'assistant';
+  content: string | null;
+  reasoning_content?: string;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: [{ index: 0; message: ChatCompletionMessage; logprobs: { content: Array<{ token: string; logprob: number; bytes: number[]; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }> }> } | null; finish_reason: 'stop' | 'length' | 'tool_calls' }];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string; reasoning_content?: string;
+    tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }> }; logprobs: object | null; finish_reason: 'stop' | 'length' | 'tool_calls' | null }>;
+  usage?: ChatCompletion['usage'];
+}

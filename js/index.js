@@ -6,6 +6,8 @@ import { engineAssets } from './assets.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
+import { createChatCompletion, createFetchHandler } from './openai.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 import { cacheSources } from './cache.js';
 
@@ -24,6 +26,21 @@ function jinjaUrl() {
   } catch {
     return null;
   }
+}
+
+// js/options.js: an unknown or invalid option is a RANGE OxError naming it
+function optionError(call, table, opts, vocab) {
+  try {
+    checkOptions(call, table, opts, vocab);
+    return null;
+  } catch (e) {
+    return toOxError(e);
+  }
+}
+function checked(call, table, opts, vocab) {
+  const e = optionError(call, table, opts, vocab);
+  if (e) throw e;
+  return opts ?? {};
 }
 
 // ---- which build, how many threads ----
@@ -62,6 +79,7 @@ export async function chooseEngine(opts = {}) {
 // ---- loading ----
 
 export async function loadModel(sources, opts = {}) {
+  checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
   if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
   let descs;
@@ -87,7 +105,14 @@ export async function loadModel(sources, opts = {}) {
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
-  const onAbort = () => (abortFlag ? Atomics.store(abortFlag, 0, 1) : engine.terminate(abortError('load')));
+  // A wait the flag cannot reach (a browser's sync read of local data) is cut by terminating
+  // the worker when the load has not unwound 2 s after the abort.
+  let abortTimer = null;
+  const onAbort = () => {
+    if (!abortFlag) return engine.terminate(abortError('load'));
+    Atomics.store(abortFlag, 0, 1);
+    abortTimer ??= setTimeout(() => engine.terminate(abortError('load')), 2000);
+  };
   signal?.addEventListener('abort', onAbort, { once: true });
   let callbackError = null; // an exception from onProgress stops the load and is rethrown
   const progress = (ev) => {
@@ -114,6 +139,7 @@ export async function loadModel(sources, opts = {}) {
     if (signal?.aborted) throw abortError('load');
     throw toOxError(e);
   } finally {
+    clearTimeout(abortTimer);
     signal?.removeEventListener('abort', onAbort);
   }
 }
@@ -123,6 +149,8 @@ export async function loadModel(sources, opts = {}) {
 class Model {
   constructor(engine, info, env) {
     this.engine = engine;
+    /** fetch() for /v1/chat/completions, /v1/embeddings, /v1/models (js/openai.js): pass it to an OpenAI client. */
+    this.fetch = createFetchHandler(this);
     const { chatTemplate, ...rest } = info;
     this.info = rest;
     this.chatTemplate = chatTemplate;
@@ -131,24 +159,27 @@ class Model {
     this.engineNote = env.note;
   }
 
-  async tokenize(text, { special = true, addBos = false } = {}) {
+  async tokenize(text, opts) {
+    const { special = true, addBos = false } = checked('tokenize', TOKENIZE_OPTIONS, opts);
     if (typeof text !== 'string') throw new OxError('RANGE', 'tokenize: text must be a string');
     const ids = await this.engine.call('tokenize', { text, special });
     return addBos && ids[0] !== this.info.bos ? [this.info.bos, ...ids] : ids;
   }
 
-  async detokenize(ids, { skipSpecial = false } = {}) {
-    return new TextDecoder().decode(await this.detokenizeBytes(ids, { skipSpecial }));
+  async detokenize(ids, opts) {
+    return new TextDecoder().decode(await this.detokenizeBytes(ids, opts));
   }
 
   // the raw bytes (a token may end inside a UTF-8 character)
-  detokenizeBytes(ids, { skipSpecial = false } = {}) {
+  async detokenizeBytes(ids, opts) {
+    const { skipSpecial = false } = checked('detokenize', DETOKENIZE_OPTIONS, opts);
     return this.engine.call('detokenize', { ids: Array.from(ids), skipSpecial });
   }
 
   // Streaming: push(ids) -> the text completed so far (a character split across tokens waits
   // for its last byte); flush() -> what is left.
-  detokenizer({ skipSpecial = false } = {}) {
+  detokenizer(opts) {
+    const { skipSpecial = false } = checked('detokenizer', DETOKENIZE_OPTIONS, opts);
     const d = new TextDecoder();
     return {
       push: async (ids) => d.decode(await this.detokenizeBytes(ids, { skipSpecial }), { stream: true }),
@@ -156,26 +187,91 @@ class Model {
     };
   }
 
-  async logits(tokens, { all = false } = {}) {
+  async logits(tokens, opts) {
+    const { all = false } = checked('logits', LOGITS_OPTIONS, opts);
     return this.engine.call('logits', { tokens: Array.from(tokens), all });
   }
 
   generate(prompt, opts = {}) {
-    const prepare = () => {
-      if (typeof prompt === 'string') return { text: prompt, opts: samplingArgs(opts) };
-      return { tokens: Array.from(prompt), opts: samplingArgs(opts) };
+    // checked before the stream reads opts.signal; a bad option ends the stream with its error
+    const bad = optionError('generate', GENERATE_OPTIONS, opts, this.info.vocab);
+    const prepare = async () => {
+      if (bad) throw bad;
+      const args = await this.generationArgs(opts);
+      if (typeof prompt === 'string') return { text: prompt, opts: args };
+      return { tokens: Array.from(prompt), opts: args };
     };
-    return tokenStream(this.engine, prepare, opts.signal);
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
   }
 
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
-    return tokenStream(this.engine, () => ({ messages, chat: chatArgs(opts), opts: samplingArgs(opts) }), opts.signal);
+    const bad = optionError('chat', CHAT_OPTIONS, opts, this.info.vocab);
+    const prepare = async () => {
+      if (bad) throw bad;
+      return { messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) };
+    };
+    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
+  }
+
+  // the sampling options, and soft tokens with their placeholder as an id
+  async generationArgs(opts) {
+    const args = samplingArgs(opts);
+    if (opts.softTokens !== undefined) {
+      const { token, embeddings } = opts.softTokens ?? {};
+      if (!(embeddings instanceof Float32Array) || embeddings.length % this.info.hidden)
+        throw new OxError('RANGE', `softTokens.embeddings must be a Float32Array of rows of ${this.info.hidden} (the hidden size)`);
+      let id = token;
+      if (typeof token === 'string') {
+        const ids = await this.tokenize(token);
+        if (ids.length !== 1) throw new OxError('RANGE', `softTokens.token ${JSON.stringify(token)} is not one token of the vocabulary`);
+        [id] = ids;
+      }
+      if (!Number.isInteger(id) || id < 0 || id >= this.info.vocab) throw new OxError('RANGE', `softTokens.token must be a token id or piece, not ${JSON.stringify(token)}`);
+      args.soft = { token: id, embeddings };
+    }
+    return args;
+  }
+
+  /**
+   * Embeddings of texts (or token arrays): Float32Arrays of the hidden size.
+   * @param {string | (string | number[])[]} texts
+   * @param {{pooling?: 'mean' | 'last' | 'cls', normalize?: boolean}} [opts]
+   */
+  async embed(texts, opts = {}) {
+    checked('embed', EMBED_OPTIONS, opts);
+    const list = Array.isArray(texts) && (texts.length === 0 || typeof texts[0] !== 'number') ? texts : [texts];
+    if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t))) throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
+    return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
+  }
+
+  /** OpenAI's chat.completions.create shape (js/openai.js). */
+  createChatCompletion(request) {
+    return createChatCompletion(this, request);
+  }
+
+  /** OpenAI's embeddings.create shape: {input, model?, encoding_format?}. */
+  async createEmbedding(request) {
+    const input = request?.input;
+    const list = typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number') ? [input] : input;
+    if (!Array.isArray(list) || !list.length) throw new OxError('RANGE', 'createEmbedding: input must be a string, a token array, or an array of them');
+    if (request.encoding_format !== undefined && request.encoding_format !== 'float' && request.encoding_format !== 'base64')
+      throw new OxError('RANGE', "createEmbedding: encoding_format must be 'float' or 'base64'");
+    const vecs = await this.embed(list, { pooling: request.pooling, normalize: request.normalize });
+    const tokens = (await Promise.all(list.map((t) => (typeof t === 'string' ? this.tokenize(t) : t)))).reduce((n, t) => n + t.length + 1, 0);
+    const encode = (v) => (request.encoding_format === 'base64' ? base64(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)) : Array.from(v));
+    return {
+      object: 'list',
+      data: vecs.map((v, index) => ({ object: 'embedding', index, embedding: encode(v) })),
+      model: typeof request.model === 'string' ? request.model : this.info.name || 'oxinfer',
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    };
   }
 
   // the prompt text chat() would run
   renderChat(messages, opts = {}) {
+    checked('renderChat', CHAT_OPTIONS, opts, this.info.vocab);
     return this.engine.call('render', { messages, chat: chatArgs(opts) });
   }
 
@@ -201,9 +297,11 @@ class Model {
   }
 }
 
-// Options checked here with their JS names; top_p, min_p, the penalties and the bias are
-// checked by the C sampler (sampler.h), whose messages use its names.
-const INT_OPTS = { topK: 0, maxTokens: 0, prefillChunk: 1, penaltyWindow: 0, seed: 0 }; // name -> minimum
+function base64(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
 
 // what the chat template needs (js/chat.js renderChat's options)
 function chatArgs(o) {
@@ -212,20 +310,19 @@ function chatArgs(o) {
   return out;
 }
 
+// The request's generation arguments, from options js/options.js has checked (ranges such as
+// top_p in (0, 1] are the C sampler's, sampler.h, whose messages use its names).
 function samplingArgs(o) {
   const out = {};
-  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk']) {
-    const v = o[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new OxError('RANGE', `${k} must be a finite number, not ${v}`);
-    if (k in INT_OPTS && (!Number.isInteger(v) || v < INT_OPTS[k] || v > Number.MAX_SAFE_INTEGER))
-      throw new OxError('RANGE', `${k} must be an integer >= ${INT_OPTS[k]}, not ${v}`);
-    if (k === 'temperature' && v < 0) throw new OxError('RANGE', `temperature must be >= 0 (0 = greedy), not ${v}`);
-    out[k] = v;
-  }
-  if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).map(String);
-  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds, Number);
+  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk', 'includeSpecial', 'grammar', 'logprobs'])
+    if (o[k] !== undefined) out[k] = o[k];
+  if (o.stop !== undefined) out.stop = Array.isArray(o.stop) ? o.stop : [o.stop];
+  if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
-  if (o.includeSpecial !== undefined) out.includeSpecial = !!o.includeSpecial;
+  if (o.speculative) {
+    const { method = 'prompt-lookup', draftTokens = 8 } = o.speculative === true ? {} : o.speculative;
+    if (method !== 'prompt-lookup') throw new OxError('UNSUPPORTED', `speculative.method ${JSON.stringify(method)}: only 'prompt-lookup' is available (the MTP drafter is not implemented)`);
+    out.speculative = { method, draftTokens };
+  }
   return out;
 }

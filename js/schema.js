@@ -9,8 +9,8 @@
 // date, time, date-time, uuid. Anything else that would change what is valid (pattern,
 // numeric bounds, a second allOf member, ...) is an OxError UNSUPPORTED naming the keyword,
 // never silently ignored. Keys come in the order of `properties`, required ones always,
-// optional ones optionally. Whitespace between tokens is bounded so that a sampler cannot
-// loop on it.
+// optional ones optionally. Whitespace between JSON tokens is bounded so that a sampler
+// cannot loop on it; Gemma 4's notation has none (as the template writes it).
 import { OxError } from './errors.js';
 
 const unsupported = (where, what) => new OxError('UNSUPPORTED', `JSON schema${where ? ' at ' + where : ''}: ${what}`);
@@ -20,13 +20,13 @@ const HANDLED = new Set(['type', 'properties', 'required', 'additionalProperties
 const lit = (s) => JSON.stringify(s).replace(/\\u([0-9a-f]{4})/g, (_, h) => `\\x${h.slice(2)}`); // a GBNF string literal
 
 const COMMON = {
-  ws: '| " " | "\\n" [ \\t]{0,8}',
   'json-char': '[^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
   integer: '"-"? ([0-9] | [1-9] [0-9]{1,15})',
   number: '"-"? ([0-9] | [1-9] [0-9]{1,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?',
   boolean: '"true" | "false"',
   null: '"null"',
   'g4-char': '[^<] | "<" [^|]',
+  'g4-char1': '[^<]', // one code point (a bounded length counts code points)
   date: '[0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])',
   time: '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [-+] [0-9]{2} ":" [0-9]{2})?',
   uuid: '[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}',
@@ -34,15 +34,19 @@ const COMMON = {
 
 // The two notations: how strings, keys and values are spelled.
 const JSON_TEXT = {
+  ws: '| " " | "\\n" [ \\t]{0,8}', // between tokens, bounded
   string: (body) => `"\\"" ${body} "\\""`,
   char: 'json-char',
+  boundedChar: 'json-char',
   key: (k) => lit(JSON.stringify(k)),
   anyKey: () => `"\\"" json-char{1,64} "\\""`,
   literal: (v) => lit(JSON.stringify(v)),
 };
 const GEMMA4 = {
+  ws: '""', // the template writes {key:value,...} without spaces
   string: (body) => `"<|\\"|>" ${body} "<|\\"|>"`,
-  char: 'g4-char',
+  char: 'g4-char', // no "<|" inside: a string cannot spell its own delimiter
+  boundedChar: 'g4-char1',
   key: (k) => lit(k),
   anyKey: () => '[a-zA-Z_] [a-zA-Z0-9_]{0,63}',
   literal: (v) => lit(gemma4Literal(v)),
@@ -60,7 +64,7 @@ class Builder {
     this.rootSchema = root;
     this.n = notation;
     this.rules = new Map();
-    this.used = new Set(['ws']); // common rules referenced
+    this.used = new Set(); // common rules referenced
     this.refs = new Map(); // $ref -> rule name (recursive schemas)
   }
   add(name, body) {
@@ -136,7 +140,7 @@ class Builder {
     const hi = s.maxLength;
     if (!Number.isInteger(lo) || lo < 0 || (hi !== undefined && (!Number.isInteger(hi) || hi < lo))) throw unsupported(where, 'minLength / maxLength must be integers with min <= max');
     const rep = hi === undefined ? (lo ? `{${lo},}` : '*') : `{${lo},${hi}}`;
-    return `(${this.n.string(`${this.common(this.n.char)}${rep}`)})`;
+    return `(${this.n.string(`${this.common(hi === undefined ? this.n.char : this.n.boundedChar)}${rep}`)})`;
   }
   object(s, where) {
     const props = s.properties ?? {};
@@ -193,7 +197,7 @@ class Builder {
     return only === 'object' ? this.add('any-object', obj(v)) : this.add('any', `${v} | ${obj(v)} | ${arr(v)}`);
   }
   text(root) {
-    const out = [`root ::= ${root}`];
+    const out = [`root ::= ${root}`, `ws ::= ${this.n.ws}`];
     for (const [k, v] of this.rules) out.push(`${k} ::= ${v}`);
     // common rules, and the ones they use
     const need = new Set(this.used);

@@ -34,7 +34,10 @@ export function tokenStream(engine, prepare, signal) {
     }
     if (finished) return;
     const job = engine.start('generate', args, (ev) => {
-      if (!finished) queue.push({ token: ev.token >= 0 ? ev.token : null, text: ev.text, thinking: ev.thinking });
+      if (finished) return notify();
+      const chunk = { token: ev.token >= 0 ? ev.token : null, text: ev.text, thinking: ev.thinking };
+      if (ev.logprob !== undefined) [chunk.logprob, chunk.topLogprobs] = [ev.logprob, ev.topLogprobs];
+      queue.push(chunk);
       notify();
     });
     id = job.id;

@@ -4,7 +4,7 @@
 //   init      start the wasm runtime            load      open the files, load the model
 //   generate  {text|tokens|messages} -> token events, then the stats (worker/generate.js)
 //   render    the prompt text of a chat         logits    tokenize  detokenize
-//   stats     reset (empty the KV cache)        unload
+//   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
 import { setJinjaUrl } from './chat.js';
 import { OxError } from './errors.js';
 import { Engine } from './worker/engine.js';
@@ -47,6 +47,7 @@ function serve(protocol) {
     logits: (m) => loaded().session.logits(m.tokens, !!m.all),
     tokenize: (m) => loaded().tokenize(m.text, m.special !== false),
     detokenize: (m) => loaded().detokenize(m.ids, !m.skipSpecial),
+    embed: (m) => loaded().embed(m.texts, m.opts),
     stats: () => loaded().stats(),
     reset: () => (loaded().session.truncate(0), true),
     unload: () => (engine ? engine.unload() : true),

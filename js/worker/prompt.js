@@ -2,6 +2,7 @@
 // tokenized here and a chat is rendered here (js/chat.js), next to the tokenizer, so a call
 // is one round trip from the main thread.
 import { renderChat } from '../chat.js';
+import { OxError } from '../errors.js';
 
 // -> the prompt text of a chat request {messages, chat: {template, thinking, ...}}
 export function chatText(engine, m) {
@@ -13,7 +14,7 @@ export function chatText(engine, m) {
 export async function promptOf(engine, m) {
   const { info } = engine;
   const opts = { ...(m.opts ?? {}) };
-  if (m.messages) {
+  if (m.messages !== undefined) {
     const tokens = engine.tokenize(await chatText(engine, m), true);
     // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not
     if (!opts.stopIds && info.turnEnd >= 0 && !info.eosIds.includes(info.turnEnd)) opts.stopIds = [...info.eosIds, info.turnEnd];
@@ -23,5 +24,6 @@ export async function promptOf(engine, m) {
     const ids = engine.tokenize(m.text, true);
     return { tokens: ids[0] === info.bos ? ids : [info.bos, ...ids], opts };
   }
+  if (!Array.isArray(m.tokens)) throw new OxError('RANGE', 'generate: the prompt must be text, token ids or messages');
   return { tokens: m.tokens, opts };
 }

@@ -68,6 +68,10 @@ async function nodeFactory(assets, cfg) {
 export async function startRuntime({ build, assets, poolSize, onAbort }) {
   if (!EXPORT_NAME[build]) throw new OxError('RANGE', `unknown build ${build}`);
   const cfg = { oxPoolSize: poolSize, print: (s) => console.log(s), printErr: (s) => console.error(s), onAbort };
+  // tests (Node): OX_TEST_MAX_MEMORY caps the threaded build's wasm memory, so that growth is
+  // refused in the middle of a generation
+  const cap = inNode ? Number(process.env.OX_TEST_MAX_MEMORY ?? 0) : 0;
+  if (cap > 0 && build === 'mt') cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
   const factory = inNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
   return factory(cfg);
 }

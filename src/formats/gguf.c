@@ -205,10 +205,8 @@ const char *ox_gguf_name(const ox_gguf *g) { return ox_host_name(g->file); }
 
 /* ggml types this engine does not read, named so the user knows what the file holds. */
 static const char *unsupported_type_name(uint32_t t) {
-    static const char *names[] = {[16] = "IQ2_XXS", [17] = "IQ2_XS", [18] = "IQ3_XXS", [19] = "IQ1_S",
-                                  [20] = "IQ4_NL", [21] = "IQ3_S", [22] = "IQ2_S", [23] = "IQ4_XS",
-                                  [24] = "I8", [25] = "I16", [26] = "I32", [27] = "I64", [28] = "F64",
-                                  [29] = "IQ1_M", [34] = "TQ1_0", [35] = "TQ2_0", [39] = "MXFP4"};
+    static const char *names[] = {[24] = "I8", [25] = "I16", [26] = "I32", [27] = "I64", [28] = "F64",
+                                  [40] = "NVFP4", [41] = "Q1_0", [42] = "Q2_0"};
     return t < sizeof names / sizeof names[0] && names[t] ? names[t] : "unknown";
 }
 static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t idx) {

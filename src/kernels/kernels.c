@@ -4,6 +4,7 @@
  * source becomes SIMD128 in wasm and SSE/AVX natively. */
 #include "kernels/kernels.h"
 #include "kernels/kernels_impl.h"
+#include "kernels/iq_tiles.h"
 #include "kernels/pool.h"
 
 #include <math.h>
@@ -98,8 +99,10 @@ static void tile_vec_dot_ref(const ox_matrix *W, const ox_act *a, int r0, int r1
 }
 
 static ox_tile_fn tile_for(ox_type t) {
+    ox_tile_fn f = ox_iq_simd_tile(t);
+    if (f) return f;
 #ifdef OX_HAVE_SIMD_TILES
-    ox_tile_fn f = ox_simd_tile(t);
+    f = ox_simd_tile(t);
     if (f) return f;
 #endif
     return ox_type_vec_dot(t) == OX_Q8_1 ? tile_vec_dot_ref : tile_generic;

@@ -76,6 +76,7 @@ static void run_tasks(void) {
 static void *worker(void *arg) {
     (void)arg;
     uint32_t seen = GEN(atomic_load(&pool.work));
+    run_tasks(); /* a thread that starts late joins the job already published */
     for (;;) {
         int spins = 0;
         while (GEN(atomic_load_explicit(&pool.work, memory_order_acquire)) == seen &&

@@ -1,6 +1,7 @@
 /* quant.c — ggml block formats: per-type facts, fp16/bf16, dequantize, quantize and the
  * scalar reference dots. Layouts and rounding follow ggml (ggml-common.h, ggml-quants.c). */
 #include "kernels/quant.h"
+#include "kernels/iq.h"
 
 #include <math.h>
 #include <string.h>
@@ -47,6 +48,18 @@ static const type_info *info(ox_type t) {
         [OX_Q5_K] = {"Q5_K", OX_QK_K, sizeof(ox_block_q5_K), OX_Q8_K},
         [OX_Q6_K] = {"Q6_K", OX_QK_K, sizeof(ox_block_q6_K), OX_Q8_K},
         [OX_Q8_K] = {"Q8_K", OX_QK_K, sizeof(ox_block_q8_K), OX_Q8_K},
+        [OX_IQ2_XXS] = {"IQ2_XXS", OX_QK_K, sizeof(ox_block_iq2_xxs), OX_Q8_K},
+        [OX_IQ2_XS] = {"IQ2_XS", OX_QK_K, sizeof(ox_block_iq2_xs), OX_Q8_K},
+        [OX_IQ2_S] = {"IQ2_S", OX_QK_K, sizeof(ox_block_iq2_s), OX_Q8_K},
+        [OX_IQ3_XXS] = {"IQ3_XXS", OX_QK_K, sizeof(ox_block_iq3_xxs), OX_Q8_K},
+        [OX_IQ3_S] = {"IQ3_S", OX_QK_K, sizeof(ox_block_iq3_s), OX_Q8_K},
+        [OX_IQ1_S] = {"IQ1_S", OX_QK_K, sizeof(ox_block_iq1_s), OX_Q8_K},
+        [OX_IQ1_M] = {"IQ1_M", OX_QK_K, sizeof(ox_block_iq1_m), OX_Q8_K},
+        [OX_IQ4_NL] = {"IQ4_NL", OX_QK, sizeof(ox_block_iq4_nl), OX_Q8_0},
+        [OX_IQ4_XS] = {"IQ4_XS", OX_QK_K, sizeof(ox_block_iq4_xs), OX_Q8_K},
+        [OX_TQ1_0] = {"TQ1_0", OX_QK_K, sizeof(ox_block_tq1_0), OX_Q8_K},
+        [OX_TQ2_0] = {"TQ2_0", OX_QK_K, sizeof(ox_block_tq2_0), OX_Q8_K},
+        [OX_MXFP4] = {"MXFP4", OX_QK, sizeof(ox_block_mxfp4), OX_Q8_0},
     };
     if ((unsigned)t >= OX_TYPE_COUNT || !tab[t].name) return NULL;
     return &tab[t];
@@ -296,6 +309,7 @@ void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
         return;
     }
     if (!be) return;
+    if (ox_iq_type(t)) { ox_iq_dequantize_row(t, src, dst, n); return; }
     for (size_t i = 0; i < n / be; i++, p += bb, dst += be) {
         switch (t) {
         case OX_Q4_0: deq_q4_0((const void *)p, dst); break;
@@ -746,6 +760,6 @@ float ox_vec_dot_ref(ox_type t, const void *w, const void *a, size_t n) {
         return sum;
     case OX_Q6_K: return dot_q6_k(w, a, nb);
     case OX_Q8_K: return dot_q8_k(w, a, nb);
-    default: return 0;
+    default: return ox_iq_vec_dot_ref(t, w, a, n);
     }
 }

@@ -2,10 +2,12 @@
  *
  * Type ids are ggml's (GGUF stores them), so a GGUF tensor's bytes are used as is.
  * Formats: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
- * plus the activation formats Q8_1 and Q8_K used by the dots.
+ * the i-quants, TQ1_0/TQ2_0 and MXFP4 (their blocks in iq.h), plus the activation formats
+ * Q8_1 and Q8_K used by the dots.
  *
  * Dots follow llama.cpp: the activation vector is first quantized to the weight type's
- * "vec_dot type" (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for K-quants; F16/BF16/F32
+ * "vec_dot type" (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants
+ * and the other i-quants; F16/BF16/F32
  * dot against f32), then an integer dot per block. The scalar functions here are the
  * reference; SIMD versions in kernels*.c must agree with them (tests compare). */
 #ifndef OX_QUANT_H
@@ -18,8 +20,10 @@
 typedef enum ox_type {
     OX_F32 = 0, OX_F16 = 1, OX_Q4_0 = 2, OX_Q4_1 = 3, OX_Q5_0 = 6, OX_Q5_1 = 7,
     OX_Q8_0 = 8, OX_Q8_1 = 9, OX_Q2_K = 10, OX_Q3_K = 11, OX_Q4_K = 12, OX_Q5_K = 13,
-    OX_Q6_K = 14, OX_Q8_K = 15, OX_BF16 = 30,
-    OX_TYPE_COUNT = 31
+    OX_Q6_K = 14, OX_Q8_K = 15, OX_IQ2_XXS = 16, OX_IQ2_XS = 17, OX_IQ3_XXS = 18, OX_IQ1_S = 19,
+    OX_IQ4_NL = 20, OX_IQ3_S = 21, OX_IQ2_S = 22, OX_IQ4_XS = 23, OX_IQ1_M = 29, OX_BF16 = 30,
+    OX_TQ1_0 = 34, OX_TQ2_0 = 35, OX_MXFP4 = 39,
+    OX_TYPE_COUNT = 40
 } ox_type;
 
 #define OX_QK 32    /* block of the legacy formats */

@@ -1,8 +1,11 @@
 /* generate.c — see generate.h. */
 #include "model/generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "model/draft_lookup.h"
 
 struct ox_gen {
     ox_session *s;
@@ -14,17 +17,32 @@ struct ox_gen {
     int n_stops;
     int32_t *prompt;        /* set by start; [next, n_prompt) still to run */
     int n_prompt, next, started;
-    int32_t pending[1];     /* returned but not yet forwarded (a list: speculative steps queue more) */
+    int32_t pending[1];     /* returned but not yet forwarded */
     int n_pending;
     int done;
     float *logits;          /* [vocab] of the last forwarded token */
     char *bytes;            /* the last token's bytes */
     int bytes_cap;
     ox_gen_counts counts;
+    float *soft;            /* n_prompt x hidden soft-token embeddings, or NULL */
+    uint8_t *soft_mask;
+    /* speculative decoding */
+    int draft_max;
+    ox_lookup look;
+    int32_t queue[OX_GEN_DRAFT_MAX + 1]; /* verified, to be returned by the next steps */
+    int q_head, q_n;
+    float *rows;            /* a verify batch's logits, (1 + draft_max) x vocab */
+    float *scratch;         /* [vocab]: a row the sampler may modify */
+    int32_t *text;          /* the drafter's view: session tokens + the pending one */
+    int text_cap;
+    /* logprobs */
+    int logprobs;
+    int32_t top_ids[OX_GEN_TOP_MAX];
+    float top_lp[OX_GEN_TOP_MAX];
 };
 
 void ox_gen_defaults(ox_gen_params *p) {
-    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1};
+    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1, .logprobs = -1};
     ox_sampler_defaults(&p->sampler);
 }
 
@@ -34,13 +52,25 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
         ox_errf(err, OX_E_RANGE, "generate: bad stop id list");
         return NULL;
     }
+    if (p->draft_max < 0 || p->draft_max > OX_GEN_DRAFT_MAX) {
+        ox_errf(err, OX_E_RANGE, "generate: draft tokens must be from 0 to %d, not %d", OX_GEN_DRAFT_MAX, p->draft_max);
+        return NULL;
+    }
+    if (p->logprobs < -1 || p->logprobs > OX_GEN_TOP_MAX) {
+        ox_errf(err, OX_E_RANGE, "generate: top logprobs must be from 0 to %d, not %d", OX_GEN_TOP_MAX, p->logprobs);
+        return NULL;
+    }
     ox_gen *g = calloc(1, sizeof *g);
     int n_eos = p->use_eos ? c->n_eos : 0;
+    /* drafting is for plain sampling: a filter or logprobs want one token per forward */
+    int draft_max = p->filter.mask || p->filter.accept || p->logprobs >= 0 ? 0 : p->draft_max;
     if (g) {
         g->stops = malloc((size_t)(n_eos + p->n_stop + 1) * sizeof *g->stops);
         g->logits = malloc((size_t)c->vocab * sizeof *g->logits);
+        if (draft_max || p->logprobs >= 0) g->scratch = malloc((size_t)c->vocab * sizeof *g->scratch);
+        if (draft_max) g->rows = malloc((size_t)(draft_max + 1) * c->vocab * sizeof *g->rows);
     }
-    if (!g || !g->stops || !g->logits) {
+    if (!g || !g->stops || !g->logits || ((draft_max || p->logprobs >= 0) && !g->scratch) || (draft_max && !g->rows)) {
         ox_gen_free(g);
         ox_errf(err, OX_E_NOMEM, "generate: out of memory for a vocabulary of %d", c->vocab);
         return NULL;
@@ -60,6 +90,9 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     if (n_eos) memcpy(g->stops, c->eos_ids, (size_t)n_eos * sizeof *g->stops);
     if (p->n_stop) memcpy(g->stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *g->stops);
     g->n_stops = n_eos + p->n_stop;
+    g->draft_max = draft_max;
+    if (draft_max) ox_lookup_init(&g->look, draft_max);
+    g->logprobs = p->logprobs;
     return g;
 }
 
@@ -70,6 +103,11 @@ void ox_gen_free(ox_gen *g) {
     free(g->prompt);
     free(g->logits);
     free(g->bytes);
+    free(g->soft);
+    free(g->soft_mask);
+    free(g->rows);
+    free(g->scratch);
+    free(g->text);
     free(g);
 }
 
@@ -92,12 +130,38 @@ int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err) {
     return k;
 }
 
+int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err) {
+    if (!g->started || g->next > g->counts.reused || g->counts.prefilled)
+        return ox_errf(err, OX_E_STATE, "generate: soft tokens go between start and prefill");
+    int hidden = ox_model_config(ox_session_model(g->s))->hidden, first = -1;
+    for (int i = 0; i < g->n_prompt && first < 0; i++)
+        if (mask[i]) first = i;
+    if (first < 0) return 0;
+    size_t n = (size_t)g->n_prompt * (size_t)hidden;
+    free(g->soft), free(g->soft_mask);
+    g->soft = malloc(n * sizeof *g->soft);
+    g->soft_mask = malloc((size_t)g->n_prompt);
+    if (!g->soft || !g->soft_mask) return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", g->n_prompt);
+    memcpy(g->soft, soft, n * sizeof *soft);
+    memcpy(g->soft_mask, mask, (size_t)g->n_prompt);
+    if (first < g->next) { /* the cache holds a token embedding there: run from it again */
+        int rc = ox_session_truncate(g->s, first, err);
+        if (rc) return rc;
+        g->next = g->counts.reused = first;
+    }
+    return 0;
+}
+
 int ox_gen_prefill(ox_gen *g, int max_n, ox_err *err) {
     if (!g->started) return ox_errf(err, OX_E_STATE, "generate: prefill before the prompt is set");
     int left = g->n_prompt - g->next;
     if (left == 0) return 0;
     int n = max_n > 0 && max_n < left ? max_n : left;
     ox_forward_io io = {.tokens = g->prompt + g->next, .n = n, .logits = n == left ? g->logits : NULL};
+    if (g->soft) {
+        io.soft = g->soft + (size_t)g->next * ox_model_config(ox_session_model(g->s))->hidden;
+        io.soft_mask = g->soft_mask + g->next;
+    }
     int rc = ox_forward(g->s, &io, err);
     if (rc) return rc;
     g->next += n;
@@ -141,12 +205,112 @@ static int finish(ox_gen *g, int status) {
     return status;
 }
 
+/* The model's log-probabilities of tok and of the n_top likeliest tokens, from raw logits. */
+static void logprobs_of(ox_gen *g, const float *l, int tok, ox_gen_token *out) {
+    float m = -INFINITY;
+    for (int i = 0; i < g->vocab; i++)
+        if (l[i] > m) m = l[i];
+    double z = 0;
+    for (int i = 0; i < g->vocab; i++) z += exp((double)l[i] - m);
+    float lse = m + (float)log(z);
+    out->logprob = l[tok] - lse;
+    int n = 0; /* insertion into a short sorted list: n_top is at most 20 */
+    for (int i = 0; i < g->vocab && g->logprobs > 0; i++) {
+        if (n == g->logprobs && l[i] <= l[g->top_ids[n - 1]]) continue;
+        int j = n < g->logprobs ? n++ : n - 1;
+        while (j > 0 && l[g->top_ids[j - 1]] < l[i]) g->top_ids[j] = g->top_ids[j - 1], j--;
+        g->top_ids[j] = i;
+    }
+    for (int k = 0; k < n; k++) g->top_lp[k] = l[g->top_ids[k]] - lse;
+    out->n_top = n;
+    out->top_ids = g->top_ids;
+    out->top_logprobs = g->top_lp;
+}
+
+/* Output tok: STOP for a stop id; else its bytes, counted, LENGTH if it is the last. */
+static int emit(ox_gen *g, int tok, ox_gen_token *out, ox_err *err) {
+    out->token = tok;
+    if (is_stop(g, tok)) return finish(g, OX_GEN_STOP);
+    int rc = token_bytes(g, tok, out, err);
+    if (rc) return rc;
+    g->counts.generated++;
+    return g->counts.generated >= g->max_tokens ? finish(g, OX_GEN_LENGTH) : OX_GEN_TOKEN;
+}
+
+static int sample_failed(ox_err *err, int tok) {
+    return ox_errf(err, tok, "sample: %s", tok == OX_E_NOMEM ? "out of memory"
+                   : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
+}
+
+/* One verify batch: forward pending + drafts with every row's logits, keep the drafts the
+ * sampler keeps, queue them and the token after them. Returns 1 if it queued tokens, 0 if
+ * there was nothing to draft, < 0 on errors. */
+static int speculate(ox_gen *g, ox_err *err) {
+    int pos = ox_session_pos(g->s);
+    int room = g->limit - pos - g->n_pending - 1; /* every queued token must fit */
+    int left = g->max_tokens - g->counts.generated - 1;
+    int cap = g->draft_max < room ? g->draft_max : room;
+    if (left < cap) cap = left;
+    if (cap <= 0) return 0;
+    /* the text so far: the session's tokens, then the pending one */
+    const int32_t *hist = ox_session_tokens(g->s);
+    int32_t tail[OX_GEN_DRAFT_MAX + 1], batch[1 + OX_GEN_DRAFT_MAX];
+    if (pos + 1 > g->text_cap) {
+        int c = g->text_cap ? g->text_cap : 1024;
+        while (c < pos + 1) c *= 2;
+        int32_t *t = realloc(g->text, (size_t)c * sizeof *t);
+        if (!t) return ox_errf(err, OX_E_NOMEM, "generate: out of memory for the draft history");
+        g->text = t, g->text_cap = c;
+    }
+    if (pos) memcpy(g->text, hist, (size_t)pos * sizeof *g->text);
+    if (g->n_pending) g->text[pos] = g->pending[0];
+    int k = ox_lookup_draft(&g->look, g->text, pos + g->n_pending, tail, cap);
+    if (k <= 0) return 0;
+    int np = g->n_pending;
+    memcpy(batch, g->pending, (size_t)np * sizeof *batch);
+    memcpy(batch + np, tail, (size_t)k * sizeof *batch);
+    ox_forward_io io = {.tokens = batch, .n = np + k, .logits = g->rows, .all_logits = 1};
+    int rc = ox_forward(g->s, &io, err);
+    if (rc) return rc;
+    g->n_pending = 0;
+    g->counts.decoded++;
+    hist = ox_session_tokens(g->s); /* now pending + drafts too */
+    /* row r holds the logits after batch[r]; draft i is predicted by row np - 1 + i (or, with
+     * nothing pending, by the logits the prompt or the last step left) */
+    int kept = 0, final = -1;
+    for (int i = 0; i <= k && final < 0; i++) {
+        const float *row = np - 1 + i >= 0 ? g->rows + (size_t)(np - 1 + i) * g->vocab : g->logits;
+        memcpy(g->scratch, row, (size_t)g->vocab * sizeof *g->scratch);
+        int at = pos + np + i, acc = 0;
+        int tok = i < k ? ox_sample_verify(g->smp, g->scratch, g->vocab, hist, at, tail[i], &acc)
+                        : ox_sample(g->smp, g->scratch, g->vocab, hist, at); /* every draft kept: one more */
+        if (tok < 0) return sample_failed(err, tok);
+        if (acc && !is_stop(g, tok)) {
+            g->queue[g->q_n++] = tok;
+            kept++;
+        } else final = tok;
+    }
+    ox_lookup_update(&g->look, k, kept);
+    g->counts.drafted += k;
+    g->counts.accepted += kept;
+    if ((rc = ox_session_truncate(g->s, pos + np + kept, err))) return rc;
+    g->queue[g->q_n++] = final; /* a stop id here ends the generation when it is returned */
+    g->pending[g->n_pending++] = final;
+    return 1;
+}
+
 int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err) {
-    *out = (ox_gen_token){-1, NULL, 0};
+    *out = (ox_gen_token){-1, NULL, 0, 0, 0, NULL, NULL};
     if (!g->started || g->next < g->n_prompt)
         return ox_errf(err, OX_E_STATE, "generate: step before the prompt has run");
     if (g->done) return ox_errf(err, OX_E_STATE, "generate: the generation has ended");
     if (g->counts.generated >= g->max_tokens) return finish(g, OX_GEN_LENGTH);
+    if (g->q_head == g->q_n && g->draft_max) {
+        g->q_head = g->q_n = 0;
+        int rc = speculate(g, err);
+        if (rc < 0) return rc;
+    }
+    if (g->q_head < g->q_n) return emit(g, g->queue[g->q_head++], out, err);
     if (g->n_pending) {
         ox_forward_io io = {.tokens = g->pending, .n = g->n_pending, .logits = g->logits};
         int rc = ox_forward(g->s, &io, err);
@@ -157,17 +321,14 @@ int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err) {
     int pos = ox_session_pos(g->s);
     if (pos >= g->limit) return finish(g, OX_GEN_CONTEXT);
     int rc;
+    if (g->logprobs >= 0) memcpy(g->scratch, g->logits, (size_t)g->vocab * sizeof *g->scratch);
     if (g->filter.mask && (rc = g->filter.mask(g->filter.ud, g->logits, g->vocab, err)) < 0)
         return filter_failed(err, rc);
     int tok = ox_sample(g->smp, g->logits, g->vocab, ox_session_tokens(g->s), pos);
-    if (tok < 0)
-        return ox_errf(err, tok, "sample: %s", tok == OX_E_NOMEM ? "out of memory"
-                       : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
+    if (tok < 0) return sample_failed(err, tok);
     if (g->filter.accept && (rc = g->filter.accept(g->filter.ud, tok, err)) < 0) return filter_failed(err, rc);
-    out->token = tok;
-    if (is_stop(g, tok)) return finish(g, OX_GEN_STOP);
-    if ((rc = token_bytes(g, tok, out, err))) return rc;
-    g->counts.generated++;
-    g->pending[g->n_pending++] = tok;
-    return g->counts.generated >= g->max_tokens ? finish(g, OX_GEN_LENGTH) : OX_GEN_TOKEN;
+    if (g->logprobs >= 0) logprobs_of(g, g->scratch, tok, out);
+    rc = emit(g, tok, out, err);
+    if (rc == OX_GEN_TOKEN || rc == OX_GEN_LENGTH) g->pending[g->n_pending++] = tok;
+    return rc;
 }

@@ -29,9 +29,15 @@
  * start finds the common prefix without any mirror on the caller's side; a token returned
  * but never forwarded is not in the session.
  *
- * Speculative decoding fits beside ox_gen_step: the pending tokens are a list (here at most
- * one), so a verifying step can forward pending + k drafts in one batched forward with all
- * logits, accept a prefix, ox_session_truncate the rest and queue the accepted tokens. */
+ * Speculative decoding (draft_max > 0, no filter, no logprobs): when the queue of verified
+ * tokens is empty, a step asks the prompt-lookup drafter (draft_lookup.h) for up to draft_max
+ * tokens, runs pending + drafts in one batched forward with every row's logits, and verifies
+ * the drafts in order with ox_sample_verify (kept with probability p(draft), else replaced by a
+ * draw from the rest: the output distribution is unchanged; greedy output is token-identical
+ * to plain decoding). The kept drafts and the one token after them (the replacement, or a
+ * draw from the last row when every draft was kept) are queued; the session is truncated to
+ * the kept ones, and the last token is pending as usual. Each later step returns the next
+ * queued token without a forward. Drafts never reach past max_tokens or the context. */
 #ifndef OX_GENERATE_H
 #define OX_GENERATE_H
 
@@ -70,9 +76,17 @@ typedef struct ox_gen_params {
     int show_special;           /* a control token's bytes are its text (else none) */
     int max_context;            /* positions the session may reach; <= 0 or beyond: the session's */
     ox_logits_filter filter;
+    int draft_max;              /* speculative decoding with prompt-lookup drafts of at most this
+                                   many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
+    int logprobs;               /* -1: off; 0..OX_GEN_TOP_MAX: the chosen token's log-probability
+                                   and that many alternatives (the model's distribution) */
 } ox_gen_params;
 
-/* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter. */
+#define OX_GEN_DRAFT_MAX 16
+#define OX_GEN_TOP_MAX 20
+
+/* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no
+ * speculation, no logprobs. */
 void ox_gen_defaults(ox_gen_params *p);
 
 typedef struct ox_gen ox_gen;
@@ -83,19 +97,29 @@ typedef struct ox_gen_token {
     int token;
     const char *bytes;
     int n_bytes;
+    float logprob;              /* with logprobs >= 0: log p(token) under the model */
+    int n_top;                  /* alternatives, most likely first */
+    const int32_t *top_ids;
+    const float *top_logprobs;
 } ox_gen_token;
 
 typedef struct ox_gen_counts {
     int reused;     /* prompt tokens kept from the session */
     int prefilled;  /* prompt tokens run */
     int generated;  /* tokens output (stop ids not counted) */
-    int decoded;    /* single-token forwards run by steps */
+    int decoded;    /* forwards run by steps (a verify batch counts once) */
+    int drafted;    /* tokens proposed by the drafter */
+    int accepted;   /* drafted tokens kept */
 } ox_gen_counts;
 
 /* tok may be NULL (no bytes). The session must outlive the generator. */
 ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *p, ox_err *err);
 void ox_gen_free(ox_gen *g);
 int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err);
+/* Soft tokens (after start, before prefill): where mask[i] != 0 prompt position i takes the
+ * embedding soft[i * hidden ...] instead of its token's (copied; docs/gemma4.md "soft
+ * tokens"). Positions from the first soft one on are not reused from the session. */
+int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err);
 int ox_gen_prefill(ox_gen *g, int max_n, ox_err *err);
 int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err);
 const ox_gen_counts *ox_gen_counts_of(const ox_gen *g);

@@ -355,19 +355,30 @@ static int has_empty(const gset *s) {
 
 /* One byte of text from (set, part, need) into out; *res is the set after it (out, or set
  * itself while a code point is unfinished). Returns 1 if the text can go on, 0 if not, <0. */
+/* An unfinished code point: `part` holds its length in bytes (bits 24..26) and the bits read
+ * so far (0..20). The smallest code point of each length (shorter forms are invalid UTF-8): */
+static const uint32_t CP_MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
+#define PART_BITS(p) ((p) & 0xffffffu)
+#define PART_LEN(p) ((p) >> 24)
+
 static int step_byte(ox_grammar *g, const gset *set, uint32_t *part, uint8_t *need, unsigned char b, gset *out,
                      const gset **res) {
     uint32_t cp;
     if (*need) {
         if ((b & 0xc0) != 0x80) return 0;
-        *part = *part << 6 | (b & 0x3f);
-        if (--*need) return *res = set, 1;
-        cp = *part;
+        uint32_t bits = PART_BITS(*part) << 6 | (b & 0x3f);
+        if (--*need) {
+            *part = (*part & 0xff000000u) | bits;
+            return *res = set, 1;
+        }
+        cp = bits;
+        if (cp < CP_MIN[PART_LEN(*part)] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+        *part = 0;
     } else if (b < 0x80) cp = b;
     else {
         *need = b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : 0;
         if (!*need) return 0;
-        *part = b & (0x3f >> *need);
+        *part = (uint32_t)(*need + 1) << 24 | (b & (0x3f >> *need));
         return *res = set, 1;
     }
     int rc = advance(g, set, 0, cp, out);
@@ -380,7 +391,10 @@ static int step_byte(ox_grammar *g, const gset *set, uint32_t *part, uint8_t *ne
 static int can_end(const ox_grammar *g, const gset *set, uint32_t part, uint8_t need) {
     if (!set->count) return 0;
     if (!need) return 1;
-    uint32_t lo = part << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+    uint32_t lo = PART_BITS(part) << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+    if (lo < CP_MIN[PART_LEN(part)]) lo = CP_MIN[PART_LEN(part)];
+    if (hi > 0x10ffff) hi = 0x10ffff;
+    if (lo > hi) return 0;
     RECORDS(set, k, len, rec) if (len && g->r.el[rec[len - 1]].type == GE_CHARS && chars_meet(g, &g->r.el[rec[len - 1]], lo, hi)) return 1;
     return 0;
 }

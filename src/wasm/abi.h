@@ -66,7 +66,11 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(bias, "pointer to n_bias f32 values added to those logits, or 0")                         \
     X(n_bias, "entries in bias_ids / bias")                                                     \
     X(stop_ids, "pointer to n_stop int32 token ids that stop generation, or 0")                 \
-    X(n_stop, "entries in stop_ids")
+    X(n_stop, "entries in stop_ids")                                                            \
+    X(grammar, "pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0") \
+    X(n_grammar, "bytes of grammar")                                                            \
+    X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
+    X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
 #define OX_WASM_GEN_OUT(X)                                                                      \
@@ -74,8 +78,14 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(bytes, "pointer to the token's bytes (UTF-8, may split a character); valid until the next step") \
     X(n_bytes, "number of bytes")                                                               \
     X(generated, "tokens output so far")                                                        \
-    X(decoded, "single-token forwards run by steps so far")                                     \
-    X(pos, "session position (tokens in the KV cache)")
+    X(decoded, "forwards run by steps so far (a verify batch counts once)")                    \
+    X(pos, "session position (tokens in the KV cache)")                                         \
+    X(drafted, "tokens proposed by the drafter so far")                                         \
+    X(accepted, "drafted tokens kept so far")                                                   \
+    X(logprob, "with logprobs: log p(token) under the model")                                   \
+    X(n_top, "with logprobs: alternatives listed")                                              \
+    X(top_ids, "pointer to n_top int32 token ids, likeliest first")                             \
+    X(top_logprobs, "pointer to n_top f32 log-probabilities")
 
 #define OX_WASM_COUNT_(field, what) +1
 enum {
@@ -159,9 +169,18 @@ OX_EXPORT int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n);
 /* Run up to max_n more prompt tokens. Returns the prompt tokens still to run (0: done,
  * the first step may follow), or < 0. */
 OX_EXPORT int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n);
+/* Soft tokens, between start and prefill: where mask[i] != 0 prompt position i takes the n_prompt
+ * x hidden embedding row soft[i] (arrays copied). Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask);
 /* One decode step (generate.h): forward the previous token if any, sample the next. Returns
  * a status (OX_GEN_*: token, stop, length, context) with the output record filled, or < 0. */
 OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
+
+/* An embedding of tokens[0, n) into out[hidden]: the final-normed hidden states (the model's
+ * bidirectional attention where its config asks for it), pooled (0 mean, 1 last token, 2 first
+ * token) and, if normalize, scaled to unit length. Runs in a session of its own. Returns the
+ * hidden size, or < 0. */
+OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out);
 
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);

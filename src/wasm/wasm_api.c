@@ -14,6 +14,7 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
+#include "model/grammar.h"
 #include "model/tokenizer.h"
 
 #define API OX_EXPORT
@@ -21,12 +22,14 @@
 struct ox_wasm_engine {
     ox_model *m;
     ox_tokenizer *tok;
-    char *info; /* JSON, made once */
+    char *info;              /* JSON, made once */
+    ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
 };
 
 struct ox_wasm_gen {
     ox_gen *g;
     const ox_session *s;
+    ox_grammar *grammar;     /* the output's constraint, or NULL */
     double out[OX_WASM_N_GEN_OUT];
 };
 
@@ -90,6 +93,7 @@ API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
     ox_model_free(e->m);
+    ox_grammar_vocab_free(e->gvocab);
     free(e->info);
     free(e);
 }
@@ -201,9 +205,35 @@ static int gen_params(const double *r, ox_gen_params *p) {
     SET(n_bias, p->sampler.n_bias, int);
     PTR(stop_ids, p->stop_ids);
     SET(n_stop, p->n_stop, int);
+    SET(draft_tokens, p->draft_max, int);
+    SET(logprobs, p->logprobs, int);
 #undef SET
 #undef PTR
     return 0;
+}
+
+static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) { return ox_grammar_mask(ud, logits, vocab, err); }
+static int grammar_accept(void *ud, int token, ox_err *err) { return ox_grammar_accept(ud, token, err); }
+
+/* The grammar of the record (if any), compiled over the engine's vocabulary, with the
+ * generation's stop ids (the model's eos ids unless eos is 0, then stop_ids). */
+static ox_grammar *gen_grammar(ox_wasm_engine *e, const double *r, const ox_gen_params *p) {
+    if (isnan(r[OX_WASM_GP_grammar]) || !r[OX_WASM_GP_grammar]) return NULL;
+    const char *src = (const char *)(uintptr_t)r[OX_WASM_GP_grammar];
+    size_t len = isnan(r[OX_WASM_GP_n_grammar]) ? 0 : (size_t)r[OX_WASM_GP_n_grammar];
+    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return NULL;
+    const ox_config *c = ox_model_config(e->m);
+    int n_eos = p->use_eos ? c->n_eos : 0, n = n_eos + p->n_stop;
+    int32_t *stops = malloc((size_t)(n ? n : 1) * sizeof *stops);
+    if (!stops) {
+        ox_errf(&last, OX_E_NOMEM, "out of memory for the stop ids");
+        return NULL;
+    }
+    for (int i = 0; i < n_eos; i++) stops[i] = c->eos_ids[i];
+    if (p->n_stop) memcpy(stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *stops);
+    ox_grammar *g = ox_grammar_new(e->gvocab, src, len, stops, n, &last);
+    free(stops);
+    return g;
 }
 
 API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double *params) {
@@ -214,7 +244,15 @@ API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double 
         ox_errf(&last, OX_E_NOMEM, "out of memory for a generation");
         return NULL;
     }
+    last = (ox_err){0};
+    w->grammar = gen_grammar(e, params, &p);
+    if (last.code) {
+        free(w);
+        return NULL;
+    }
+    if (w->grammar) p.filter = (ox_logits_filter){w->grammar, grammar_mask, grammar_accept};
     if (!(w->g = ox_gen_new(s, e->tok, &p, &last))) {
+        ox_grammar_free(w->grammar);
         free(w);
         return NULL;
     }
@@ -226,12 +264,14 @@ API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double 
 API void ox_wasm_gen_free(ox_wasm_gen *g) {
     if (!g) return;
     ox_gen_free(g->g);
+    ox_grammar_free(g->grammar);
     free(g);
 }
 
 API const double *ox_wasm_gen_out(const ox_wasm_gen *g) { return g->out; }
 API int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n) { return ox_gen_start(g->g, prompt, n, &last); }
 API int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n) { return ox_gen_prefill(g->g, max_n, &last); }
+API int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask) { return ox_gen_soft(g->g, soft, mask, &last); }
 
 API int ox_wasm_gen_step(ox_wasm_gen *g) {
     ox_gen_token t;
@@ -244,6 +284,43 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
     o[OX_WASM_GO_generated] = c->generated;
     o[OX_WASM_GO_decoded] = c->decoded;
     o[OX_WASM_GO_pos] = ox_session_pos(g->s);
+    o[OX_WASM_GO_drafted] = c->drafted;
+    o[OX_WASM_GO_accepted] = c->accepted;
+    o[OX_WASM_GO_logprob] = t.logprob;
+    o[OX_WASM_GO_n_top] = t.n_top;
+    o[OX_WASM_GO_top_ids] = (double)(uintptr_t)t.top_ids;
+    o[OX_WASM_GO_top_logprobs] = (double)(uintptr_t)t.top_logprobs;
     return rc;
+}
+
+/* ---- embeddings ---- */
+
+API int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out) {
+    if (n < 1) return ox_errf(&last, OX_E_RANGE, "embed: no tokens");
+    if (pooling < 0 || pooling > 2) return ox_errf(&last, OX_E_RANGE, "embed: pooling %d is not mean (0), last (1) or first (2)", pooling);
+    int H = ox_model_config(e->m)->hidden;
+    size_t n_h;
+    if (ox_mul_size((size_t)n, (size_t)H * sizeof(float), &n_h)) return ox_errf(&last, OX_E_RANGE, "embed: %d tokens overflow", n);
+    float *hidden = malloc(n_h);
+    ox_session *s = hidden ? ox_session_new(e->m, n, &last) : NULL;
+    if (!hidden || !s) {
+        free(hidden);
+        return last.code ? last.code : ox_errf(&last, OX_E_NOMEM, "embed: out of memory for %d tokens", n);
+    }
+    ox_forward_io io = {.tokens = tokens, .n = n, .hidden = hidden};
+    int rc = ox_forward(s, &io, &last);
+    ox_session_free(s);
+    if (!rc) {
+        const float *from = hidden + (size_t)(pooling == 1 ? n - 1 : 0) * H;
+        for (int j = 0; j < H; j++) out[j] = pooling ? from[j] : 0;
+        for (int i = 0; pooling == 0 && i < n; i++)
+            for (int j = 0; j < H; j++) out[j] += hidden[(size_t)i * H + j] / (float)n;
+        double norm = 0;
+        for (int j = 0; j < H; j++) norm += (double)out[j] * out[j];
+        if (normalize && norm > 0)
+            for (int j = 0; j < H; j++) out[j] = (float)(out[j] / sqrt(norm));
+    }
+    free(hidden);
+    return rc ? rc : H;
 }
 #endif

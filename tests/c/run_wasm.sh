@@ -21,7 +21,8 @@ t0=$SECONDS
 
 # Objects once, then one link per test; -j2 (emcc is slow and the machines are small), -k so
 # one broken test does not hide the others.
-make -C "$root" -k -j2 -f - OUT="$out" <<'EOF'
+# The makefile is kept in $out so that after a failed build each test can be asked whether it is stale.
+cat >"$out/tests.mk" <<'EOF'
 SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host formats kernels model tools,$(wildcard src/$(l)/*.c)))
 OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(wildcard tests/c/test_*.c))
@@ -45,12 +46,16 @@ $(OUT)/%.js: tests/c/%.c $(OBJ) $(wildcard tests/c/*.h tests/c/ref_forward.c tes
 	@rm -f $@ $(@:.js=.wasm)
 	emcc $(CFLAGS) $(LDFLAGS) $(abspath $<) $(OBJ) -o $@
 EOF
-echo "wasm-c: built in $((SECONDS - t0)) s"
+make -C "$root" -k -j2 -f "$out/tests.mk" OUT="$out"
+make_rc=$?
+echo "wasm-c: built in $((SECONDS - t0)) s (make exit $make_rc)"
 
 status=0
+[ "$make_rc" -ne 0 ] && status=1
 for src in "$root"/tests/c/test_*.c; do
     t=$(basename "$src" .c)
-    if [ ! -f "$out/$t.js" ]; then
+    # after a failed make, a binary that make would still rebuild is stale: never run it
+    if [ ! -f "$out/$t.js" ] || { [ "$make_rc" -ne 0 ] && ! make -C "$root" -q -f "$out/tests.mk" OUT="$out" "$out/$t.js" 2>/dev/null; }; then
         echo "$t: 0 passed, 1 failed (wasm build failed)"
         status=1
         continue

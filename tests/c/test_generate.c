@@ -337,6 +337,80 @@ static void test_errors(void) {
     ox_session_free(s);
 }
 
+/* Speculative decoding (prompt-lookup drafts, verified in one batch): greedy output equal to
+ * plain decoding, token for token, with the same end reason and the same session afterwards
+ * (every setting that ends early: stop ids, max tokens, context); drafts proposed on a prompt
+ * that repeats itself; with sampling, a valid stream of the same length rules. */
+static void test_speculative(void) {
+    /* a prompt that repeats: lookups find n-grams in it, and the model's own copies */
+    int32_t prompt[60];
+    prompt_of(prompt, 20, 5);
+    for (int i = 20; i < 60; i++) prompt[i] = prompt[1 + (i - 20) % 19];
+    ox_sampler_params d;
+    ox_sampler_defaults(&d);
+    d.temperature = 0;
+    setting S[7] = {
+        {"greedy", d, 40, 1, 0, 0, 16, {0}},
+        {"greedy, max tokens 3", d, 3, 1, 0, 0, 16, {0}},
+        {"greedy, context 70", d, 40, 1, 0, 70, 16, {0}},
+        {"greedy, repetition penalty", d, 30, 1, 0, 0, 16, {0}},
+        {"greedy, stop ids", d, 40, 0, 2, 0, 16, {0}},
+        /* a biased model that repeats one token: every draft is kept */
+        {"greedy, one token favoured", d, 40, 1, 0, 0, 16, {0}},
+        {"greedy, one token favoured, context 75", d, 40, 1, 0, 75, 16, {0}},
+    };
+    S[3].sp.repeat_penalty = 1.3f;
+    static const int32_t fav_id[1] = {300};
+    static const float fav[1] = {50};
+    for (int i = 5; i < 7; i++) S[i].sp.bias_ids = fav_id, S[i].sp.bias = fav, S[i].sp.n_bias = 1;
+    int drafted = 0, accepted = 0;
+    for (int i = 0; i < 7; i++) {
+        setting st = S[i];
+        ox_gen_params p = gen_params(&st);
+        if (st.n_stop) {
+            run f = generated(&st, NULL, &p, prompt, 60);
+            st.stop[0] = f.n > 4 ? f.tok[4] : 0, st.stop[1] = f.n > 9 ? f.tok[9] : 0;
+            p = gen_params(&st);
+        }
+        run want = generated(&st, NULL, &p, prompt, 60);
+        for (int k = 1; k <= 8; k *= 2) {
+            ox_gen_params q = p;
+            q.draft_max = k;
+            ox_err err = {0};
+            ox_session *s = ox_session_new(model, st.ctx, &err);
+            run got = generated(&st, s, &q, prompt, 60);
+            /* the drafter's counters, from a second run over the same session (all reused) */
+            ox_gen *g = ox_gen_new(s, tokenizer, &q, &err);
+            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, drafts of %d: plain %d tokens (status %d, pos %d), "
+                      "speculative %d (status %d, pos %d)", st.name, k, want.n, want.status, want.pos, got.n, got.status, got.pos);
+            if (g && ox_gen_start(g, prompt, 60, &err) >= 0) {
+                while (ox_gen_prefill(g, 64, &err) > 0) {}
+                ox_gen_token t;
+                while (ox_gen_step(g, &t, &err) == OX_GEN_TOKEN) {}
+                drafted += ox_gen_counts_of(g)->drafted, accepted += ox_gen_counts_of(g)->accepted;
+                CHECK(ox_gen_counts_of(g)->accepted <= ox_gen_counts_of(g)->drafted);
+            }
+            ox_gen_free(g);
+            ox_session_free(s);
+        }
+    }
+    printf("  speculative: %d drafted, %d kept\n", drafted, accepted);
+    CHECK(drafted > 0 && accepted > 0);
+    /* sampling: the stream keeps the rules (length, valid ids) */
+    setting st = S[0];
+    st.sp.temperature = 0.8f, st.sp.seed = 3;
+    ox_gen_params p = gen_params(&st);
+    p.draft_max = 4;
+    run r = generated(&st, NULL, &p, prompt, 60);
+    CHECK(r.status >= 0 && r.n <= 40 && r.pos == 60 + r.n - (r.status == OX_GEN_LENGTH ? 1 : 0));
+    /* bad draft counts are refused */
+    ox_err err = {0};
+    p.draft_max = OX_GEN_DRAFT_MAX + 1;
+    ox_session *s = ox_session_new(model, 0, &err);
+    CHECK(ox_gen_new(s, tokenizer, &p, &err) == NULL && err.code == OX_E_RANGE);
+    ox_session_free(s);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_generate_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -357,6 +431,7 @@ int main(void) {
     RUN(test_streams_match_reference);
     RUN(test_prefix_reuse);
     RUN(test_filter_hook);
+    RUN(test_speculative);
     RUN(test_errors);
     ox_tokenizer_free(tokenizer);
     ox_model_free(model);

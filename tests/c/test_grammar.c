@@ -180,6 +180,12 @@ static void test_tokens(const ox_grammar_vocab *v) {
     ox_grammar_free(g);
     g = compile(v, "root ::= [a-z]");
     CHECK(ox_grammar_accept(g, BYTE0 + 0xC3, &err) == OX_E_RANGE); /* no code point from C3 is in a-z */
+    CHECK(ox_grammar_accept(g, BYTE0 + 0xE0, &err) == OX_E_RANGE); /* E0 starts U+0800 and up */
+    CHECK(ox_grammar_accept(g, BYTE0 + 0xC1, &err) == OX_E_RANGE); /* never a UTF-8 lead */
+    ox_grammar_free(g);
+    g = compile(v, "root ::= [\\u0800-\\u0fff]");
+    CHECK(ox_grammar_accept(g, BYTE0 + 0xE0, &err) == 0);
+    CHECK(ox_grammar_accept(g, BYTE0 + 0x80, &err) == OX_E_RANGE); /* E0 80 xx is an overlong form */
     ox_grammar_free(g);
 }
 

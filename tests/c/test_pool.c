@@ -4,7 +4,15 @@
 #include "kernels/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 typedef struct {
     _Atomic int hits[1000];
@@ -49,15 +57,21 @@ static void test_threads(void) {
     CHECK(run_and_check(5));
 }
 
-/* Tasks that wait until two distinct threads are inside: proves the workers take tasks
- * (with a bound, so a broken pool fails instead of hanging). */
-typedef struct { _Atomic int inside; _Atomic int met; pthread_t first; } meet_ctx;
+/* Tasks that wait until two distinct threads are inside at the same time: proves the workers
+ * take tasks. A task leaves (decrements `inside`) when done, so a pool that runs the tasks one
+ * after another never sees two inside. The wait is bounded in time (30 s: a loaded machine may
+ * take long to schedule the worker), so a broken pool fails instead of hanging. Each task
+ * records its thread: the two must differ. */
+typedef struct { _Atomic int inside; _Atomic int met; pthread_t who[2]; } meet_ctx;
 
 static void meet_task(void *ctx, int task, int n_tasks) {
     meet_ctx *m = ctx;
+    m->who[task] = pthread_self();
     atomic_fetch_add(&m->inside, 1);
-    for (long i = 0; i < 200000000L && atomic_load(&m->inside) < 2; i++) {}
+    double t0 = now_s();
+    while (atomic_load(&m->inside) < 2 && !atomic_load(&m->met) && now_s() - t0 < 30) sched_yield();
     if (atomic_load(&m->inside) >= 2) atomic_store(&m->met, 1);
+    atomic_fetch_sub(&m->inside, 1);
 }
 
 static void test_parallel(void) {
@@ -66,6 +80,7 @@ static void test_parallel(void) {
     meet_ctx m = {0};
     ox_pool_run(meet_task, &m, 2);
     CHECK_MSG(atomic_load(&m.met), "two tasks never ran at the same time");
+    CHECK_MSG(!pthread_equal(m.who[0], m.who[1]), "both tasks ran on the same thread");
 }
 
 static void test_errors(void) {

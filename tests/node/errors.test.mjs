@@ -126,12 +126,16 @@ function isOx(e, code, re, file) {
   return true;
 }
 
+// the good model's logits, taken before any fault (before()); "still usable" means these exactly
+let goodLogits = null;
+
 async function goodModelWorks() {
   const m = await loadModel(good, { threads: 1 });
   try {
-    const l = await m.logits([2, 300, 301]);
+    const l = Array.from(await m.logits([2, 300, 301]));
     assert.equal(l.length, 384);
-    assert.ok(Number.isFinite(l[0]));
+    goodLogits ??= l;
+    assert.deepEqual(l, goodLogits, 'the same logits as before the faults');
   } finally {
     await m.unload();
   }
@@ -148,6 +152,7 @@ before(async () => {
   cli(['synth', '--preset', 'tiny', '--format', 'hf', '--shards', '2', ...MINI, '-o', hfDir]);
   fs.writeFileSync(path.join(dir, 'flaky.gguf'), goodBytes);
   server = await startServer({ 'good.gguf': good, 'flaky.gguf': path.join(dir, 'flaky.gguf') });
+  await goodModelWorks();
 });
 
 after(async () => {

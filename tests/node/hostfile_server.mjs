@@ -7,6 +7,9 @@
 //   /changing/NAME ETag changes after the first request
 //   /shrinking/NAME answers the probe, then 416 for every range
 //   /hidden/NAME   206 without Content-Range (as a CORS server that does not expose it looks)
+//   /stall/NAME    accepts the connection and never answers
+//   /stallread/NAME answers the probe (bytes 0-0), never answers a read after it
+//   /count/NAME    as /f, and GET /hits/NAME tells how many range requests /count/NAME had
 //   anything else  404
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import http from 'node:http';
@@ -24,13 +27,18 @@ export async function startServer(files) {
 function serve(files) {
   const hits = new Map(); // per url
   const server = http.createServer((req, res) => {
-    const m = /^\/(f|norange|short|changing|shrinking|hidden)\/([^/]+)$/.exec(req.url);
+    const m = /^\/(f|norange|short|changing|shrinking|hidden|stall|stallread|count|hits)\/([^/]+)$/.exec(req.url);
     const path = m && files[decodeURIComponent(m[2])];
     if (!path) {
       res.writeHead(404).end('not found');
       return;
     }
     const mode = m[1];
+    if (mode === 'hits') {
+      res.writeHead(200).end(String(hits.get(`/count/${m[2]}`) ?? 0));
+      return;
+    }
+    if (mode === 'stall') return; // the request stays open until the client gives up
     const size = fs.statSync(path).size;
     const n = hits.get(req.url) ?? 0;
     hits.set(req.url, n + 1);
@@ -48,6 +56,7 @@ function serve(files) {
       res.writeHead(416, { 'Content-Range': `bytes */${size}` }).end();
       return;
     }
+    if (mode === 'stallread' && first > 0) return;
     const len = last - first + 1;
     res.writeHead(206, { ...common, 'Content-Length': len, ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }) });
     if (mode === 'short' && first > 0) {

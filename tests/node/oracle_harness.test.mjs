@@ -70,3 +70,26 @@ test('cache: keyed by the file contents and the request; hits need no browser', 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('bench GGUF header: tensor directory and the bytes one decode step reads', async () => {
+  const { ggufHeader, weightsPerToken } = await import('../../tools/bench/lib.mjs');
+  const { synth, tmpDir } = await import('../oracle/fixtures.mjs');
+  const file = synth(tmpDir('benchlib'), { preset: 'tiny', type: 'q4_k', extra: ['--embd-type', 'q6_k'] });
+  const h = ggufHeader(file);
+  assert.equal(h.kv['general.architecture'], 'gemma4');
+  assert.equal(h.size, fs.statSync(file).size);
+  const emb = h.tensors.find((t) => t.name === 'token_embd.weight');
+  assert.deepEqual([emb.type, ...emb.dims], ['Q6_K', 256, 1024]);
+  // independent of the offsets: elements / block size * block bytes per type
+  const BLOCK = { F32: [1, 4], F16: [1, 2], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
+  let expect = 0;
+  for (const t of h.tensors) {
+    const [n, b] = BLOCK[t.type] ?? assert.fail(`unexpected type ${t.type} of ${t.name}`);
+    const bytes = (t.dims.reduce((p, d) => p * d, 1) / n) * b;
+    expect += t.name === 'per_layer_token_embd.weight' ? bytes / t.dims[1] : bytes;
+  }
+  const w = weightsPerToken(file);
+  // offsets carry the 32-byte alignment padding of each tensor
+  assert.ok(w.bytes >= expect && w.bytes <= expect + 32 * h.tensors.length, `${w.bytes} vs ${expect}`);
+  assert.match(w.mix, /^Q4_K ×\d+, .*Q6_K ×1/);
+});

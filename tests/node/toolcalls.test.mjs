@@ -1,9 +1,14 @@
 // Gemma 4 tool-call syntax: the parser against the outputs llama.cpp's Gemma 4 parser is tested
 // on (its tests/test-chat.cpp cases, rewritten here as expectations), streaming = whole-text
-// parsing at every split, and formatValue/valueToJSON round trips.
+// parsing at every split, formatValue/valueToJSON round trips, and the built-in chat format's
+// tool turns against the checkpoint template.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseTurn, TurnStream, valueToJSON, formatValue } from '../../js/toolcalls.js';
+import { renderChat } from '../../js/chat.js';
 
 const Q = '<|"|>';
 const call = (name, body) => `<|tool_call>call:${name}${body}<tool_call|>`;
@@ -117,4 +122,29 @@ test('formatValue and valueToJSON round-trip JSON values', () => {
   assert.throws(() => valueToJSON('{a:'), /ends inside/);
   assert.throws(() => valueToJSON('{a:1} trailing'), /after the value/);
   assert.throws(() => valueToJSON('{a:wat}'), /unexpected/);
+});
+
+// The built-in format against the checkpoints' own template (llama.cpp ships a copy of
+// Gemma 4's in its source tree, which tools/llamacpp.sh unpacks); skipped without it.
+
+const TEMPLATE = path.join(process.env.OX_LLAMACPP_DIR ?? path.join(os.homedir(), '.cache', 'llamacpp'), 'src', 'models', 'templates', 'google-gemma-4-31B-it.jinja');
+
+test('the built-in Gemma 4 format writes tools, calls and results as the checkpoint template does', async (t) => {
+  if (!fs.existsSync(TEMPLATE)) return t.skip(`${TEMPLATE} not found (tools/llamacpp.sh unpacks llama.cpp's source)`);
+  const template = fs.readFileSync(TEMPLATE, 'utf8');
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string', description: 'City' }, unit: { type: 'string', enum: ['c', 'f'] }, days: { type: 'array', items: { type: 'integer' } } }, required: ['city'] } } }];
+  const call = { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris', days: [1, 2] } } };
+  const conversations = [
+    [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Weather?' }],
+    [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' }],
+    [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: 'sunny' }, { role: 'assistant', content: 'It is sunny.' }, { role: 'user', content: 'Thanks' }],
+  ];
+  // the template closes an empty thought after the generation prompt when thinking is off;
+  // the built-in format leaves the turn open (the model may think or answer)
+  const EMPTY_THOUGHT = '<|channel>thought\n<channel|>';
+  for (const messages of conversations) {
+    const want = (await renderChat(template, messages, { tools })).replace(new RegExp(`${EMPTY_THOUGHT.replace(/[|]/g, '\\|')}$`), '');
+    const got = await renderChat(null, messages, { tools });
+    assert.equal(got, want, JSON.stringify(messages));
+  }
 });

@@ -30,6 +30,7 @@ async function load(url, o = {}) {
   const blob = await (await fetch(url)).blob();
   w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' },
     { suppressNativeLog: !o.verbose, logger: o.verbose ? console : { ...console, debug: () => {}, log: () => {}, info: () => {} } });
+  w.setCompat?.(null); // never the CDN fallback build: this Chromium has JSPI and memory64
   await w.loadModel([blob], {
     n_threads: o.threads ?? 1,
     n_ctx: o.n_ctx ?? 512,

@@ -1,6 +1,7 @@
-// lib.mjs — helpers of tools/bench.mjs: statistics, the prompts, GGUF metadata, process
+// lib.mjs — helpers of tools/bench.mjs: statistics, the prompts, the GGUF header, process
 // memory from /proc, the disk-space check and the result table.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 // ---- statistics ----
@@ -45,8 +46,9 @@ export function prompt(meta, nPrompt, seed) {
 
 const SCALAR = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 
-// Key/value pairs of a GGUF file; arrays are skipped except their length (key -> {n}).
-export function ggufMeta(file) {
+// A GGUF file's header: key/value pairs (arrays are skipped except their length: key -> {n})
+// and the tensor directory [{name, dims, type, offset}], offsets from the data start.
+export function ggufHeader(file) {
   const fd = fs.openSync(file, 'r');
   try {
     const size = fs.fstatSync(fd).size;
@@ -55,7 +57,7 @@ export function ggufMeta(file) {
       const buf = Buffer.alloc(cap);
       fs.readSync(fd, buf, 0, cap, 0);
       try {
-        return parseMeta(buf, file);
+        return { ...parseHeader(buf, file), size };
       } catch (e) {
         if (!(e instanceof RangeError) || cap >= size) throw e.message.startsWith(file) ? e : new Error(`${file}: ${e.message}`);
         cap = Math.min(size, cap * 4);
@@ -66,43 +68,92 @@ export function ggufMeta(file) {
   }
 }
 
-function parseMeta(b, file) {
+export const ggufMeta = (file) => ggufHeader(file).kv;
+
+function parseHeader(b, file) {
   if (b.toString('latin1', 0, 4) !== 'GGUF') throw new Error(`${file}: not a GGUF file`);
   const version = b.readUInt32LE(4);
   if (version !== 3) throw new Error(`${file}: GGUF version ${version}, expected 3`);
   let o = 24;
+  const nTensors = Number(b.readBigUInt64LE(8));
   const nKv = Number(b.readBigUInt64LE(16));
+  const need = (n) => { if (o + n > b.length) throw new RangeError('past the buffer'); };
   const str = () => {
+    need(8);
     const n = Number(b.readBigUInt64LE(o));
-    if (o + 8 + n > b.length) throw new RangeError('past the buffer');
+    need(8 + n);
     const s = b.toString('utf8', o + 8, o + 8 + n);
     o += 8 + n;
     return s;
   };
   const scalar = (t) => {
+    need(SCALAR[t]);
     const v = t === 4 ? b.readUInt32LE(o) : t === 5 ? b.readInt32LE(o) : t === 6 ? b.readFloatLE(o)
       : t === 7 ? b[o] !== 0 : t === 10 ? Number(b.readBigUInt64LE(o)) : t === 0 ? b[o] : null;
     o += SCALAR[t];
     return v;
   };
-  const out = {};
+  const kv = {};
   for (let i = 0; i < nKv; i++) {
     const key = str();
+    need(4);
     const t = b.readUInt32LE(o);
     o += 4;
-    if (t === 8) out[key] = str();
+    if (t === 8) kv[key] = str();
     else if (t === 9) {
+      need(12);
       const et = b.readUInt32LE(o), n = Number(b.readBigUInt64LE(o + 4));
       o += 12;
       if (et === 8) for (let k = 0; k < n; k++) str();
       else if (SCALAR[et]) o += SCALAR[et] * n;
       else throw new Error(`${file}: ${key}: unsupported array type ${et}`);
-      out[key] = { n };
-    } else if (SCALAR[t]) out[key] = scalar(t);
+      kv[key] = { n };
+    } else if (SCALAR[t]) kv[key] = scalar(t);
     else throw new Error(`${file}: ${key}: unknown value type ${t}`);
-    if (o > b.length) throw new RangeError('past the buffer');
+    need(0);
   }
-  return out;
+  const tensors = [];
+  for (let i = 0; i < nTensors; i++) {
+    const name = str();
+    need(4);
+    const nd = b.readUInt32LE(o);
+    o += 4;
+    need(8 * nd + 12);
+    const dims = [];
+    for (let d = 0; d < nd; d++) dims.push(Number(b.readBigUInt64LE(o + 8 * d)));
+    o += 8 * nd;
+    tensors.push({ name, dims, type: GGML_TYPE[b.readUInt32LE(o)] ?? `type${b.readUInt32LE(o)}`, offset: Number(b.readBigUInt64LE(o + 4)) });
+    o += 12;
+  }
+  const align = kv['general.alignment'] ?? 32;
+  return { kv, tensors, dataStart: Math.ceil(o / align) * align };
+}
+
+// ggml type ids (ggml.h) -> names, for the report
+const GGML_TYPE = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1', 10: 'Q2_K', 11: 'Q3_K',
+  12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS', 18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S',
+  22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16', 26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16', 34: 'TQ1_0', 35: 'TQ2_0', 39: 'MXFP4' };
+
+// What one decode step reads: every tensor once (the tied embedding is the output head), except
+// the per-layer embedding table, of which it gathers one row. Tensor sizes are the distances
+// between data offsets (so alignment padding is counted: at most 31 bytes per tensor).
+// -> { bytes, mix: "Q4_K ×73, Q6_K ×9, ..." (2-D tensors by type, most bytes first) }
+export function weightsPerToken(file) {
+  const h = ggufHeader(file);
+  const ts = [...h.tensors].sort((x, y) => x.offset - y.offset);
+  const byType = new Map();
+  let bytes = 0;
+  ts.forEach((t, i) => {
+    const n = (i + 1 < ts.length ? ts[i + 1].offset : h.size - h.dataStart) - t.offset;
+    const rows = t.dims.slice(1).reduce((p, d) => p * d, 1);
+    bytes += t.name === 'per_layer_token_embd.weight' ? n / rows : n;
+    if (t.dims.length >= 2) {
+      const e = byType.get(t.type) ?? { n: 0, bytes: 0 };
+      byType.set(t.type, { n: e.n + 1, bytes: e.bytes + n });
+    }
+  });
+  const mix = [...byType].sort((x, y) => y[1].bytes - x[1].bytes).map(([k, v]) => `${k} ×${v.n}`).join(', ');
+  return { bytes, mix };
 }
 
 // What the harness needs from a synthetic model's metadata.
@@ -166,6 +217,15 @@ export function rendererPids(marker) {
   return out;
 }
 
+// MemAvailable (free + reclaimable page cache), the memory a new allocation can get
+export function availableBytes() {
+  try {
+    return Number(/^MemAvailable:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))[1]) * 1024;
+  } catch {
+    return os.freemem();
+  }
+}
+
 // ---- disk ----
 
 export function freeBytes(dir) {
@@ -187,14 +247,14 @@ function fmtRate(s) {
 const fmtRatio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '');
 
 // rows: {engine, weights, threads, load: summary(ms), prefill: summary, decode: summary,
-// mem: string, ref?: row of wllama to compare with}
+// bandwidth: string, mem: string, ref?: row of wllama to compare with}
 export function markdownTable(rows) {
-  const head = ['engine', 'weights', 'threads', 'load', 'prefill tok/s', 'decode tok/s', 'peak memory', 'ours / wllama (prefill, decode)'];
+  const head = ['engine', 'weights', 'threads', 'load', 'prefill tok/s', 'decode tok/s', 'decode GB/s (% of wasm ceiling)', 'peak memory', 'ours / wllama (prefill, decode)'];
   const lines = [`| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`];
   for (const r of rows) {
     const ratio = r.ref ? `${fmtRatio(r.prefill.med, r.ref.prefill.med)}, ${fmtRatio(r.decode.med, r.ref.decode.med)}` : '';
     const load = r.load && Number.isFinite(r.load.med) ? (r.load.n > 1 ? `${fmtS(r.load.med)} [${fmtS(r.load.min)}–${fmtS(r.load.max)}]` : fmtS(r.load.med)) : '–';
-    lines.push(`| ${[r.engine, r.weights, r.threads, load, fmtRate(r.prefill), fmtRate(r.decode), r.mem ?? '–', ratio].join(' | ')} |`);
+    lines.push(`| ${[r.engine, r.weights, r.threads, load, fmtRate(r.prefill), fmtRate(r.decode), r.bandwidth ?? '–', r.mem ?? '–', ratio].join(' | ')} |`);
   }
   return lines.join('\n');
 }

@@ -1,6 +1,6 @@
 // node-engine.mjs — our wasm engine in Node through the JS API, in a child process of
 // tools/bench.mjs (so its peak RSS is its own). One JSON request per stdin line:
-// {op: 'load', file, threads, nCtx} | {op: 'run', tokens, nGen} | {op: 'memory'} | {op: 'quit'};
+// {op: 'load', src: {path} | {url}, threads, nCtx} | {op: 'run', tokens, nGen} | {op: 'memory'} | {op: 'quit'};
 // one JSON reply per stdout line: {ok: true, value} or {ok: false, error}.
 import readline from 'node:readline';
 import { loadModel } from '../../js/index.js';
@@ -8,9 +8,9 @@ import { timeGenerate } from './measure.mjs';
 
 let model = null;
 const ops = {
-  async load({ file, threads, nCtx }) {
+  async load({ src, threads, nCtx }) {
     const t0 = performance.now();
-    model = await loadModel({ path: file }, { threads, maxContext: nCtx });
+    model = await loadModel(src, { threads, maxContext: nCtx });
     return { load_ms: performance.now() - t0, build: model.build, threads: model.threads, info: model.info };
   },
   async run({ tokens, nGen }) {

@@ -1,5 +1,6 @@
 // page.mjs — one engine per page, driven by tools/bench.mjs through page.evaluate():
-// window.bench.fetchModel(url), .load(engine, opts), .run(prompt), .memory(), .unload().
+// window.bench.fetchModel(url), .load(engine, opts), .run(prompt), .memory(), .unload(), and
+// .probe(threads, mbytes, reps): the wasm read-bandwidth ceiling (tools/bench/probe-worker.js).
 // Both engines load the model from the same in-memory Blob (the fetch is timed apart; ours can
 // read the served file by HTTP Range requests instead) and
 // run the same prompts: prefill of the whole prompt (no cache reuse), then nGen greedy tokens
@@ -55,6 +56,7 @@ async function loadWllama({ threads, nCtx }) {
   exposeWllamaMemory();
   const { Wllama } = await import('/wllama/esm/index.js');
   const w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: { ...console, debug: () => {}, log: () => {} } });
+  w.setCompat?.(null); // never its CDN fallback build (this Chromium has JSPI and memory64)
   const t0 = performance.now();
   await w.loadModel([blob], { n_threads: threads, n_ctx: nCtx, n_batch: 512, n_ubatch: 512, n_parallel: 1, n_gpu_layers: 0, seed: 1 });
   const load_ms = performance.now() - t0;
@@ -74,8 +76,23 @@ async function loadWllama({ threads, nCtx }) {
   return { load_ms, build: w.isMultithread() ? 'mt' : 'st', threads: w.getNumThreads(), libllama: Wllama.getLibllamaVersion?.() };
 }
 
+// src/wasm/probe.c in a Worker of this (cross-origin-isolated) page, on the engine's own pool
+function probe(threads, mbytes, reps) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker('/bench/probe-worker.js');
+    w.onmessage = ({ data }) => {
+      w.terminate();
+      if (data.error) reject(new Error(data.error));
+      else resolve(data.bytes_per_s);
+    };
+    w.onerror = (e) => { w.terminate(); reject(new Error(e.message)); };
+    w.postMessage({ threads, mbytes, reps, glue: new URL('/dist/oxinfer-mt.js', location.href).href });
+  });
+}
+
 window.bench = {
   fetchModel,
+  probe,
   load: (name, opts) => (name === 'wllama' ? loadWllama(opts) : loadOxinfer(opts)),
   run: (p) => engine.run(p),
   memory: () => engine.memory(),
