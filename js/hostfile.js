@@ -52,7 +52,7 @@ function baseName(s, isUrl = false) {
 // Normalize what a caller passed into a structured-cloneable descriptor
 // {kind: 'path'|'url'|'blob'|'opfs', name, path|url|blob|handle}. Strings are URLs when they
 // have an http(s) scheme, or always in a browser (resolved against `base`); else Node paths.
-const KINDS = ['path', 'url', 'blob', 'opfs'];
+const KINDS = ['path', 'url', 'blob', 'opfs', 'cached'];
 
 export function describeSource(src, base) {
   if (src && typeof src === 'object' && KINDS.includes(src.kind)) return src; // already described
@@ -457,6 +457,31 @@ const SOURCES = {
       throw new HostError('IO', `${name}: cannot open OPFS file: ${e.message}`);
     }
   },
+};
+
+// A file still downloading into the model cache (js/cache.js): the bytes written so far are
+// read from the local copy (a 'path' or 'opfs' source), the rest from the URL.
+SOURCES.cached = async (d, ctx, host) => {
+  const copy = await (await import('./cache_store.js')).openCacheCopy(d); // null: deleted meanwhile
+  const remote = await SOURCES.url({ ...d, kind: 'url' }, ctx, host);
+  let local = null;
+  try {
+    if (remote.size !== d.size) throw new HostError('IO', `${d.name}: the file changed on the server since its download started (size ${d.size} -> ${remote.size})`);
+    local = copy && (await SOURCES[copy.source.kind](copy.source, ctx, host));
+  } catch (e) {
+    remote.close();
+    throw e;
+  }
+  let whole = false;
+  const has = (end) => !!local && (whole || (whole = copy.length() >= d.size) || end <= copy.length());
+  return {
+    size: d.size,
+    read: (off, dst) => (has(off + dst.length) ? local : remote).read(off, dst),
+    close() {
+      local?.close();
+      remote.close();
+    },
+  };
 };
 
 // ---- the table -----------------------------------------------------------------------------

@@ -1,4 +1,7 @@
 // Type declarations for oxinfer-web (js/index.js).
+import type { CacheOptions, DownloadProgress } from './cache.js';
+export type { CacheOptions, DownloadProgress, CachedModel } from './cache.js';
+export { listCachedModels, deleteCachedModel } from './cache.js';
 
 /** Error codes: the names of src/base/err.h's OX_E_* (js/abi.js `codes`). */
 export type OxErrorCode =
@@ -57,7 +60,11 @@ export interface LoadOptions {
   /** 'auto' (default): the relaxed-SIMD build where the engine validates relaxed SIMD
    *  (Chromium does; Node 20 with --experimental-wasm-relaxed-simd), else plain SIMD128. */
   simd?: 'auto' | 'relaxed' | 'simd128';
-  onProgress?: (p: LoadProgress) => void;
+  onProgress?: (p: LoadProgress | DownloadProgress) => void;
+  /** Keep URL sources in the model cache (OPFS / a Node directory): downloaded in the
+   *  background, generation can start at once, `model.download` says when the copy is done.
+   *  See docs/deploy.md. */
+  cache?: boolean | CacheOptions;
   /** Called with a sentence when the engine runs with less than was asked (e.g. one thread). */
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
@@ -251,6 +258,9 @@ export interface Model {
   readonly threads: number;
   /** Why the engine runs with less than asked (single-threaded fallback), or null. */
   readonly engineNote: string | null;
+  /** With `cache`: resolves when the cached copies are complete and verified (rejects with an
+   *  OxError if the download fails); null without `cache`. */
+  readonly download: Promise<void> | null;
 
   /** Text -> ids. special: match special tokens like `<bos>` in the text (default true);
    *  addBos: prepend BOS unless the text starts with it. */

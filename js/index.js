@@ -10,8 +10,10 @@ import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
+import { cacheSources } from './cache.js';
 
 export { OxError };
+export { listCachedModels, deleteCachedModel } from './cache.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const MAX_DEFAULT_THREADS = 8;
@@ -114,6 +116,9 @@ export async function loadModel(sources, opts = {}) {
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
+  // opts.cache: URL sources are downloaded into the model cache and read from there (js/cache.js)
+  const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
+  if (cached) descs = cached.sources;
   const env = await chooseEngine(opts);
   const simd = await simdBuild(env.build, opts);
   const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
@@ -148,8 +153,9 @@ export async function loadModel(sources, opts = {}) {
       progress,
     );
     if (signal?.aborted) throw abortError('load');
-    return new Model(engine, info, { ...env, threads, simd });
+    return Object.assign(new Model(engine, info, { ...env, threads, simd }), { download: cached?.done ?? null });
   } catch (e) {
+    cached?.abort();
     engine.terminate();
     if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');

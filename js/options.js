@@ -72,12 +72,15 @@ export const HOST_OPTIONS = {
   cacheBytes: int(0), cacheMaxRead: int(0), timeoutMs: int(1),
 };
 
+// the model cache (js/cache.js); cache.js checks the sha256 digits itself
+const CACHE_OPTIONS = { sha256: string, dir: string, retries: int(0), maxBytes: int(0) };
+
 export const LOAD_OPTIONS = {
   threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
   simd: oneOf('auto', 'relaxed', 'simd128'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
-  locateFile: fn,
+  locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
 };
 
 // {method: 'prompt-lookup', draftTokens: 1..16}, or true / false
