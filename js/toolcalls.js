@@ -87,59 +87,39 @@ class ValueReader {
     return JSON.stringify(body);
   }
   dict() {
-    const s = this.s;
-    this.i++; // {
-    let out = '{';
-    this.ws();
-    if (s[this.i] === '}') {
-      this.i++;
-      return '{}';
-    }
-    for (;;) {
+    return this.items('{', '}', () => {
+      const s = this.s;
       this.ws();
-      if (this.i >= s.length) return this.stop(out);
+      if (this.i >= s.length) return this.stop('');
       // a key: bare characters up to ':' (llama.cpp: [^:}]+)
       let j = this.i;
       while (j < s.length && s[j] !== ':' && s[j] !== '}') j++;
       if (j >= s.length) {
-        if (!this.partial) throw new Incomplete();
-        this.cut = true;
         const key = s.slice(this.i);
         this.i = s.length;
-        return out + '"' + escapeInner(key);
+        return this.stop('"' + escapeInner(key));
       }
       if (s[j] !== ':' || j === this.i) throw new SyntaxErr(`a key was expected at ${this.i}`);
-      out += JSON.stringify(s.slice(this.i, j)) + ':';
+      const key = JSON.stringify(s.slice(this.i, j)) + ':';
       this.i = j + 1;
-      const v = this.value();
-      out += v;
-      if (this.cut) return out;
-      this.ws();
-      if (this.i >= s.length) return this.stop(out);
-      if (s[this.i] === ',') {
-        this.i++;
-        out += ',';
-        continue;
-      }
-      if (s[this.i] === '}') {
-        this.i++;
-        return out + '}';
-      }
-      throw new SyntaxErr(`',' or '}' expected at ${this.i}`);
-    }
+      return key + this.value();
+    });
   }
   array() {
+    return this.items('[', ']', () => this.value());
+  }
+  // open item (',' item)* close, each item read by item(); a cut text returns what was read
+  items(open, close, item) {
     const s = this.s;
-    this.i++; // [
-    let out = '[';
+    this.i++; // open
+    let out = open;
     this.ws();
-    if (s[this.i] === ']') {
+    if (s[this.i] === close) {
       this.i++;
-      return '[]';
+      return open + close;
     }
     for (;;) {
-      const v = this.value();
-      out += v;
+      out += item();
       if (this.cut) return out;
       this.ws();
       if (this.i >= s.length) return this.stop(out);
@@ -148,11 +128,11 @@ class ValueReader {
         out += ',';
         continue;
       }
-      if (s[this.i] === ']') {
+      if (s[this.i] === close) {
         this.i++;
-        return out + ']';
+        return out + close;
       }
-      throw new SyntaxErr(`',' or ']' expected at ${this.i}`);
+      throw new SyntaxErr(`',' or '${close}' expected at ${this.i}`);
     }
   }
   stop(out) {
