@@ -94,6 +94,12 @@ static void models(void) {
         copy(p, "fuzz_model", name);
         remove(p);
     }
+    /* grammars: the shapes js/schema.js writes, and the dialect's corners */
+    put_s("fuzz_grammar", "json.gbnf", "root ::= ws value ws\nvalue ::= (\"{\" ws (\"\\\"a\\\"\" ws \":\" ws num) ws \"}\")\n"
+                                      "num ::= \"-\"? ([0-9] | [1-9] [0-9]{1,15})\nws ::= | \" \" | \"\\n\" [ \\t]{0,8}\n");
+    put_s("fuzz_grammar", "tool.gbnf", "root ::= (\"f\" args) \"<tool_call|>\"\nargs ::= \"{\" (\"x\" \":\" str)? \"}\"\n"
+                                      "str ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n");
+    put_s("fuzz_grammar", "classes.gbnf", "root ::= [a-c\\u00e0-\\u00ff]+ [^a-z] . \"\\x41\" (\"ab\" | \"b\"){0,3} # c\n");
     ox_synth s = mini("tiny");
     s.type = s.embd_type = OX_F32;
     snprintf(p, sizeof p, "%s/tmp-f32.gguf", out);
@@ -253,7 +259,7 @@ int main(int argc, char **argv) {
     out = argv[1];
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
-                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json"};
+                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
