@@ -193,7 +193,8 @@ static void test_float_vs_ref(void) {
  * position 2-3 on benchlike / moe q4_k). A wrong dot, block layout or graph step matches at no
  * position. Bounds per fixture, about 2-3x from what is measured (plain: 0.25-0.47 nats on tiny,
  * 4.03 moe q8_0, 3.21 moe q4_k, 0.74 keqv q6_k, 2.49 benchlike q4_0; positions within 1e-4:
- * 13-24 on tiny, 21, 3, 23, 2): plain <= 1 / 9 / 8 / 2 / 6 nats, and at least 5 / 8 / 1 / 8 / 1
+ * 13-24 on tiny with the AVX2 tiles, 2-24 with the generic ones (an earlier flip: their sums run
+ * in another order), 21, 3, 23, 2): plain <= 1 / 9 / 8 / 2 / 6 nats, and at least 1 / 8 / 1 / 8 / 1
  * positions within 1e-4 (a wrong kernel has none). */
 static void test_quant_vs_ref(void) {
     static const struct { ox_type t; const char *name; } q[] = {
@@ -208,7 +209,7 @@ static void test_quant_vs_ref(void) {
         printf("  tiny calm %-5s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
                "positions within 1e-4: %d/%d\n", q[i].name, d.plain, d.rounded, d.within, N_SEQ);
         CHECK_MSG(d.plain <= 1.0, "%s: %.3g", q[i].name, d.plain);
-        CHECK_MSG(d.within >= 5, "%s: %d positions", q[i].name, d.within);
+        CHECK_MSG(d.within >= 1, "%s: %d positions", q[i].name, d.within);
     }
     static const struct { const char *preset; ox_type t; const char *name; double plain; int within; } v[] = {
         {"moe", OX_Q8_0, "moe-q8_0.gguf", 9, 8}, {"moe", OX_Q4_K, "moe-q4_k.gguf", 8, 1},
