@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../../js/index.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
-import { markdownTable, writeAtomic } from './lib.mjs';
+import { writeAtomic } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((s) => s.trim().split(/\s+/)).map(([k, v]) => [k, v ?? true]));
@@ -32,6 +32,7 @@ const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.ca
 const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
 fs.mkdirSync(DIR, { recursive: true });
 
+const markdownTable = (head, rows) => [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
