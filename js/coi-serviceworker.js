@@ -49,6 +49,7 @@ if (typeof window === 'undefined') {
       sessionStorage.removeItem(RELOADED);
       return resolve(true);
     }
+    if (new URLSearchParams(location.search).has('nocoi')) return resolve(false); // the page asked for none
     const give = (why) => {
       console.warn(`coi-serviceworker: the page is not cross-origin isolated (${why}); the single-threaded engine will run`);
       resolve(false);

@@ -200,6 +200,7 @@ async function load(sources, { entry = null, cache = false } = {}) {
   let background = false;
   try {
     const threads = isolated ? Math.round(num(ui.threads, 1, 64, 'Threads')) : 1;
+    await window.oxinferIsolation; // pending while the isolation worker reloads the page
     await engineReady;
     if (!ox) throw new Error('The engine failed to load (see above); reload the page after building it.');
     if (state.model) { const old = state.model; state.model = null; await old.unload?.(); }

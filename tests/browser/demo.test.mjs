@@ -206,8 +206,24 @@ test('URL load (?model=), phone width, and the page engine gives the Node logits
   await page.close();
 });
 
-test('without COOP/COEP the page says so and still answers on one thread', { timeout: 10 * TIMEOUT }, async () => {
+test('without COOP/COEP the isolation service worker makes the page isolated: the threaded build runs', { timeout: 10 * TIMEOUT }, async () => {
   const page = await openDemo(plain);
+  let isolated = false;
+  for (let i = 0; i < 100 && !isolated; i++) { // the worker reloads the page once
+    isolated = await page.evaluate(() => self.crossOriginIsolated === true && !!window.oxinfer).catch(() => false);
+    if (!isolated) await page.waitForTimeout(200);
+  }
+  assert.equal(isolated, true, 'isolated after the service worker reload');
+  await page.click('#more-sources summary');
+  await page.fill('#url-input', `${plain.url}/models/demo.gguf`);
+  await page.click('#url-form button[type=submit]');
+  await waitModel(page);
+  assert.equal(await page.evaluate(() => window.oxinfer.model.build), 'mt');
+  await page.close();
+});
+
+test('without COOP/COEP the page says so and still answers on one thread', { timeout: 10 * TIMEOUT }, async () => {
+  const page = await openDemo(plain, { query: '?nocoi' });
   assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
   assert.equal(await page.isVisible('#notice-isolation'), true, 'single-thread notice visible');
   await page.click('#more-sources summary');  // the file and URL inputs are under this disclosure
