@@ -195,7 +195,7 @@ export async function runDownload(store, job, signal, emit) {
   let rec = await store.readRecord(key);
   if (rec?.url !== url) rec = null;
   // A complete copy is used as it is unless the file changed on the server (then it is
-  // downloaded again) or a new sha256 is to be checked (then it is hashed again, below).
+  // downloaded again) or a new sha256 is to be checked (then it is hashed first, below).
   if (rec?.complete && (await store.dataSize(key)) === rec.size) {
     if (!(await stillCurrent(url, rec, signal))) rec = null;
     else if (!job.sha256 || rec.sha256 === job.sha256) {
@@ -205,6 +205,19 @@ export async function runDownload(store, job, signal, emit) {
   }
   const data = await store.openData(key);
   let have = rec ? Math.min(data.size(), rec.size) : 0;
+  if (rec && have === rec.size && job.sha256) {
+    // a whole copy to check against a new sha256: before it is used, so that a bad copy is
+    // never read (and never deleted under a reader)
+    const got = [...(await hasherFor(data, have, job.hashUrl)).digest()].map((b) => b.toString(16).padStart(2, '0')).join('');
+    data.close();
+    if (got !== job.sha256) {
+      await store.remove(key).catch(() => {});
+      throw new HostError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${got}; the cached copy was deleted`);
+    }
+    await store.writeRecord(key, { ...rec, sha256: job.sha256, complete: true, bytes: have });
+    emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
+    return;
+  }
   let hash = null;
   let ready = false;
   let failures = 0;

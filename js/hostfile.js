@@ -467,16 +467,32 @@ SOURCES.cached = async (d, ctx, host) => {
   let local = null;
   try {
     if (remote.size !== d.size) throw new HostError('IO', `${d.name}: the file changed on the server since its download started (size ${d.size} -> ${remote.size})`);
-    local = copy && (await SOURCES[copy.source.kind](copy.source, ctx, host));
+    // the copy may be deleted between the two steps (a failed sha256 check): then all is remote
+    local = copy && (await SOURCES[copy.source.kind](copy.source, ctx, host).catch((e) => {
+      if (e?.code === 'MISSING') return null;
+      throw e;
+    }));
   } catch (e) {
     remote.close();
     throw e;
   }
   let whole = false;
   const has = (end) => !!local && (whole || (whole = copy.length() >= d.size) || end <= copy.length());
+  // the local copy is a shortcut: if it goes away under a read (a failed sha256 check empties
+  // and deletes it), the URL has the same bytes
+  const readLocal = (off, dst) => {
+    try {
+      return local.read(off, dst);
+    } catch (e) {
+      if (!(e instanceof HostError)) throw e;
+      local.close();
+      local = null;
+      return remote.read(off, dst);
+    }
+  };
   return {
     size: d.size,
-    read: (off, dst) => (has(off + dst.length) ? local : remote).read(off, dst),
+    read: (off, dst) => (has(off + dst.length) ? readLocal(off, dst) : remote.read(off, dst)),
     close() {
       local?.close();
       remote.close();

@@ -1,8 +1,10 @@
-// Token streams of the package API for fixed seeds, against streams recorded from the build
-// before the decode loop moved into C (tests/node/api-streams.json, recorded at d8e1338 with
-// the JS loop). Every sampler option takes part in at least one case, and the chat cases
-// check the prefix reuse across turns. Re-record only on purpose, from a build whose streams
-// are known to be right:  OX_RECORD=1 node --test tests/node/api-streams.test.mjs
+// Token streams of the package API for fixed seeds, against recorded streams
+// (tests/node/api-streams.json). First recorded at d8e1338 from the JS decode loop, which the C
+// step reproduced token for token; re-recorded once when the Q8_0 SIMD128 matvec began to sum 4
+// blocks per vector (logits moved in the last bits, and sampled streams with them; greedy ones
+// did not). Every sampler option takes part in at least one case, and the chat cases check the
+// prefix reuse across turns. Re-record only on purpose, from a build whose streams are known to
+// be right:  OX_RECORD=1 node --test tests/node/api-streams.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
