@@ -257,7 +257,7 @@ static int set_copy(ox_grammar *g, gset *dst, const gset *src) {
     dst->n = dst->count = 0;
     int rc = set_reserve(g, dst, src->n);
     if (rc) return rc;
-    memcpy(dst->d, src->d, (size_t)src->n * sizeof *src->d);
+    if (src->n) memcpy(dst->d, src->d, (size_t)src->n * sizeof *src->d);
     dst->n = src->n;
     dst->count = src->count;
     return 0;
@@ -306,6 +306,7 @@ static int expand(ox_grammar *g, gset *out, const uint32_t *st, uint32_t n, int 
 }
 
 static int chars_match(const ox_grammar *g, const ox_gelem *e, uint32_t cp) {
+    if (!e->n) return e->neg; /* '.' (and no ranges at all: no table to point into) */
     const uint32_t *r = g->r.ranges + 2 * (size_t)e->a;
     int in = 0;
     for (uint32_t k = 0; k < e->n && !in; k++) in = cp >= r[2 * k] && cp <= r[2 * k + 1];
@@ -314,6 +315,7 @@ static int chars_match(const ox_grammar *g, const ox_gelem *e, uint32_t cp) {
 
 /* can the class match some code point in [lo, hi]? */
 static int chars_meet(const ox_grammar *g, const ox_gelem *e, uint32_t lo, uint32_t hi) {
+    if (!e->n) return e->neg;
     const uint32_t *r = g->r.ranges + 2 * (size_t)e->a;
     if (!e->neg) {
         for (uint32_t k = 0; k < e->n; k++)
@@ -445,7 +447,7 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
     for (; in->slot[j]; j = (j + 1) & (in->n_slot - 1)) {
         const istate *st = &in->s[in->slot[j] - 1];
         if (st->hash == h && st->n == set->n && st->part == part && st->need == need &&
-            !memcmp(in->data + st->off, set->d, (size_t)set->n * sizeof *set->d))
+            (!set->n || !memcmp(in->data + st->off, set->d, (size_t)set->n * sizeof *set->d)))
             return in->slot[j] - 1;
     }
     if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n)) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
@@ -456,7 +458,7 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
         in->s = q;
         in->cap = c;
     }
-    memcpy(in->data + in->n_data, set->d, (size_t)set->n * sizeof *set->d);
+    if (set->n) memcpy(in->data + in->n_data, set->d, (size_t)set->n * sizeof *set->d);
     in->s[in->n] = (istate){.off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .hash = h};
     in->n_data += set->n;
     in->slot[j] = (int32_t)in->n + 1;
@@ -466,7 +468,7 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
 /* a read-only view of an interned state's set (valid until the next intern_get) */
 static gset state_set(const ox_grammar *g, int32_t id) {
     const istate *st = &g->in.s[id];
-    return (gset){.d = g->in.data + st->off, .n = st->n, .cap = st->n, .count = st->count};
+    return (gset){.d = st->n ? g->in.data + st->off : NULL, .n = st->n, .cap = st->n, .count = st->count};
 }
 
 /* the state after byte b; DEAD if no parse takes it; <OX_E... on errors */
