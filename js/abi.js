@@ -15,8 +15,10 @@ export const genStatus = Object.freeze({"token":0,"stop":1,"length":2,"context":
  *   hostBytesRead: table rows (PLE, host-side embeddings) read through the host since load
  *   rowsFetched: table rows read since load
  *   hostReadCalls: host read calls, all files, since start (load included)
- *   hostBytesReadAll: bytes read through the host, all files, since start */
-export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll"]);
+ *   hostBytesReadAll: bytes read through the host, all files, since start
+ *   heapBytes: bytes malloc holds for the engine now (everything: weights, caches, scratch)
+ *   wasmBytes: the wasm memory's size */
+export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll","heapBytes","wasmBytes"]);
 
 /** ox_wasm_gen_new parameters (NaN: the C default): index i of the f64 record is field i.
  *   temperature: <= 0: greedy
@@ -57,6 +59,17 @@ export const genParams = Object.freeze(["temperature","topK","topP","minP","repe
  *   topLogprobs: pointer to n_top f32 log-probabilities */
 export const genOut = Object.freeze(["token","bytes","nBytes","generated","decoded","pos","drafted","accepted","logprob","nTop","topIds","topLogprobs"]);
 
+/** ox_wasm_estimate (src/model/estimate.h): index i of the f64 record is field i.
+ *   weights: resident weights
+ *   embeddingsOnHost: table rows read through the host (PLE): not resident, not in total
+ *   kv: KV caches at the context
+ *   scratch: activations and matmul scratch of a prefill micro-batch, token list, one generation
+ *   runtime: in use before the load: the module, stacks, parsed headers, tokenizer
+ *   total: weights + kv + scratch + runtime
+ *   fileBytes: bytes the load reads
+ *   context: positions (the fitted context with fit) */
+export const estimateFields = Object.freeze(["weights","embeddingsOnHost","kv","scratch","runtime","total","fileBytes","context"]);
+
 /** Functions the wasm exports (Module._name), with argument and return kinds:
  * i32, u32, f32, f64, ptr (unsigned address), cstr (returned: address of a NUL-terminated UTF-8
  * string), void. */
@@ -67,6 +80,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_set_threads","ret":"i32","args":[{"name":"n","kind":"i32"}],"doc":"Size the thread pool (n threads in all, the caller included). Returns 0 or < 0."},
   {"name":"ox_wasm_threads","ret":"i32","args":[],"doc":"Threads the pool runs on."},
   {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit. Calls ox_js_progress while loading. Returns the engine, or NULL."},
+  {"name":"ox_wasm_estimate","ret":"i32","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"n_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"},{"name":"budget","kind":"f64"},{"name":"fit","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"The memory a load of these files would take (model/estimate.h), from their headers only, into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget: bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The runtime part is the heap in use after the headers and the tokenizer are read (they are freed again). Returns OX_WASM_N_ESTIMATE, or < 0."},
   {"name":"ox_wasm_free","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Free an engine (its sessions must be freed first)."},
   {"name":"ox_wasm_info","ret":"cstr","args":[{"name":"e","kind":"ptr"}],"doc":"The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim, contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen, channelClose, quant}; token ids are -1 where the vocabulary lacks the piece."},
   {"name":"ox_wasm_gguf_str","ret":"cstr","args":[{"name":"e","kind":"ptr"},{"name":"key","kind":"ptr"}],"doc":"A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF."},

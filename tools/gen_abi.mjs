@@ -87,6 +87,7 @@ export const genStatus = Object.freeze(${JSON.stringify(genStatus)});
 ${record('statsFields', 'ox_wasm_stats', fields('OX_WASM_STATS'))}
 ${record('genParams', 'ox_wasm_gen_new parameters (NaN: the C default)', fields('OX_WASM_GEN_PARAMS'))}
 ${record('genOut', 'ox_wasm_gen_out, rewritten by each ox_wasm_gen_step', fields('OX_WASM_GEN_OUT'))}
+${record('estimateFields', 'ox_wasm_estimate (src/model/estimate.h)', fields('OX_WASM_ESTIMATE'))}
 /** Functions the wasm exports (Module._name), with argument and return kinds:
  * i32, u32, f32, f64, ptr (unsigned address), cstr (returned: address of a NUL-terminated UTF-8
  * string), void. */

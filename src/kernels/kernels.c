@@ -339,6 +339,16 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
     return 0;
 }
 
+int ox_matmul_scratch_bytes(ox_type type, int cols, int n_tok, size_t *bytes, ox_err *err) {
+    uint64_t rb;
+    int rc = ox_row_bytes(type, (uint64_t)cols, &rb, err);
+    if (rc) return rc;
+    ox_matrix W = {type, 1, cols, (size_t)rb, NULL};
+    const ox_matrix *Ws = &W;
+    act_plan plan;
+    return plan_acts(&plan, &Ws, 1, n_tok, cols, bytes, err);
+}
+
 int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, float *y, ox_err *err) {
     return ox_matmul_multi(ws, &W, 1, x, n_tok, &y, err);
 }

@@ -41,6 +41,10 @@ int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, flo
 int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok,
                     float *const *ys, ox_err *err);
 
+/* The bytes of ws that ox_matmul of a `type` matrix with `cols` columns over n_tok tokens
+ * asks for (the memory estimate, model/estimate.h). */
+int ox_matmul_scratch_bytes(ox_type type, int cols, int n_tok, size_t *bytes, ox_err *err);
+
 /* The same product computed with ox_vec_dot_ref, one row at a time (tests). */
 void ox_matmul_ref(const ox_matrix *W, const float *x, int n_tok, float *y);
 

@@ -14,8 +14,6 @@
 #include "kernels/pool.h"
 #include "kernels/quant.h"
 
-#define OX_UBATCH 256 /* tokens per micro-batch of a long prompt */
-
 /* Activation buffers of one forward call, carved from the session's scratch. */
 typedef struct acts {
     float *x, *a, *q, *k, *v, *att, *o, *g, *u, *f;
@@ -37,8 +35,9 @@ static void *take(carve *cv, size_t bytes) {
     return p;
 }
 
-static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
-    const ox_config *c = &s->m->c;
+/* The layout of one forward call's activations over n tokens and kv_len keys: pointers into
+ * cv->base (NULL: sizes only, cv->off ends at the total). */
+static void layout_acts(const ox_config *c, size_t stage, int tasks, int n, int kv_len, carve *cv, acts *A) {
     size_t H = (size_t)c->hidden, nh = (size_t)c->n_heads, LP = (size_t)c->n_layers * (size_t)c->ple_dim;
     size_t qw = 0, kw = 0, I = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -49,47 +48,56 @@ static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
     }
     size_t Ie = c->moe ? (size_t)c->moe_ffn : 0, E = c->moe ? (size_t)c->n_experts : 0;
     size_t K = c->moe ? (size_t)c->top_k_experts : 0, N = (size_t)n, F = sizeof(float);
-    size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
-    int tasks = ox_pool_threads();
-    if (tasks < 1) tasks = 1;
-    /* two passes over one layout: size it, then fill the pointers */
+    cv->off = 0;
+    A->x = take(cv, N * H * F);
+    A->a = take(cv, N * H * F);
+    A->q = take(cv, N * qw * F);
+    A->k = take(cv, N * kw * F);
+    A->v = take(cv, N * kw * F);
+    A->att = take(cv, N * qw * F);
+    A->o = take(cv, N * H * F);
+    A->g = take(cv, N * I * F);
+    A->u = take(cv, N * I * F);
+    A->f = take(cv, N * H * F);
+    A->hn = take(cv, N * H * F);
+    A->ple = take(cv, N * LP * F);
+    A->ple_tok = take(cv, N * LP * F);
+    A->pg = take(cv, N * (size_t)c->ple_dim * F);
+    A->pu = take(cv, N * H * F);
+    A->d1 = take(cv, N * H * F * (c->moe != 0));
+    A->xe = take(cv, N * H * F * (c->moe != 0));
+    A->ye = take(cv, N * H * F * (c->moe != 0));
+    A->gu = take(cv, N * 2 * Ie * F);
+    A->eact = take(cv, N * Ie * F);
+    A->zr = take(cv, N * E * F);
+    A->sel = take(cv, N * K * sizeof(int));
+    A->selw = take(cv, N * K * F);
+    A->tok_of = take(cv, N * K * sizeof(int));
+    A->slot_of = take(cv, N * K * sizeof(int));
+    A->scores = take(cv, (size_t)tasks * (size_t)kv_len * F);
+    A->uniq = take(cv, N * sizeof(int32_t));
+    A->row_of = take(cv, N * sizeof(int));
+    A->stage = take(cv, stage);
+}
+
+static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 1; }
+
+size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len) {
     carve cv = {NULL, 0};
-    for (int pass = 0; pass < 2; pass++) {
-        cv.off = 0;
-        A->x = take(&cv, N * H * F);
-        A->a = take(&cv, N * H * F);
-        A->q = take(&cv, N * qw * F);
-        A->k = take(&cv, N * kw * F);
-        A->v = take(&cv, N * kw * F);
-        A->att = take(&cv, N * qw * F);
-        A->o = take(&cv, N * H * F);
-        A->g = take(&cv, N * I * F);
-        A->u = take(&cv, N * I * F);
-        A->f = take(&cv, N * H * F);
-        A->hn = take(&cv, N * H * F);
-        A->ple = take(&cv, N * LP * F);
-        A->ple_tok = take(&cv, N * LP * F);
-        A->pg = take(&cv, N * (size_t)c->ple_dim * F);
-        A->pu = take(&cv, N * H * F);
-        A->d1 = take(&cv, N * H * F * (c->moe != 0));
-        A->xe = take(&cv, N * H * F * (c->moe != 0));
-        A->ye = take(&cv, N * H * F * (c->moe != 0));
-        A->gu = take(&cv, N * 2 * Ie * F);
-        A->eact = take(&cv, N * Ie * F);
-        A->zr = take(&cv, N * E * F);
-        A->sel = take(&cv, N * K * sizeof(int));
-        A->selw = take(&cv, N * K * F);
-        A->tok_of = take(&cv, N * K * sizeof(int));
-        A->slot_of = take(&cv, N * K * sizeof(int));
-        A->scores = take(&cv, (size_t)tasks * (size_t)kv_len * F);
-        A->uniq = take(&cv, N * sizeof(int32_t));
-        A->row_of = take(&cv, N * sizeof(int));
-        A->stage = take(&cv, stage);
-        if (pass == 0) {
-            cv.base = ox_scratch_get(&s->act, cv.off, err);
-            if (!cv.base) return err ? err->code : OX_E_NOMEM;
-        }
-    }
+    acts A;
+    layout_acts(c, stage, tasks, n, kv_len, &cv, &A);
+    return cv.off;
+}
+
+/* two passes over one layout: size it, then fill the pointers */
+static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
+    carve cv = {NULL, 0};
+    layout_acts(c, stage, tasks_now(), n, kv_len, &cv, A);
+    cv.base = ox_scratch_get(&s->act, cv.off, err);
+    if (!cv.base) return err ? err->code : OX_E_NOMEM;
+    layout_acts(c, stage, tasks_now(), n, kv_len, &cv, A);
     return 0;
 }
 

@@ -22,6 +22,9 @@ typedef struct loader {
     int dry;
     uint64_t total, done;   /* file bytes read (progress) */
     uint64_t resident;
+    int ws_tokens;          /* dry: size the matmul scratch for this many tokens (0: don't) */
+    size_t ws_bytes;        /* dry: the largest matmul scratch of one weight at ws_tokens */
+    uint64_t host_table_bytes; /* dry: bytes of the tables read per row through the host */
     void *stage;            /* chunk staging for converted tensors */
     float *rowf;
     size_t stage_cap, rowf_cap;
@@ -151,6 +154,10 @@ static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, en
     if (ld->dry) {
         ld->resident += rows * rb;
         ld->total += rows * src_rb;
+        size_t ws = 0;
+        if (ld->ws_tokens && ox_matmul_scratch_bytes(to, (int)cols, ld->ws_tokens, &ws, ld->err))
+            return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
+        if (ws > ld->ws_bytes) ld->ws_bytes = ws;
         return 0;
     }
     *M = (ox_matrix){to, (int)rows, (int)cols, (size_t)rb, track(ld->m, (size_t)(rows * rb))};
@@ -192,6 +199,7 @@ static int check_table(loader *ld, const char *name, uint64_t cols, uint64_t row
     if (ox_row_bytes(t->type, cols, &rb, ld->err)) return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
     *out = t;
     *row_bytes = (size_t)rb;
+    ld->host_table_bytes += rows * rb;
     return 0;
 }
 
@@ -271,6 +279,12 @@ static int walk(loader *ld) {
     return 0;
 }
 
+static int check_config(const ox_config *c, ox_err *err) {
+    if (c->n_layers <= 0 || c->n_layers > OX_MAX_LAYERS || c->hidden <= 0 || c->vocab <= 0)
+        return ox_errf(err, OX_E_CONFIG, "model config: bad layer count / hidden / vocab");
+    return 0;
+}
+
 ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *err) {
     if (!mf) {
         ox_errf(err, OX_E_STATE, "ox_model_load: no model files");
@@ -285,14 +299,10 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
     m->mf = mf;
     m->c = *ox_files_config(mf);
     if (opts) m->opts = *opts;
-    const ox_config *c = &m->c;
-    if (c->n_layers <= 0 || c->n_layers > OX_MAX_LAYERS || c->hidden <= 0 || c->vocab <= 0) {
-        ox_errf(err, OX_E_CONFIG, "model config: bad layer count / hidden / vocab");
-        goto fail;
-    }
-    m->L = calloc((size_t)c->n_layers, sizeof *m->L);
+    if (check_config(&m->c, err)) goto fail;
+    m->L = calloc((size_t)m->c.n_layers, sizeof *m->L);
     if (!m->L) {
-        ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", c->n_layers);
+        ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", m->c.n_layers);
         goto fail;
     }
     loader ld = {.m = m, .dry = 1, .err = err};
@@ -315,6 +325,23 @@ fail_ld:
 fail:
     ox_model_free(m);
     return NULL;
+}
+
+int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws_tokens, ox_weight_sums *out,
+                      ox_err *err) {
+    ox_model m = {.mf = (ox_model_files *)mf, .c = *ox_files_config(mf)};
+    if (opts) m.opts = *opts;
+    int rc = check_config(&m.c, err);
+    if (rc) return rc;
+    m.L = calloc((size_t)m.c.n_layers, sizeof *m.L);
+    if (!m.L) return ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", m.c.n_layers);
+    loader ld = {.m = &m, .dry = 1, .ws_tokens = ws_tokens, .err = err};
+    rc = walk(&ld);
+    free(m.L);
+    if (rc) return rc;
+    *out = (ox_weight_sums){ld.resident, ld.total, ld.host_table_bytes, ld.ws_bytes, m.embd_row_bytes,
+                            m.ple_row_bytes};
+    return 0;
 }
 
 void ox_model_free(ox_model *m) {

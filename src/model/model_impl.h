@@ -8,6 +8,8 @@
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
+#define OX_UBATCH 256 /* tokens per forward micro-batch of a long prompt (forward.c) */
+
 /* One layer's weights (docs/gemma4.md §3.2 for the names); vectors as f32, matrices as stored
  * or converted on load. */
 typedef struct layer_w {
@@ -47,6 +49,21 @@ struct ox_session {
     int toks_cap;
     ox_scratch ws, act;
 };
+
+/* What the loader's dry pass adds up (load.c), for the memory estimate (estimate.c). */
+typedef struct ox_weight_sums {
+    uint64_t resident;          /* weight bytes load allocates */
+    uint64_t file_bytes;        /* bytes load reads */
+    uint64_t host_table_bytes;  /* the tables whose rows stay on the host (PLE) */
+    size_t matmul_ws;           /* the largest matmul scratch at the ws_tokens asked for */
+    size_t embd_row_bytes, ple_row_bytes;
+} ox_weight_sums;
+int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws_tokens, ox_weight_sums *out,
+                      ox_err *err);
+
+/* The activation scratch one forward call of n tokens over kv_len keys carves (forward.c);
+ * stage: the largest stored table row, tasks: the pool's threads. */
+size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len);
 
 /* Grow the session's token list and every own-KV cache to hold `need` positions. */
 int ox_session_reserve(ox_session *s, int need, ox_err *err);

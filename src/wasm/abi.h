@@ -45,7 +45,9 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(host_bytes_read, "table rows (PLE, host-side embeddings) read through the host since load") \
     X(rows_fetched, "table rows read since load")                                               \
     X(host_read_calls, "host read calls, all files, since start (load included)")               \
-    X(host_bytes_read_all, "bytes read through the host, all files, since start")
+    X(host_bytes_read_all, "bytes read through the host, all files, since start")              \
+    X(heap_bytes, "bytes malloc holds for the engine now (everything: weights, caches, scratch)") \
+    X(wasm_bytes, "the wasm memory's size")
 
 /* ox_wasm_gen_new's parameters. NaN = the C default (ox_gen_defaults: temperature 1,
  * top_k 64, top_p 0.95, min_p 0, penalties off, penalty_window 64, max_tokens 256, eos 1). */
@@ -87,23 +89,37 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(top_ids, "pointer to n_top int32 token ids, likeliest first")                             \
     X(top_logprobs, "pointer to n_top f32 log-probabilities")
 
+/* ox_wasm_estimate's output (model/estimate.h), bytes unless said otherwise. */
+#define OX_WASM_ESTIMATE(X)                                                                     \
+    X(weights, "resident weights")                                                              \
+    X(embeddings_on_host, "table rows read through the host (PLE): not resident, not in total") \
+    X(kv, "KV caches at the context")                                                           \
+    X(scratch, "activations and matmul scratch of a prefill micro-batch, token list, one generation") \
+    X(runtime, "in use before the load: the module, stacks, parsed headers, tokenizer")        \
+    X(total, "weights + kv + scratch + runtime")                                                \
+    X(file_bytes, "bytes the load reads")                                                       \
+    X(context, "positions (the fitted context with fit)")
 #define OX_WASM_COUNT_(field, what) +1
 enum {
     OX_WASM_N_STATS = 0 OX_WASM_STATS(OX_WASM_COUNT_),
     OX_WASM_N_GEN_PARAMS = 0 OX_WASM_GEN_PARAMS(OX_WASM_COUNT_),
     OX_WASM_N_GEN_OUT = 0 OX_WASM_GEN_OUT(OX_WASM_COUNT_),
+    OX_WASM_N_ESTIMATE = 0 OX_WASM_ESTIMATE(OX_WASM_COUNT_),
 };
 #undef OX_WASM_COUNT_
 /* Field indices: OX_WASM_STAT_resident_bytes, OX_WASM_GP_seed, OX_WASM_GO_token, ... */
 #define OX_WASM_STAT_(f, w) OX_WASM_STAT_##f,
 #define OX_WASM_GP_(f, w) OX_WASM_GP_##f,
 #define OX_WASM_GO_(f, w) OX_WASM_GO_##f,
+#define OX_WASM_EST_(f, w) OX_WASM_EST_##f,
 enum { OX_WASM_STATS(OX_WASM_STAT_) };
+enum { OX_WASM_ESTIMATE(OX_WASM_EST_) };
 enum { OX_WASM_GEN_PARAMS(OX_WASM_GP_) };
 enum { OX_WASM_GEN_OUT(OX_WASM_GO_) };
 #undef OX_WASM_STAT_
 #undef OX_WASM_GP_
 #undef OX_WASM_GO_
+#undef OX_WASM_EST_
 
 /* ---- exports ---- */
 
@@ -124,6 +140,13 @@ OX_EXPORT int ox_wasm_threads(void);
  * limit. Calls ox_js_progress while loading. Returns the engine, or NULL. */
 OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
                                        double max_resident);
+/* The memory a load of these files would take (model/estimate.h), from their headers only,
+ * into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget:
+ * bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The
+ * runtime part is the heap in use after the headers and the tokenizer are read (they are
+ * freed again). Returns OX_WASM_N_ESTIMATE, or < 0. */
+OX_EXPORT int ox_wasm_estimate(const int32_t *files, int n_files, int quant, int tables_on_host, int n_ctx,
+                               int kv_type, double budget, int fit, double *out);
 /* Free an engine (its sessions must be freed first). */
 OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
 /* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,

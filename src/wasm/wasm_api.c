@@ -5,6 +5,7 @@
 #ifdef __EMSCRIPTEN__
 #include "wasm/abi.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "host/hostfile.h"
 #include "kernels/pool.h"
 #include "model/embed.h"
+#include "model/estimate.h"
 #include "model/grammar.h"
 #include "model/tokenizer.h"
 
@@ -88,6 +90,39 @@ fail:
     ox_model_free(e->m);
     free(e);
     return NULL;
+}
+
+extern unsigned char __heap_base; /* wasm-ld: the end of static data and the main stack */
+
+/* Bytes of wasm memory in use: static data and stack, then what malloc holds. */
+static uint64_t in_use(void) { return (uintptr_t)&__heap_base + (uint64_t)(unsigned)mallinfo().uordblks; }
+
+API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on_host, int n_ctx, int kv_type,
+                         double budget, int fit, double *out) {
+    last = (ox_err){0};
+    ox_model_files *mf = ox_files_open(files, n_files, &last);
+    if (!mf) {
+        name_files(files, n_files);
+        return last.code;
+    }
+    ox_tokenizer *tok = ox_tokenizer_load(mf, &last);
+    int rc = tok ? 0 : last.code;
+    ox_mem_estimate e;
+    if (!rc) {
+        ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host};
+        ox_mem_request rq = {n_ctx, kv_type, ox_pool_threads(), in_use()};
+        rc = ox_memory_budget(mf, &o, &rq, (uint64_t)budget, fit, &e, &last);
+    }
+    ox_tokenizer_free(tok);
+    ox_files_free(mf);
+    if (rc) {
+        name_files(files, n_files);
+        return rc;
+    }
+#define OX_EST_OUT_(f, w) out[OX_WASM_EST_##f] = (double)e.f;
+    OX_WASM_ESTIMATE(OX_EST_OUT_)
+#undef OX_EST_OUT_
+    return OX_WASM_N_ESTIMATE;
 }
 
 API void ox_wasm_free(ox_wasm_engine *e) {
@@ -176,6 +211,8 @@ API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     out[OX_WASM_STAT_rows_fetched] = (double)st.rows_fetched;
     out[OX_WASM_STAT_host_read_calls] = (double)ox_host_reads();
     out[OX_WASM_STAT_host_bytes_read_all] = (double)ox_host_bytes_read();
+    out[OX_WASM_STAT_heap_bytes] = (double)in_use();
+    out[OX_WASM_STAT_wasm_bytes] = (double)__builtin_wasm_memory_size(0) * 65536.0;
     return OX_WASM_N_STATS;
 }
 

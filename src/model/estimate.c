@@ -1,0 +1,93 @@
+/* estimate.c — the memory estimate (estimate.h): the loader's dry pass for the weights, and
+ * the sizes forward.c, the kernels and session.c ask for at a given context. */
+#include "model/estimate.h"
+
+#include <stdio.h>
+
+#include "model/model_impl.h"
+
+/* The KV caches at n_ctx positions, as session.c allocates them today: f32 K and V for every
+ * own-KV layer, n_ctx positions each; KV-shared layers none. To be replaced by model/kv.h's
+ * ox_kv_bytes (the KV types and the sliding-window ring) when it lands. */
+static int kv_bytes(const ox_config *c, int n_ctx, int kv_type, uint64_t *out, ox_err *err) {
+    if (kv_type != 0) return ox_errf(err, OX_E_UNSUPPORTED, "KV type %d: only f32 KV caches are available yet", kv_type);
+    uint64_t b = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        if (!c->layers[l].shared)
+            b += 2ull * (uint64_t)n_ctx * (uint64_t)c->layers[l].n_kv_heads * (uint64_t)c->layers[l].head_dim * sizeof(float);
+    *out = b;
+    return 0;
+}
+
+/* Per generation (generate.c, sampler.c): the logits row, the sampler's candidates (id and
+ * logit), its weights, and the row a logprob or a draft check copies. */
+static uint64_t generation_bytes(const ox_config *c) { return (uint64_t)c->vocab * (4 + 8 + 4 + 4); }
+
+int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq,
+                       ox_mem_estimate *out, ox_err *err) {
+    const ox_config *c = ox_files_config(mf);
+    int ctx = rq->n_ctx > 0 ? rq->n_ctx : c->ctx_max;
+    if (ctx <= 0) return ox_errf(err, OX_E_RANGE, "memory estimate: the model states no context size: give one");
+    if (c->ctx_max > 0 && ctx > c->ctx_max)
+        return ox_errf(err, OX_E_RANGE, "context %d exceeds the model's maximum %d", ctx, c->ctx_max);
+    /* a prefill goes in micro-batches (forward.c); bidirectional models in one batch */
+    int ub = c->bidirectional || ctx < OX_UBATCH ? ctx : OX_UBATCH;
+    ox_weight_sums w;
+    TRY(ox_model_dry_walk(mf, opts, ub, &w, err));
+    uint64_t kv = 0;
+    TRY(kv_bytes(c, ctx, rq->kv_type, &kv, err));
+    size_t stage = w.embd_row_bytes > w.ple_row_bytes ? w.embd_row_bytes : w.ple_row_bytes;
+    int tasks = rq->threads > 1 ? rq->threads : 1;
+    uint64_t scratch = ox_forward_scratch_bytes(c, stage, tasks, ub, ctx) + w.matmul_ws +
+                       (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);
+    *out = (ox_mem_estimate){
+        .weights = w.resident,
+        .embeddings_on_host = w.host_table_bytes,
+        .kv = kv,
+        .scratch = scratch,
+        .runtime = rq->runtime,
+        .total = w.resident + kv + scratch + rq->runtime,
+        .file_bytes = w.file_bytes,
+        .context = ctx,
+    };
+    return 0;
+}
+
+static void human(char *s, size_t cap, uint64_t b) {
+    if (b >= (1ull << 30)) snprintf(s, cap, "%.2f GiB", (double)b / (1ull << 30));
+    else snprintf(s, cap, "%.1f MiB", (double)b / (1ull << 20));
+}
+
+int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq, uint64_t budget,
+                     int fit, ox_mem_estimate *out, ox_err *err) {
+    TRY(ox_memory_estimate(mf, opts, rq, out, err));
+    if (!budget || out->total <= budget) return 0;
+    /* total grows with the context: the largest that fits, by bisection */
+    ox_mem_request r = *rq;
+    ox_mem_estimate e;
+    int lo = 0, hi = out->context;
+    while (hi - lo > 1) {
+        r.n_ctx = lo + (hi - lo) / 2;
+        TRY(ox_memory_estimate(mf, opts, &r, &e, err));
+        if (e.total <= budget) lo = r.n_ctx;
+        else hi = r.n_ctx;
+    }
+    if (lo >= 256) lo -= lo % 256;
+    char need[32], have[32];
+    human(need, sizeof need, out->total);
+    human(have, sizeof have, budget);
+    if (lo < 1) {
+        r.n_ctx = 1;
+        TRY(ox_memory_estimate(mf, opts, &r, &e, err));
+        human(need, sizeof need, e.total);
+        return ox_errf(err, OX_E_NOMEM, "the model needs %s even at a context of 1 (weights %llu bytes), more than the memory budget of %s",
+                       need, (unsigned long long)e.weights, have);
+    }
+    if (!fit)
+        return ox_errf(err, OX_E_NOMEM,
+                       "the model needs %s at a context of %d, more than the memory budget of %s; try context: %d "
+                       "(or memoryBudget: {bytes, fit: 'context'})",
+                       need, out->context, have, lo);
+    r.n_ctx = lo;
+    return ox_memory_estimate(mf, opts, &r, out, err);
+}

@@ -1,0 +1,48 @@
+/* estimate.h — the memory a load and one session will take, from the headers alone.
+ *
+ * The sums are the allocator's own: the weights come from the loader's dry pass (load.c, the
+ * same walk that sizes the real load), the activation scratch from forward.c's layout, the
+ * matmul scratch from the kernels' activation plan, the KV caches from the session's
+ * allocation. No weight is read: only the directory ox_files_open parsed (GGUF header,
+ * metadata and tensor infos; safetensors headers and config.json).
+ *
+ *   weights            resident weight bytes (stored or converted as opts->quant says)
+ *   embeddings_on_host the tables whose rows are read through the host per token (PLE):
+ *                      not resident, not in total
+ *   kv                 the KV caches (and nothing else) holding `context` positions
+ *   scratch            one prefill micro-batch's activations and matmul scratch at that
+ *                      context, the session's token list, one generation's vocab buffers
+ *   runtime            what the caller says is in use before the load (the wasm module, its
+ *                      stacks, the parsed headers, the tokenizer): copied into total
+ *   total              weights + kv + scratch + runtime */
+#ifndef OX_ESTIMATE_H
+#define OX_ESTIMATE_H
+
+#include <stdint.h>
+#include "model/model.h"
+
+typedef struct ox_mem_request {
+    int n_ctx;          /* positions the session will hold; <= 0: the model's maximum */
+    int kv_type;        /* 0: f32 (the only KV type until model/kv.h lands) */
+    int threads;        /* the pool's threads: attention keeps one row of scores per task */
+    uint64_t runtime;   /* bytes in use before the load */
+} ox_mem_request;
+
+typedef struct ox_mem_estimate {
+    uint64_t weights, embeddings_on_host, kv, scratch, runtime, total;
+    uint64_t file_bytes; /* what the load reads from the host */
+    int context;
+} ox_mem_estimate;
+
+/* Errors: those of the loader's validation (CONFIG, MISSING, UNSUPPORTED), RANGE (context
+ * beyond the model's maximum), UNSUPPORTED (a KV type not available yet). */
+int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq,
+                       ox_mem_estimate *out, ox_err *err);
+
+/* The estimate under a budget of `budget` bytes (0: none). When it does not fit: with fit, the
+ * largest context that does (a multiple of 256 when it is 256 or more) goes into out; without,
+ * or when not even one position fits, NOMEM saying what is needed and what to try. */
+int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq, uint64_t budget,
+                     int fit, ox_mem_estimate *out, ox_err *err);
+
+#endif
