@@ -79,6 +79,41 @@ export interface LoadOptions {
   /** Host-file table: LRU size for small reads (bytes, default 8 MiB), largest cached read
    *  (default 64 KiB), HTTP read timeout (ms, default 60000). */
   host?: { cacheBytes?: number; cacheMaxRead?: number; timeoutMs?: number };
+  /** Check the memory the load and a full-context session take (estimateMemory) against a
+   *  budget before allocating: bytes, 'auto' (defaultMemoryBudget()), or {bytes, fit}. Over
+   *  it the load fails with NOMEM naming a context that fits; fit: 'context' lowers the
+   *  context instead (info.context says which). Under a budget the whole need is taken at
+   *  load (wasm memory grows once, the KV caches are allocated for the context) so nothing
+   *  grows in the middle of a generation. Default: no budget, caches grow as used. */
+  memoryBudget?: number | 'auto' | { bytes?: number | 'auto'; fit?: 'context' | 'none' };
+}
+
+/** estimateMemory's options: the load options that change the sums, and the context. */
+export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'tablesOnHost' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
+  /** Positions the session holds (default: the model's maximum). */
+  context?: number;
+  /** The KV caches' type (only 'f32' yet). */
+  kvType?: 'f32';
+}
+
+/** Bytes (context: positions) a load would take, from the files' headers. */
+export interface MemoryEstimate {
+  /** resident weights, as stored or as `quant` converts them */
+  weights: number;
+  /** tables read per token through the host (PLE): not resident, not in total */
+  embeddingsOnHost: number;
+  /** KV caches holding `context` positions */
+  kv: number;
+  /** a prefill micro-batch's activations and matmul scratch, the token list, one generation */
+  scratch: number;
+  /** in use before the load: the wasm module, stacks, the parsed headers, the tokenizer */
+  runtime: number;
+  /** weights + kv + scratch + runtime */
+  total: number;
+  /** what the load reads from the files */
+  fileBytes: number;
+  /** the context (with memoryBudget fit: 'context', the largest that fits) */
+  context: number;
 }
 
 export interface SamplingOptions {
@@ -229,6 +264,10 @@ export interface ModelInfo {
   quant: string;
   /** display names of the files, in load order */
   files: string[];
+  /** the session's context: maxContext, the fitted one under memoryBudget, else contextSize */
+  context: number;
+  /** under memoryBudget: the estimate the load was checked against */
+  memory?: MemoryEstimate;
 }
 
 export interface ModelStats {
@@ -240,6 +279,11 @@ export interface ModelStats {
   /** every host read since start (load included) */
   hostReadCalls: number;
   hostBytesReadAll: number;
+  /** wasm memory in use now: static data and stack, and what malloc holds (weights, caches,
+   *  scratch, tokenizer, ...) */
+  heapBytes: number;
+  /** the wasm memory's size (as wasmMemoryBytes) */
+  wasmBytes: number;
   wasmMemoryBytes: number;
   contextTokens: number;
   /** the JS side of host reads: reads that reached the source, and LRU hits */
@@ -304,6 +348,14 @@ export interface Model {
 /** Load a model (one GGUF, GGUF splits, or safetensors shards + config.json + tokenizer files)
  *  in a new worker. */
 export function loadModel(sources: ModelSource | ModelSource[], opts?: LoadOptions): Promise<Model>;
+
+/** The memory loadModel(sources, opts) would take, from the headers only (a URL: a few range
+ *  reads). With memoryBudget: fails (NOMEM) or fits the context as loadModel would. */
+export function estimateMemory(sources: ModelSource | ModelSource[], opts?: EstimateOptions): Promise<MemoryEstimate>;
+
+/** The budget memoryBudget: 'auto' means here (Node: 4 GiB - 64 MiB; mobile browser: 1.5 GB;
+ *  desktop tab: half of navigator.deviceMemory up to that, 2 GiB when unknown). */
+export function defaultMemoryBudget(): number;
 
 /** Which build and thread count loadModel would use here. */
 export function chooseEngine(opts?: Pick<LoadOptions, 'build' | 'threads'>): Promise<{ build: 'mt' | 'st'; threads: number; note: string | null }>;

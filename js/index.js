@@ -8,7 +8,7 @@ import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
-import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 import { cacheSources } from './cache.js';
 
@@ -97,18 +97,84 @@ async function simdBuild(build, opts) {
 }
 const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != null;
 
+// ---- memory ----
+
+const GiB = 2 ** 30;
+const KV_TYPES = { f32: 0 }; // src/model/estimate.h (model/kv.h brings the others)
+
+/**
+ * The memory budget loadModel({memoryBudget: 'auto'}) uses here: Node, the wasm32 limit (4 GiB,
+ * less 64 MiB for the module and stacks); a mobile browser (Safari on iPhone/iPad, Android)
+ * 1.5 GB, what such a tab can hold before it is killed; a desktop tab, half of
+ * navigator.deviceMemory (Chromium reports at most 8) up to the wasm32 limit, or 2 GiB where
+ * the browser does not say.
+ */
+export function defaultMemoryBudget() {
+  const wasm32 = 4 * GiB - 64 * 2 ** 20;
+  if (isNode) return wasm32;
+  const nav = globalThis.navigator ?? {};
+  const mobile = nav.userAgentData?.mobile ?? /iPhone|iPad|iPod|Android|Mobile/.test(nav.userAgent ?? '');
+  if (mobile) return 1.5e9;
+  return nav.deviceMemory > 0 ? Math.min(wasm32, (nav.deviceMemory * GiB) / 2) : 2 * GiB;
+}
+
+// memoryBudget option -> {bytes, fit} or null (js/options.js checked its shape)
+function budgetOf(v) {
+  if (v === undefined) return null;
+  const o = typeof v === 'object' ? v : { bytes: v };
+  const bytes = o.bytes === undefined || o.bytes === 'auto' ? defaultMemoryBudget() : o.bytes;
+  return { bytes, fit: o.fit ?? 'none' };
+}
+
+function sourcesOf(sources, call) {
+  const list = Array.isArray(sources) ? sources : [sources];
+  if (!list.length) throw new OxError('RANGE', `${call}: no model files given`);
+  try {
+    return list.map((s) => describeSource(s));
+  } catch (e) {
+    throw toOxError(e);
+  }
+}
+
+/**
+ * What loadModel(sources, opts) would allocate, in bytes, from the files' headers only (GGUF
+ * header, metadata and tensor infos; safetensors headers and config.json): on a URL this is a
+ * few range reads before any download. The sums are the C loader's and allocator's own
+ * (src/model/estimate.h), run in an engine worker started for the call.
+ * @returns {Promise<{weights: number, embeddingsOnHost: number, kv: number, scratch: number, runtime: number, total: number, fileBytes: number, context: number}>}
+ */
+export async function estimateMemory(sources, opts = {}) {
+  checked('estimateMemory', ESTIMATE_OPTIONS, opts);
+  const descs = sourcesOf(sources, 'estimateMemory');
+  const { signal } = opts;
+  if (signal?.aborted) throw abortError('estimate');
+  const env = await chooseEngine(opts);
+  const simd = await simdBuild(env.build, opts);
+  const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
+  const engine = await Connection.open();
+  const onAbort = () => engine.terminate(abortError('estimate'));
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const budget = budgetOf(opts.memoryBudget);
+  try {
+    await engine.call('init', { build: env.build, threads: env.threads, assets, host: opts.host, jinjaUrl: null });
+    return await engine.call('estimate', {
+      sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, context: opts.context ?? 0,
+      kvType: KV_TYPES[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
+    });
+  } catch (e) {
+    if (signal?.aborted) throw abortError('estimate');
+    throw toOxError(e);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    engine.terminate();
+  }
+}
+
 // ---- loading ----
 
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
-  const list = Array.isArray(sources) ? sources : [sources];
-  if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
-  let descs;
-  try {
-    descs = list.map((s) => describeSource(s));
-  } catch (e) {
-    throw toOxError(e);
-  }
+  let descs = sourcesOf(sources, 'loadModel');
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
   for (const k of ['maxContext', 'maxResident'])
@@ -149,7 +215,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
+      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, budget: budgetOf(opts.memoryBudget) },
       progress,
     );
     if (signal?.aborted) throw abortError('load');

@@ -75,12 +75,24 @@ export const HOST_OPTIONS = {
 // the model cache (js/cache.js); cache.js checks the sha256 digits itself
 const CACHE_OPTIONS = { sha256: string, dir: string, retries: int(0), maxBytes: int(0) };
 
+// memoryBudget: bytes, 'auto' (defaultMemoryBudget()), or {bytes?: bytes | 'auto', fit?: 'context' | 'none'}
+const BUDGET_OPTIONS = { bytes: (v) => (v === 'auto' ? null : int(1)(v)), fit: oneOf('context', 'none') };
+const memoryBudget = (v, vocab) => (v === 'auto' ? null : typeof v === 'number' ? int(1)(v) : nested('loadModel: memoryBudget', BUDGET_OPTIONS)(v, vocab));
+
 export const LOAD_OPTIONS = {
   threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
   simd: oneOf('auto', 'relaxed', 'simd128'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
+  memoryBudget,
+};
+
+// estimateMemory(sources, opts): what loadModel would allocate, from the headers
+export const ESTIMATE_OPTIONS = {
+  context: int(0), kvType: oneOf('f32'), quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
+  build: LOAD_OPTIONS.build, simd: LOAD_OPTIONS.simd, assetBase: LOAD_OPTIONS.assetBase, locateFile: fn,
+  host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };
 
 // {method: 'prompt-lookup', draftTokens: 1..16}, or true / false

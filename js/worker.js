@@ -2,6 +2,7 @@
 // with {type: 'module'}, or a Node worker_threads Worker). It wires the message protocol
 // (worker/protocol.js) to the engine (worker/engine.js) and its operations:
 //   init      start the wasm runtime            load      open the files, load the model
+//   estimate  the memory a load would take, from the files' headers
 //   generate  {text|tokens|messages} -> token events, then the stats (worker/generate.js)
 //   render    the prompt text of a chat         logits    tokenize  detokenize
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
@@ -37,6 +38,10 @@ function serve(protocol) {
       };
       const info = await engine.load(m, progress);
       return { ...info, chatTemplate: engine.template };
+    },
+    estimate: (m) => {
+      if (!engine) throw new OxError('STATE', 'the engine is not started (init)');
+      return engine.estimate(m);
     },
     async generate(m, job) {
       const e = loaded();

@@ -1,7 +1,7 @@
 // engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
 // table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
-import { statsFields } from '../abi.js';
+import { estimateFields, statsFields } from '../abi.js';
 import { OxError } from '../errors.js';
 import { HostFiles } from '../hostfile.js';
 import { Heap } from './heap.js';
@@ -40,8 +40,31 @@ export class Engine {
     return this;
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident};
-  // progress(done, total)
+  // The memory a load of the open handles would take (src/model/estimate.h), from their
+  // headers: m {quant, tablesOnHost, context (0: the model's), kvType (0: f32), budget (bytes,
+  // 0: none), fit (lower the context to the budget)} -> {weights, embeddingsOnHost, kv,
+  // scratch, runtime, total, fileBytes, context}
+  estimateOpen(handles, m) {
+    const { heap } = this;
+    const n = estimateFields.length;
+    const rec = heap.withInts(handles, (p) =>
+      heap.scoped(n * 8, (out) => (heap.check(heap.C.ox_wasm_estimate(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.context ?? 0, m.kvType ?? 0, m.budget ?? 0, m.fit ? 1 : 0, out)), heap.f64(out, n).slice())));
+    return Object.fromEntries(estimateFields.map((f, i) => [f, rec[i]]));
+  }
+
+  async estimate(m) {
+    const handles = [];
+    try {
+      for (const src of m.sources) handles.push(await this.host.open(src));
+      return this.estimateOpen(handles, m);
+    } finally {
+      for (const h of handles) this.host.close(h);
+    }
+  }
+
+  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, budget
+  // ({bytes, fit} or null)}; progress(done, total). With a budget the estimate decides the
+  // context, and the memory for all of it is taken before the load (wasm memory grows once).
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
     const { heap, host } = this;
@@ -49,13 +72,23 @@ export class Engine {
     const handles = [];
     try {
       for (const src of m.sources) handles.push(await host.open(src));
+      let est = null;
+      if (m.budget) {
+        est = this.estimateOpen(handles, { ...m, context: m.maxContext ?? 0, budget: m.budget.bytes, fit: m.budget.fit === 'context' });
+        heap.check(C.ox_wasm_reserve(est.total));
+      }
       heap.M.oxProgress = (done, total) => {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
       this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
-      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
+      this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0);
+      if (est) {
+        heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
+        this.info.context = est.context;
+        this.info.memory = est;
+      } else this.info.context = m.maxContext || this.info.contextSize;
       this.template = this.chatTemplate(handles);
       return this.info;
     } catch (e) {

@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "kernels/pool.h"
+
 #include "model/model_impl.h"
 
 /* The KV caches at n_ctx positions, as session.c allocates them today: f32 K and V for every
@@ -23,6 +25,14 @@ static int kv_bytes(const ox_config *c, int n_ctx, int kv_type, uint64_t *out, o
  * logit), its weights, and the row a logprob or a draft check copies. */
 static uint64_t generation_bytes(const ox_config *c) { return (uint64_t)c->vocab * (4 + 8 + 4 + 4); }
 
+/* The most tokens one forward call takes: a prefill goes in micro-batches (forward.c),
+ * bidirectional models in one batch. */
+static int micro_batch(const ox_config *c, int ctx) { return c->bidirectional || ctx < OX_UBATCH ? ctx : OX_UBATCH; }
+
+static size_t stage_bytes(const ox_weight_sums *w) {
+    return w->embd_row_bytes > w->ple_row_bytes ? w->embd_row_bytes : w->ple_row_bytes;
+}
+
 int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq,
                        ox_mem_estimate *out, ox_err *err) {
     const ox_config *c = ox_files_config(mf);
@@ -30,15 +40,13 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     if (ctx <= 0) return ox_errf(err, OX_E_RANGE, "memory estimate: the model states no context size: give one");
     if (c->ctx_max > 0 && ctx > c->ctx_max)
         return ox_errf(err, OX_E_RANGE, "context %d exceeds the model's maximum %d", ctx, c->ctx_max);
-    /* a prefill goes in micro-batches (forward.c); bidirectional models in one batch */
-    int ub = c->bidirectional || ctx < OX_UBATCH ? ctx : OX_UBATCH;
+    int ub = micro_batch(c, ctx);
     ox_weight_sums w;
     TRY(ox_model_dry_walk(mf, opts, ub, &w, err));
     uint64_t kv = 0;
     TRY(kv_bytes(c, ctx, rq->kv_type, &kv, err));
-    size_t stage = w.embd_row_bytes > w.ple_row_bytes ? w.embd_row_bytes : w.ple_row_bytes;
     int tasks = rq->threads > 1 ? rq->threads : 1;
-    uint64_t scratch = ox_forward_scratch_bytes(c, stage, tasks, ub, ctx) + w.matmul_ws +
+    uint64_t scratch = ox_forward_scratch_bytes(c, stage_bytes(&w), tasks, ub, ctx) + w.matmul_ws +
                        (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);
     *out = (ox_mem_estimate){
         .weights = w.resident,
@@ -90,4 +98,17 @@ int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const o
                        need, out->context, have, lo);
     r.n_ctx = lo;
     return ox_memory_estimate(mf, opts, &r, out, err);
+}
+
+int ox_session_prealloc(ox_session *s, ox_err *err) {
+    const ox_model *m = s->m;
+    int ctx = s->max_ctx, ub = micro_batch(&m->c, ctx);
+    ox_weight_sums w;
+    TRY(ox_model_dry_walk(m->mf, &m->opts, ub, &w, err));
+    TRY(ox_session_reserve(s, ctx, err));
+    int tasks = ox_pool_threads() > 1 ? ox_pool_threads() : 1;
+    if (!ox_scratch_get(&s->act, ox_forward_scratch_bytes(&m->c, stage_bytes(&w), tasks, ub, ctx), err) ||
+        (w.matmul_ws && !ox_scratch_get(&s->ws, w.matmul_ws, err)))
+        return err ? err->code : OX_E_NOMEM;
+    return 0;
 }

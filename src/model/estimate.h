@@ -45,4 +45,9 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
 int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq, uint64_t budget,
                      int fit, ox_mem_estimate *out, ox_err *err);
 
+/* Allocate what the estimate counts for a session, for its whole context, now: the KV caches,
+ * the token list, the activation and matmul scratch of a full micro-batch. Forward calls then
+ * allocate nothing (a budgeted load: memory never grows in the middle of a generation). */
+int ox_session_prealloc(ox_session *s, ox_err *err);
+
 #endif

@@ -147,6 +147,9 @@ OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int qu
  * freed again). Returns OX_WASM_N_ESTIMATE, or < 0. */
 OX_EXPORT int ox_wasm_estimate(const int32_t *files, int n_files, int quant, int tables_on_host, int n_ctx,
                                int kv_type, double budget, int fit, double *out);
+/* Grow wasm memory now so that `bytes` of it in all are in use without growing again (a
+ * budgeted load grows once, before it allocates). Returns 0, or NOMEM when it cannot. */
+OX_EXPORT int ox_wasm_reserve(double bytes);
 /* Free an engine (its sessions must be freed first). */
 OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
 /* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,
@@ -168,6 +171,9 @@ OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_spec
 /* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's). */
 OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx);
 OX_EXPORT void ox_wasm_session_free(ox_session *s);
+/* Allocate all a session of its context needs now: KV caches, token list, scratch
+ * (model/estimate.h ox_session_prealloc; a budgeted load: no allocation later). Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_session_prealloc(ox_session *s);
 /* Tokens in the session. */
 OX_EXPORT int ox_wasm_session_pos(const ox_session *s);
 /* Rewind to pos <= the current position. Returns 0 or < 0. */

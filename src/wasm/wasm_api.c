@@ -125,6 +125,19 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     return OX_WASM_N_ESTIMATE;
 }
 
+API int ox_wasm_reserve(double bytes) {
+    last = (ox_err){0};
+    uint64_t have = in_use();
+    if (!(bytes > (double)have)) return 0;
+    size_t more = (size_t)(bytes - (double)have);
+    void *p = malloc(more); /* sbrk grows the memory; freed, the top stays for later mallocs */
+    if (!p)
+        return ox_errf(&last, OX_E_NOMEM, "wasm memory cannot grow to %.0f bytes (%llu in use)", bytes,
+                       (unsigned long long)have);
+    free(p);
+    return 0;
+}
+
 API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
@@ -185,6 +198,10 @@ API const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key) {
 API ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx) { return ox_session_new(e->m, max_ctx, &last); }
 API void ox_wasm_session_free(ox_session *s) { ox_session_free(s); }
 API int ox_wasm_session_pos(const ox_session *s) { return ox_session_pos(s); }
+API int ox_wasm_session_prealloc(ox_session *s) {
+    last = (ox_err){0};
+    return ox_session_prealloc(s, &last);
+}
 API int ox_wasm_session_truncate(ox_session *s, int pos) { return ox_session_truncate(s, pos, &last); }
 API int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n) {
     return ox_session_reuse(s, tokens, n, &last);

@@ -148,6 +148,45 @@ static void test_budget(void) {
     ox_files_free(mf);
 }
 
+/* After ox_session_prealloc a session runs its whole context without allocating. */
+static void test_prealloc(void) {
+    const char *path = write_model("benchlike", OX_Q4_0, "prealloc");
+    ox_model_files *mf = path ? open_files(path) : NULL;
+    CHECK(mf != NULL);
+    if (!mf) return;
+    ox_err err = {0};
+    ox_load_opts o = {0};
+    int ctx = 600;
+    ox_mem_request rq = {ctx, 0, ox_pool_threads(), 0};
+    ox_mem_estimate e;
+    CHECK(ox_memory_estimate(mf, &o, &rq, &e, &err) == 0);
+    ox_model *m = ox_model_load(mf, &o, &err);
+    ox_session *s = m ? ox_session_new(m, ctx, &err) : NULL;
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_MSG(ox_session_prealloc(s, &err) == 0, "%s", err.msg);
+    ox_model_stats st;
+    ox_model_stats_get(m, &st);
+    CHECK(st.resident_bytes == e.weights + e.kv);
+    void *act = s->act.p, *ws = s->ws.p, *k0 = s->kv[0].k;
+    size_t act_cap = s->act.cap, ws_cap = s->ws.cap;
+    CHECK(act_cap + ws_cap <= e.scratch);
+    int V = m->c.vocab, chunks[] = {7, 256, 256, 1, 1, 79};
+    int32_t t[256];
+    float *lg = malloc(sizeof *lg * (size_t)V);
+    for (int c = 0; c < 6; c++) {
+        for (int i = 0; i < chunks[c]; i++) t[i] = (int32_t)((i * 7919u + 5 * c) % (unsigned)V);
+        ox_forward_io io = {.tokens = t, .n = chunks[c], .logits = lg};
+        CHECK_MSG(ox_forward(s, &io, &err) == 0, "%s", err.msg);
+    }
+    CHECK(ox_session_pos(s) == ctx);
+    CHECK_MSG(s->act.p == act && s->act.cap == act_cap && s->ws.p == ws && s->ws.cap == ws_cap && s->kv[0].k == k0,
+              "scratch act %zu -> %zu, ws %zu -> %zu", act_cap, s->act.cap, ws_cap, s->ws.cap);
+    free(lg);
+    ox_session_free(s);
+    ox_model_free(m);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/ox_estimate_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -155,6 +194,7 @@ int main(void) {
     ox_pool_init(2, &err);
     RUN(test_against_load);
     RUN(test_budget);
+    RUN(test_prealloc);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;

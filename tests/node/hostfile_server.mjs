@@ -11,7 +11,8 @@
 //   /hidden/NAME   206 without Content-Range (as a CORS server that does not expose it looks)
 //   /stall/NAME    accepts the connection and never answers
 //   /stallread/NAME answers the probe (bytes 0-0), never answers a read after it
-//   /count/NAME    as /f, and GET /hits/NAME tells how many range requests /count/NAME had
+//   /count/NAME    as /f, and GET /hits/NAME tells how many range requests /count/NAME had,
+//                  GET /bytes/NAME how many body bytes they asked for
 //   anything else  404
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { before, after } from 'node:test';
@@ -46,8 +47,9 @@ export async function startServer(files) {
 
 function serve(files) {
   const hits = new Map(); // per url
+  const bytes = new Map(); // per url: range bytes
   const server = http.createServer((req, res) => {
-    const m = /^\/(f|norange|short|changing|shrinking|hidden|stall|stallread|count|hits)\/([^/]+)$/.exec(req.url);
+    const m = /^\/(f|norange|short|changing|shrinking|hidden|stall|stallread|count|hits|bytes)\/([^/]+)$/.exec(req.url);
     const path = m && files[decodeURIComponent(m[2])];
     if (!path) {
       res.writeHead(404).end('not found');
@@ -56,6 +58,10 @@ function serve(files) {
     const mode = m[1];
     if (mode === 'hits') {
       res.writeHead(200).end(String(hits.get(`/count/${m[2]}`) ?? 0));
+      return;
+    }
+    if (mode === 'bytes') {
+      res.writeHead(200).end(String(bytes.get(`/count/${m[2]}`) ?? 0));
       return;
     }
     if (mode === 'stall') return; // the request stays open until the client gives up
@@ -78,6 +84,7 @@ function serve(files) {
     }
     if (mode === 'stallread' && first > 0) return;
     const len = last - first + 1;
+    bytes.set(req.url, (bytes.get(req.url) ?? 0) + len);
     res.writeHead(206, { ...common, 'Content-Length': len, ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }) });
     if (mode === 'short' && first > 0) {
       const fd = fs.openSync(path, 'r');

@@ -1,0 +1,129 @@
+// The memory estimate and budget (estimateMemory, loadModel({memoryBudget})) on the wasm engine,
+// with synthetic models made by `oxinfer synth`: the estimate against the heap really in use
+// after a load and a generation that fills the context, header-only reads over HTTP, the
+// budget's refusal, its fitted context, and wasm memory that does not grow after a budgeted load.
+// Needs dist/ (make -f Makefile.emscripten) and the CLI ($OX_CLI or build/oxinfer).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { defaultMemoryBudget, estimateMemory, loadModel } from '../../js/index.js';
+import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { startServer } from './hostfile_server.mjs';
+import { collect } from './api_collect.mjs';
+
+let dir, server;
+const models = {};
+
+before(async () => {
+  requireDist();
+  dir = tmpDir('memory');
+  models.tiny = synth(dir, { preset: 'tiny', type: 'f32' });
+  models.bench8 = synth(dir, { preset: 'benchlike', type: 'q8_0' });
+  models.bench4 = synth(dir, { preset: 'benchlike', type: 'q4_0' });
+  models.moe = synth(dir, { preset: 'moe', type: 'f32' });
+  server = await startServer({ 'bench.gguf': models.bench8 });
+});
+
+after(() => {
+  server?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const MiB = 2 ** 20;
+const tokensOf = (n, vocab) => Array.from({ length: n }, (_, i) => (i === 0 ? 2 : 3 + ((i * 7919) % (vocab - 3))));
+
+// Load at `context`, prefill context - 8 tokens and generate to the end: the weights and KV the
+// engine counts equal the estimate's, and the heap in use is within 10 % of its total.
+async function checkAgainstLoad(file, { context, quant, threads = 2 }) {
+  const label = `${path.basename(file)} quant ${quant ?? 'stored'} context ${context}`;
+  const est = await estimateMemory(file, { context, quant, threads });
+  assert.equal(est.context, context, label);
+  assert.equal(est.total, est.weights + est.kv + est.scratch + est.runtime, label);
+  const model = await loadModel(file, { maxContext: context, quant, threads });
+  try {
+    const loaded = await model.stats();
+    assert.equal(loaded.residentBytes, est.weights, `${label}: weights`);
+    const prompt = tokensOf(context - 8, model.info.vocab);
+    const { stats } = await collect(model.generate(prompt, { maxTokens: 100, temperature: 0, stopIds: [] }));
+    assert.equal(stats.reason, 'context', `${label}: the generation ran to the end of the context`);
+    const s = await model.stats();
+    assert.equal(s.residentBytes - est.weights, est.kv, `${label}: KV`);
+    const err = Math.abs(s.heapBytes - est.total) / s.heapBytes;
+    assert.ok(err < 0.1, `${label}: heap in use ${s.heapBytes}, estimated ${est.total} (${(err * 100).toFixed(1)} %): ${JSON.stringify(est)}`);
+    console.log(`# ${label}: heap ${s.heapBytes}, estimate ${JSON.stringify(est)}`);
+    return { est, heap: s.heapBytes };
+  } finally {
+    await model.unload();
+  }
+}
+
+test('estimate vs the heap in use after a load and a full-context generation', async () => {
+  await checkAgainstLoad(models.tiny, { context: 200 });
+  await checkAgainstLoad(models.tiny, { context: 128, quant: 'q8' });
+  await checkAgainstLoad(models.bench8, { context: 300 });
+  await checkAgainstLoad(models.bench4, { context: 64, threads: 1 });
+  await checkAgainstLoad(models.moe, { context: 96, quant: 'q4' });
+});
+
+test('the estimate grows with the context by the KV caches and scratch only', async () => {
+  const a = await estimateMemory(models.bench8, { context: 256, threads: 1 });
+  const b = await estimateMemory(models.bench8, { context: 512, threads: 1 });
+  assert.equal(a.weights, b.weights);
+  assert.equal(b.kv, 2 * a.kv);
+  assert.ok(b.scratch > a.scratch);
+  assert.ok(a.embeddingsOnHost > 0, 'the PLE table stays on the host');
+  assert.ok(a.weights + a.embeddingsOnHost < a.fileBytes + a.embeddingsOnHost + 1 && a.fileBytes < fs.statSync(models.bench8).size);
+  const full = await estimateMemory(models.bench8, { threads: 1 });
+  assert.equal(full.context, 4096, "no context: the model's maximum (benchlike's)");
+});
+
+test('estimate on a URL reads only the header ranges', async () => {
+  const url = `${server.base}/count/bench.gguf`;
+  const est = await estimateMemory(url, { context: 1024, threads: 1 });
+  const local = await estimateMemory(models.bench8, { context: 1024, threads: 1 });
+  for (const k of ['weights', 'embeddingsOnHost', 'kv', 'scratch', 'fileBytes', 'context']) assert.equal(est[k], local[k], k);
+  const served = Number(await (await fetch(`${server.base}/bytes/bench.gguf`)).text());
+  const size = fs.statSync(models.bench8).size;
+  const header = size - est.fileBytes - est.embeddingsOnHost; // metadata + tensor infos + padding
+  assert.ok(served > 0 && served <= header + 64 * 1024, `served ${served} bytes of ${size} (header ${header})`);
+});
+
+test('memoryBudget: refused with what fits, or the context fitted to it', async () => {
+  const want = await estimateMemory(models.bench8, { context: 4096, threads: 1 });
+  const bytes = Math.round(want.total - want.kv / 2);
+  await assert.rejects(loadModel(models.bench8, { maxContext: 4096, threads: 1, memoryBudget: bytes }), (e) => {
+    assert.equal(e.code, 'NOMEM');
+    assert.match(e.message, /needs [\d.]+ MiB at a context of 4096, more than the memory budget of [\d.]+ MiB; try context: \d+/);
+    return true;
+  });
+  const fitted = await estimateMemory(models.bench8, { context: 4096, threads: 1, memoryBudget: { bytes, fit: 'context' } });
+  assert.ok(fitted.context < 4096 && fitted.context >= 256 && fitted.total <= bytes, JSON.stringify(fitted));
+  const model = await loadModel(models.bench8, { maxContext: 4096, threads: 1, memoryBudget: { bytes, fit: 'context' } });
+  try {
+    assert.equal(model.info.context, fitted.context);
+    assert.equal(model.info.memory.context, fitted.context);
+    const before = await model.stats();
+    assert.ok(before.wasmBytes <= bytes + 64 * MiB, `wasm memory ${before.wasmBytes} within the budget ${bytes}`);
+    assert.equal(before.residentBytes, fitted.weights + fitted.kv, 'the KV caches are allocated for the whole context at load');
+    const { stats } = await collect(model.generate(tokensOf(600, model.info.vocab), { maxTokens: 40, temperature: 0, stopIds: [] }));
+    assert.equal(stats.generatedTokens, 40);
+    const afterGen = await model.stats();
+    assert.equal(afterGen.wasmBytes, before.wasmBytes, 'wasm memory grew once, at load');
+    assert.equal(afterGen.residentBytes, before.residentBytes);
+  } finally {
+    await model.unload();
+  }
+  await assert.rejects(loadModel(models.bench8, { threads: 1, memoryBudget: { bytes: want.weights / 2, fit: 'context' } }), /even at a context of 1/);
+});
+
+test('memoryBudget and estimate options are checked', async () => {
+  assert.ok(defaultMemoryBudget() > 3 * 2 ** 30, 'Node: the wasm32 limit');
+  await assert.rejects(loadModel(models.tiny, { memoryBudget: -1 }), (e) => e.code === 'RANGE' && /memoryBudget/.test(e.message));
+  await assert.rejects(loadModel(models.tiny, { memoryBudget: { fit: 'all' } }), (e) => e.code === 'RANGE' && /fit/.test(e.message));
+  await assert.rejects(estimateMemory(models.tiny, { kvType: 'q4' }), (e) => e.code === 'RANGE' && /kvType/.test(e.message));
+  await assert.rejects(estimateMemory(models.tiny, { context: 1 << 30 }), (e) => e.code === 'RANGE' && /exceeds the model's maximum/.test(e.message));
+  await assert.rejects(estimateMemory(path.join(dir, 'missing.gguf')), (e) => e.code === 'MISSING' && /missing.gguf: cannot open/.test(e.message));
+  const auto = await estimateMemory(models.tiny, { context: 64, memoryBudget: 'auto' });
+  assert.equal(auto.context, 64);
+});
