@@ -45,14 +45,15 @@ int ox_kv_check(const ox_config *c, ox_kv_type t, ox_err *err) {
     return 0;
 }
 
-void ox_kv_init(ox_kv *kv, const ox_config *c, int l, int n_ctx, ox_kv_type t) {
+void ox_kv_init(ox_kv *kv, const ox_config *c, int l, int n_ctx, ox_kv_type t, int rings) {
     const ox_layer_cfg *lc = &c->layers[l];
     *kv = (ox_kv){.type = t, .n_heads = lc->n_kv_heads, .hd = lc->head_dim};
     kv->row_bytes = ox_kv_row_bytes(t, kv->n_heads, kv->hd);
     kv->head_bytes = ox_kv_row_bytes(t, 1, kv->hd);
-    kv->max_cap = ox_kv_capacity(c, l, n_ctx);
     if (n_ctx <= 0) n_ctx = c->ctx_max > 0 ? c->ctx_max : INT32_MAX / 2;
+    kv->max_cap = rings || lc->shared ? ox_kv_capacity(c, l, n_ctx) : n_ctx;
     kv->ring = kv->max_cap < n_ctx;
+    kv->window = lc->window;
 }
 
 void ox_kv_free(ox_kv *kv) {
@@ -64,8 +65,7 @@ void ox_kv_free(ox_kv *kv) {
 
 uint64_t ox_kv_alloc_bytes(const ox_kv *kv) { return 2ull * (uint64_t)kv->cap * kv->row_bytes; }
 
-/* A capacity >= need: doubling from cap (16 at first), capped at max. */
-static int grown_cap(int cap, int need, int max) {
+int ox_kv_grown_cap(int cap, int need, int max) {
     if (!cap) cap = 16;
     while (cap < need) cap = cap > max / 2 ? max : cap * 2;
     return cap < need ? need : cap;
@@ -74,7 +74,7 @@ static int grown_cap(int cap, int need, int max) {
 int ox_kv_reserve(ox_kv *kv, int need, uint64_t *grown, ox_err *err) {
     if (need > kv->max_cap) need = kv->max_cap; /* a ring reuses its rows */
     if (kv->cap >= need) return 0;
-    int cap = grown_cap(kv->cap, need, kv->max_cap);
+    int cap = ox_kv_grown_cap(kv->cap, need, kv->max_cap);
     size_t bytes;
     if (ox_mul_size((size_t)cap, kv->row_bytes, &bytes))
         return ox_errf(err, OX_E_NOMEM, "kv.c: a KV cache of %d positions x %zu bytes is too large", cap, kv->row_bytes);
@@ -87,8 +87,6 @@ int ox_kv_reserve(ox_kv *kv, int need, uint64_t *grown, ox_err *err) {
     kv->cap = cap;
     return 0;
 }
-
-int ox_kv_lo(const ox_kv *kv) { return kv->ring && kv->end > kv->max_cap ? kv->end - kv->max_cap : 0; }
 
 static size_t row_of(const ox_kv *kv, int pos) { return (size_t)(kv->ring ? pos % kv->max_cap : pos); }
 
@@ -108,16 +106,28 @@ void ox_kv_write(ox_kv *kv, int pos, const float *k, const float *v) {
     size_t r = row_of(kv, pos) * kv->row_bytes;
     store_row(kv, kv->k + r, k);
     store_row(kv, kv->v + r, v);
-    if (pos + 1 > kv->end) kv->end = pos + 1;
+    if (kv->ring && pos - kv->max_cap + 1 > kv->lo) kv->lo = pos - kv->max_cap + 1; /* its row held that one */
 }
 
-void ox_kv_copy(ox_kv *dst, const ox_kv *src) {
+int ox_kv_can_resume(const ox_kv *kv, int pos) {
+    int need = kv->window > 0 && pos - kv->window + 1 > 0 ? pos - kv->window + 1 : 0;
+    return pos == 0 || need >= kv->lo;
+}
+
+void ox_kv_truncate(ox_kv *kv, int pos) {
+    if (pos == 0) kv->lo = 0;
+}
+
+int ox_kv_copy(ox_kv *dst, const ox_kv *src, uint64_t *grown, ox_err *err) {
+    int rc = ox_kv_reserve(dst, src->cap, grown, err);
+    if (rc) return rc;
     size_t bytes = (size_t)src->cap * src->row_bytes;
     if (bytes) {
         memcpy(dst->k, src->k, bytes);
         memcpy(dst->v, src->v, bytes);
     }
-    dst->end = src->end;
+    dst->lo = src->lo;
+    return 0;
 }
 
 static float dot_row(const ox_kv *kv, const float *q, const uint8_t *k) {

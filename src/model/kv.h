@@ -28,6 +28,7 @@
 typedef enum { OX_KV_TYPES(OX_KV_ENUM_) } ox_kv_type;
 #undef OX_KV_ENUM_
 #define OX_KV_N_TYPES 3
+#define OX_KV_DEFAULT OX_KV_F32 /* sessions made by ox_session_new */
 
 /* Bytes of every KV cache of a session of n_ctx positions (n_ctx <= 0: the model's maximum),
  * exactly what the session allocates once full, ring buffers included. */
@@ -47,22 +48,29 @@ typedef struct ox_kv {
     size_t row_bytes, head_bytes;
     int cap;             /* rows allocated */
     int max_cap;         /* rows at most; on a ring, position p lives in row p % max_cap */
-    int ring;
-    int end;             /* one past the highest position written */
+    int ring, window;    /* window: keys a query sees (0: all) */
+    int lo;              /* lowest position still held: rows [lo, the session's position) are */
 } ox_kv;
 
-/* A cache for layer l of a session of n_ctx positions; allocates nothing yet. */
-void ox_kv_init(ox_kv *kv, const ox_config *c, int l, int n_ctx, ox_kv_type t);
+/* A cache for layer l of a session of n_ctx positions; allocates nothing yet. rings = 0 keeps
+ * every position on sliding layers too (the reference tests compare the rings with). */
+void ox_kv_init(ox_kv *kv, const ox_config *c, int l, int n_ctx, ox_kv_type t, int rings);
 void ox_kv_free(ox_kv *kv);
 /* Grow to hold positions [0, need) (a ring: its last max_cap of them); *grown += bytes added. */
 int ox_kv_reserve(ox_kv *kv, int need, uint64_t *grown, ox_err *err);
 uint64_t ox_kv_alloc_bytes(const ox_kv *kv);
-/* Lowest position still held (positions [lo, end) are; later truncation is the caller's). */
-int ox_kv_lo(const ox_kv *kv);
-/* Store the K and V rows (n_heads * hd f32 each) of position pos (reserved). */
+/* Store the K and V rows (n_heads * hd f32 each) of position pos (reserved); positions are
+ * written in order from the session's position on. */
 void ox_kv_write(ox_kv *kv, int pos, const float *k, const float *v);
-/* Copy src's rows (same geometry) into dst, reserved to src->cap. */
-void ox_kv_copy(ox_kv *dst, const ox_kv *src);
+/* Whether the cache can go on from position pos (after a truncation to it): its queries need
+ * the keys of [pos - window + 1, pos), which a ring may have overwritten. Always true for 0. */
+int ox_kv_can_resume(const ox_kv *kv, int pos);
+/* Drop the positions from pos on (ox_kv_can_resume(kv, pos) must hold). */
+void ox_kv_truncate(ox_kv *kv, int pos);
+/* Copy src's rows and state into dst (same layer and type), growing dst to src's size. */
+int ox_kv_copy(ox_kv *dst, const ox_kv *src, uint64_t *grown, ox_err *err);
+/* A capacity >= need: doubling from cap (16 at first), capped at max (also the token list's). */
+int ox_kv_grown_cap(int cap, int need, int max);
 
 /* One query head q (hd values) over KV head g at positions [lo, hi] (all held): scores
  * (hi - lo + 1 floats of scratch) q . k_j, softmax, out = sum_j p_j v_j. */
