@@ -92,8 +92,8 @@ export interface LoadOptions {
 export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'tablesOnHost' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
   /** Positions the session holds (default: the model's maximum). */
   context?: number;
-  /** The KV caches' type (only 'f32' yet). */
-  kvType?: 'f32';
+  /** The KV caches' type (default 'f32'). */
+  kvType?: 'f32' | 'f16' | 'q8_0';
 }
 
 /** Bytes (context: positions) a load would take, from the files' headers. */

@@ -100,7 +100,7 @@ const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != 
 // ---- memory ----
 
 const GiB = 2 ** 30;
-const KV_TYPES = { f32: 0 }; // src/model/estimate.h (model/kv.h brings the others)
+const KV_TYPES = { f32: 0, f16: 1, q8_0: 2 }; // src/model/kv.h OX_KV_TYPES (js/abi.js kvType once the kv branch's loadModel({kvType}) lands)
 
 /**
  * The memory budget loadModel({memoryBudget: 'auto'}) uses here: Node, the wasm32 limit (4 GiB,

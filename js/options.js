@@ -90,7 +90,7 @@ export const LOAD_OPTIONS = {
 
 // estimateMemory(sources, opts): what loadModel would allocate, from the headers
 export const ESTIMATE_OPTIONS = {
-  context: int(0), kvType: oneOf('f32'), quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
+  context: int(0), kvType: oneOf('f32', 'f16', 'q8_0'), quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
   build: LOAD_OPTIONS.build, simd: LOAD_OPTIONS.simd, assetBase: LOAD_OPTIONS.assetBase, locateFile: fn,
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };

@@ -8,19 +8,6 @@
 
 #include "model/model_impl.h"
 
-/* The KV caches at n_ctx positions, as session.c allocates them today: f32 K and V for every
- * own-KV layer, n_ctx positions each; KV-shared layers none. To be replaced by model/kv.h's
- * ox_kv_bytes (the KV types and the sliding-window ring) when it lands. */
-static int kv_bytes(const ox_config *c, int n_ctx, int kv_type, uint64_t *out, ox_err *err) {
-    if (kv_type != 0) return ox_errf(err, OX_E_UNSUPPORTED, "KV type %d: only f32 KV caches are available yet", kv_type);
-    uint64_t b = 0;
-    for (int l = 0; l < c->n_layers; l++)
-        if (!c->layers[l].shared)
-            b += 2ull * (uint64_t)n_ctx * (uint64_t)c->layers[l].n_kv_heads * (uint64_t)c->layers[l].head_dim * sizeof(float);
-    *out = b;
-    return 0;
-}
-
 /* Per generation (generate.c, sampler.c): the logits row, the sampler's candidates (id and
  * logit), its weights, and the row a logprob or a draft check copies. */
 static uint64_t generation_bytes(const ox_config *c) { return (uint64_t)c->vocab * (4 + 8 + 4 + 4); }
@@ -43,8 +30,10 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     int ub = micro_batch(c, ctx);
     ox_weight_sums w;
     TRY(ox_model_dry_walk(mf, opts, ub, &w, err));
-    uint64_t kv = 0;
-    TRY(kv_bytes(c, ctx, rq->kv_type, &kv, err));
+    if (rq->kv_type < 0 || rq->kv_type >= OX_KV_N_TYPES)
+        return ox_errf(err, OX_E_RANGE, "memory estimate: KV type %d is not one of 0..%d", rq->kv_type, OX_KV_N_TYPES - 1);
+    TRY(ox_kv_check(c, (ox_kv_type)rq->kv_type, err));
+    uint64_t kv = ox_kv_bytes(c, ctx, (ox_kv_type)rq->kv_type);
     int tasks = rq->threads > 1 ? rq->threads : 1;
     uint64_t scratch = ox_forward_scratch_bytes(c, stage_bytes(&w), tasks, ub, ctx) + w.matmul_ws +
                        (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);

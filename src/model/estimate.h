@@ -9,7 +9,8 @@
  *   weights            resident weight bytes (stored or converted as opts->quant says)
  *   embeddings_on_host the tables whose rows are read through the host per token (PLE):
  *                      not resident, not in total
- *   kv                 the KV caches (and nothing else) holding `context` positions
+ *   kv                 the KV caches holding `context` positions (model/kv.h ox_kv_bytes:
+ *                      sliding layers a ring of the window)
  *   scratch            one prefill micro-batch's activations and matmul scratch at that
  *                      context, the session's token list, one generation's vocab buffers
  *   runtime            what the caller says is in use before the load (the wasm module, its
@@ -23,7 +24,7 @@
 
 typedef struct ox_mem_request {
     int n_ctx;          /* positions the session will hold; <= 0: the model's maximum */
-    int kv_type;        /* 0: f32 (the only KV type until model/kv.h lands) */
+    int kv_type;        /* an ox_kv_type (model/kv.h) */
     int threads;        /* the pool's threads: attention keeps one row of scores per task */
     uint64_t runtime;   /* bytes in use before the load */
 } ox_mem_request;
@@ -35,7 +36,7 @@ typedef struct ox_mem_estimate {
 } ox_mem_estimate;
 
 /* Errors: those of the loader's validation (CONFIG, MISSING, UNSUPPORTED), RANGE (context
- * beyond the model's maximum), UNSUPPORTED (a KV type not available yet). */
+ * beyond the model's maximum, an unknown KV type), UNSUPPORTED (a KV type the heads cannot use). */
 int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq,
                        ox_mem_estimate *out, ox_err *err);
 

@@ -5,10 +5,9 @@
 
 #include "model/model.h"
 #include "kernels/kernels.h"
+#include "model/kv.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
-
-#define OX_UBATCH 256 /* tokens per forward micro-batch of a long prompt (forward.c) */
 
 /* One layer's weights (docs/gemma4.md §3.2 for the names); vectors as f32, matrices as stored
  * or converted on load. */
@@ -36,15 +35,12 @@ struct ox_model {
     uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
 };
 
-typedef struct kv_cache {
-    float *k, *v; /* [cap][width] post-norm, post-RoPE K; post-norm V */
-    int cap, width;
-} kv_cache;
-
 struct ox_session {
     ox_model *m;
     int max_ctx, pos;
-    kv_cache *kv;   /* per layer; used only where !shared */
+    ox_kv_type kv_type;
+    int rings;      /* sliding layers keep a ring of the window (else every position) */
+    ox_kv *kv;      /* per layer (model/kv.h); used only where !shared */
     int32_t *toks;  /* [pos] the tokens in the caches, -1 where a soft embedding went in */
     int toks_cap;
     ox_scratch ws, act;
@@ -65,7 +61,11 @@ int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws
  * stage: the largest stored table row, tasks: the pool's threads. */
 size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len);
 
-/* Grow the session's token list and every own-KV cache to hold `need` positions. */
+/* ox_session_new_kv with rings = 0: sliding layers keep every position (tests compare). */
+ox_session *ox_session_new_rings(ox_model *m, int max_ctx, ox_kv_type kv_type, int rings, ox_err *err);
+
+/* Grow the session's token list and every own-KV cache to hold `need` positions (a ring: the
+ * last of them it keeps). */
 int ox_session_reserve(ox_session *s, int need, ox_err *err);
 
 #endif
