@@ -40,7 +40,7 @@ export class Engine {
     return this;
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident};
+  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, kvType (an id of js/abi.js)};
   // progress(done, total)
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
@@ -55,7 +55,7 @@ export class Engine {
       };
       this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
-      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
+      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0, m.kvType ?? 0);
       this.template = this.chatTemplate(handles);
       return this.info;
     } catch (e) {
