@@ -53,6 +53,10 @@ export interface LoadOptions {
   maxContext?: number;
   /** Fail before allocating if the weights need more than this many bytes (0 = no limit). */
   maxResident?: number;
+  /** How the KV cache stores K and V: 'f32' (default: logits as the float reference), 'f16'
+   *  (half the memory), 'q8_0' (about a quarter: 34 bytes per 32 values). Sliding-window
+   *  layers keep only their window (plus one micro-batch) whatever the type. */
+  kvType?: 'f32' | 'f16' | 'q8_0';
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */
@@ -89,11 +93,9 @@ export interface LoadOptions {
 }
 
 /** estimateMemory's options: the load options that change the sums, and the context. */
-export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'tablesOnHost' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
+export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'kvType' | 'tablesOnHost' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
   /** Positions the session holds (default: the model's maximum). */
   context?: number;
-  /** The KV caches' type (default 'f32'). */
-  kvType?: 'f32' | 'f16' | 'q8_0';
 }
 
 /** Bytes (context: positions) a load would take, from the files' headers. */

@@ -1,7 +1,7 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/worker.js, reached through js/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { quant as QUANT } from './abi.js';
+import { kvType as KV_TYPE, quant as QUANT } from './abi.js';
 import { engineAssets } from './assets.js';
 import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -100,7 +100,6 @@ const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != 
 // ---- memory ----
 
 const GiB = 2 ** 30;
-const KV_TYPES = { f32: 0, f16: 1, q8_0: 2 }; // src/model/kv.h OX_KV_TYPES (js/abi.js kvType once the kv branch's loadModel({kvType}) lands)
 
 /**
  * The memory budget loadModel({memoryBudget: 'auto'}) uses here: Node, the wasm32 limit (4 GiB,
@@ -159,7 +158,7 @@ export async function estimateMemory(sources, opts = {}) {
     await engine.call('init', { build: env.build, threads: env.threads, assets, host: opts.host, jinjaUrl: null });
     return await engine.call('estimate', {
       sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, context: opts.context ?? 0,
-      kvType: KV_TYPES[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
+      kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
     });
   } catch (e) {
     if (signal?.aborted) throw abortError('estimate');
@@ -215,7 +214,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, budget: budgetOf(opts.memoryBudget) },
+      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
       progress,
     );
     if (signal?.aborted) throw abortError('load');

@@ -82,7 +82,7 @@ const memoryBudget = (v, vocab) => (v === 'auto' ? null : typeof v === 'number' 
 export const LOAD_OPTIONS = {
   threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
-  simd: oneOf('auto', 'relaxed', 'simd128'),
+  simd: oneOf('auto', 'relaxed', 'simd128'), kvType: oneOf('f32', 'f16', 'q8_0'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
   memoryBudget,
@@ -90,7 +90,7 @@ export const LOAD_OPTIONS = {
 
 // estimateMemory(sources, opts): what loadModel would allocate, from the headers
 export const ESTIMATE_OPTIONS = {
-  context: int(0), kvType: oneOf('f32', 'f16', 'q8_0'), quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
+  context: int(0), kvType: LOAD_OPTIONS.kvType, quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
   build: LOAD_OPTIONS.build, simd: LOAD_OPTIONS.simd, assetBase: LOAD_OPTIONS.assetBase, locateFile: fn,
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };

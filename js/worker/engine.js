@@ -62,9 +62,10 @@ export class Engine {
     }
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, budget
-  // ({bytes, fit} or null)}; progress(done, total). With a budget the estimate decides the
-  // context, and the memory for all of it is taken before the load (wasm memory grows once).
+  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, kvType (an
+  // id of js/abi.js), budget ({bytes, fit} or null)}; progress(done, total). With a budget the
+  // estimate decides the context, and the memory for all of it is taken before the load (wasm
+  // memory grows once).
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
     const { heap, host } = this;
@@ -83,7 +84,7 @@ export class Engine {
       };
       this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
-      this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0);
+      this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0, m.kvType ?? 0);
       if (est) {
         heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
         this.info.context = est.context;
