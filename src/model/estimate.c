@@ -83,8 +83,8 @@ int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const o
     if (!fit)
         return ox_errf(err, OX_E_NOMEM,
                        "the model needs %s at a context of %d, more than the memory budget of %s; try context: %d "
-                       "(or memoryBudget: {bytes, fit: 'context'})",
-                       need, out->context, have, lo);
+                       "(or %smemoryBudget: {bytes, fit: 'context'})",
+                       need, out->context, have, lo, rq->kv_type == OX_KV_Q8_0 ? "" : "kvType: 'q8_0', or ");
     r.n_ctx = lo;
     return ox_memory_estimate(mf, opts, &r, out, err);
 }

@@ -383,7 +383,10 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
     int n = io->n, H = c->hidden, V = c->vocab;
     TRY(ox_session_reserve(s, s->pos + n, err));
     acts A;
-    TRY(carve_acts(s, n, s->pos + n, &A, err));
+    /* the scores sized for the session's whole context (where that is a sane bound: 1 MB of
+     * f32 per thread), so the scratch is not regrown, old and new at once, as positions pass */
+    int keys = s->max_ctx <= (1 << 18) ? s->max_ctx : s->pos + n;
+    TRY(carve_acts(s, n, keys, &A, err));
     TRY(embed(s, io, &A, err));
     for (int l = 0; l < c->n_layers; l++) TRY(layer_forward(s, l, n, &A, err));
 

@@ -80,12 +80,13 @@ static void check_against_load(const char *preset, ox_type type, ox_quant quant,
               (unsigned long long)(st.resident_bytes - e.weights), (unsigned long long)e.kv);
     if (s) {
         size_t held = s->act.cap + s->ws.cap;
-        /* grown call by call (the attention scores with the position), the scratch may hold
-         * up to 1.5 x what the last call needed (ox_scratch_get); in one call, no more */
-        uint64_t lim = chunk >= ctx ? e.scratch : e.scratch * 3 / 2;
+        /* the first call sizes the scratch for the whole context when it is a full micro-batch;
+         * calls that grow it later may leave up to 1.5 x what they needed (ox_scratch_get) */
+        int full = chunk >= (ctx < OX_UBATCH ? ctx : OX_UBATCH);
+        uint64_t lim = full ? e.scratch : e.scratch * 3 / 2;
         CHECK_MSG(held <= lim, "%s ctx %d: scratch held %zu > %llu", tag, ctx, held, (unsigned long long)lim);
         /* the estimate is a prefill of OX_UBATCH tokens; after one, it is not padded much */
-        if (chunk >= ctx)
+        if (full)
             CHECK_MSG(e.scratch - held < (e.weights + e.kv) / 10 + (uint64_t)V * 20 + 4096u * ctx,
                   "%s ctx %d: scratch estimated %llu, held %zu", tag, ctx, (unsigned long long)e.scratch, held);
     }

@@ -35,12 +35,12 @@ const tokensOf = (n, vocab) => Array.from({ length: n }, (_, i) => (i === 0 ? 2 
 
 // Load at `context`, prefill context - 8 tokens and generate to the end: the weights and KV the
 // engine counts equal the estimate's, and the heap in use is within 10 % of its total.
-async function checkAgainstLoad(file, { context, quant, threads = 2 }) {
-  const label = `${path.basename(file)} quant ${quant ?? 'stored'} context ${context}`;
-  const est = await estimateMemory(file, { context, quant, threads });
+async function checkAgainstLoad(file, { context, quant, kvType, threads = 2 }) {
+  const label = `${path.basename(file)} quant ${quant ?? 'stored'} kv ${kvType ?? 'f32'} context ${context}`;
+  const est = await estimateMemory(file, { context, quant, kvType, threads });
   assert.equal(est.context, context, label);
   assert.equal(est.total, est.weights + est.kv + est.scratch + est.runtime, label);
-  const model = await loadModel(file, { maxContext: context, quant, threads });
+  const model = await loadModel(file, { maxContext: context, quant, kvType, threads });
   try {
     const loaded = await model.stats();
     assert.equal(loaded.residentBytes, est.weights, `${label}: weights`);
@@ -64,6 +64,8 @@ test('estimate vs the heap in use after a load and a full-context generation', a
   await checkAgainstLoad(models.bench8, { context: 300 });
   await checkAgainstLoad(models.bench4, { context: 64, threads: 1 });
   await checkAgainstLoad(models.moe, { context: 96, quant: 'q4' });
+  await checkAgainstLoad(models.bench8, { context: 700, kvType: 'q8_0' }); // rings on the sliding layers
+  await checkAgainstLoad(models.tiny, { context: 400, kvType: 'f16' });
 });
 
 test('the estimate grows with the context by the KV caches and scratch only', async () => {
