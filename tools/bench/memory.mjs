@@ -5,10 +5,11 @@
 // estimate (estimateMemory) next to what the engine holds.
 //
 //   node tools/bench/memory.mjs [--model FILE] [--only node|chromium] [--threads N] [--ctx N]
+//                               [--simd auto|relaxed|simd128]
 //
 // Default model: ~/.cache/oxinfer-bench/e2b-q4_0.gguf. Prints one line per environment and a
 // markdown table for docs/benchmarks.md ("Memory").
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +20,7 @@ import { procStatus, rendererPids } from './lib.mjs';
 const MB = 1e6;
 
 function args() {
-  const a = { model: path.join(os.homedir(), '.cache', 'oxinfer-bench', 'e2b-q4_0.gguf'), only: null, threads: 2, ctx: 1024, child: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
+  const a = { model: path.join(os.homedir(), '.cache', 'oxinfer-bench', 'e2b-q4_0.gguf'), only: null, threads: 2, ctx: 1024, simd: 'auto', child: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
     const k = v[i].replace(/^--/, '');
@@ -30,10 +31,10 @@ function args() {
 }
 
 // In the page or the Node child: load from the URL, one generation, the engine's figures.
-async function loadAndRun(loadModel, estimateMemory, url, threads, ctx) {
-  const est = await estimateMemory(url, { threads, context: ctx });
+async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd) {
+  const est = await estimateMemory(url, { threads, context: ctx, simd });
   const t0 = performance.now();
-  const model = await loadModel(url, { threads, maxContext: ctx });
+  const model = await loadModel(url, { threads, maxContext: ctx, simd });
   const loadMs = performance.now() - t0;
   let n = 0;
   for await (const ev of model.generate([2, 651, 6092, 529], { maxTokens: 8, temperature: 0 })) if (!ev.stats) n++;
@@ -43,17 +44,23 @@ async function loadAndRun(loadModel, estimateMemory, url, threads, ctx) {
   return out;
 }
 
-async function childNode(url, threads, ctx) {
+async function childNode(url, threads, ctx, simd) {
   const { loadModel, estimateMemory } = await import('../../js/index.js');
-  const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx);
+  const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd);
   const st = procStatus('self');
   process.stdout.write(JSON.stringify({ ...r, hwm: st.hwm, rss: st.rss }) + '\n');
 }
 
+// a fresh process (its peak is the load's); async, so this process's server keeps answering
 function runNode(url, a) {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', url, '--threads', String(a.threads), '--ctx', String(a.ctx)], { encoding: 'utf8', maxBuffer: 1 << 20 });
-  if (r.status !== 0) throw new Error(`node child: ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1));
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', url, '--threads', String(a.threads), '--ctx', String(a.ctx), '--simd', a.simd], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.stderr.on('data', (d) => (err += d));
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`node child exited ${code}: ${err}`))));
+  });
 }
 
 async function runChromium(server, url, a) {
@@ -64,10 +71,10 @@ async function runChromium(server, url, a) {
     const page = await browser.newPage();
     page.on('pageerror', (e) => console.error(`page: ${e.message}`));
     await page.goto(`${server.url}/bench-memory.html`);
-    const r = await page.evaluate(async ({ url, threads, ctx, body }) => {
+    const r = await page.evaluate(async ({ url, threads, ctx, simd, body }) => {
       const { loadModel, estimateMemory } = await import('/js/index.js');
-      return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx);
-    }, { url, threads: a.threads, ctx: a.ctx, body: loadAndRun.toString() });
+      return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx, simd);
+    }, { url, threads: a.threads, ctx: a.ctx, simd: a.simd, body: loadAndRun.toString() });
     const pids = rendererPids(marker);
     const st = pids.map(procStatus).filter(Boolean);
     return { ...r, hwm: Math.max(...st.map((s) => s.hwm)), rss: Math.max(...st.map((s) => s.rss)) };
@@ -78,7 +85,7 @@ async function runChromium(server, url, a) {
 
 async function main() {
   const a = args();
-  if (a.child) return childNode(a.child, a.threads, a.ctx);
+  if (a.child) return childNode(a.child, a.threads, a.ctx, a.simd);
   if (!fs.existsSync(a.model)) throw new Error(`bench:memory: ${a.model} not found`);
   const page = path.join(os.tmpdir(), `bench-memory-${process.pid}.html`);
   fs.writeFileSync(page, '<!doctype html><meta charset="utf-8"><title>bench:memory</title>');
@@ -88,7 +95,7 @@ async function main() {
   try {
     for (const env of ['node', 'chromium']) {
       if (a.only && a.only !== env) continue;
-      const r = env === 'node' ? runNode(url, a) : await runChromium(server, url, a);
+      const r = env === 'node' ? await runNode(url, a) : await runChromium(server, url, a);
       const over = r.hwm - r.wasm;
       console.log(`${env}: peak RSS ${(r.hwm / MB).toFixed(0)} MB, wasm memory ${(r.wasm / MB).toFixed(0)} MB (peak - wasm ${(over / MB).toFixed(0)} MB), heap in use ${(r.heap / MB).toFixed(0)} MB, estimate ${(r.estimate / MB).toFixed(0)} MB, load ${(r.loadMs / 1000).toFixed(1)} s`);
       rows.push({ env, ...r, over });
