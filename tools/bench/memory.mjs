@@ -46,9 +46,10 @@ async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd) {
 
 async function childNode(url, threads, ctx, simd) {
   const { loadModel, estimateMemory } = await import('../../js/index.js');
+  const base = procStatus('self').rss;
   const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd);
   const st = procStatus('self');
-  process.stdout.write(JSON.stringify({ ...r, hwm: st.hwm, rss: st.rss }) + '\n');
+  process.stdout.write(JSON.stringify({ ...r, base, hwm: st.hwm, rss: st.rss }) + '\n');
 }
 
 // a fresh process (its peak is the load's); async, so this process's server keeps answering
@@ -71,13 +72,15 @@ async function runChromium(server, url, a) {
     const page = await browser.newPage();
     page.on('pageerror', (e) => console.error(`page: ${e.message}`));
     await page.goto(`${server.url}/bench-memory.html`);
+    await page.evaluate(() => import('/js/index.js'));
+    const base = Math.max(...rendererPids(marker).map(procStatus).filter(Boolean).map((s) => s.rss));
     const r = await page.evaluate(async ({ url, threads, ctx, simd, body }) => {
       const { loadModel, estimateMemory } = await import('/js/index.js');
       return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx, simd);
     }, { url, threads: a.threads, ctx: a.ctx, simd: a.simd, body: loadAndRun.toString() });
     const pids = rendererPids(marker);
     const st = pids.map(procStatus).filter(Boolean);
-    return { ...r, hwm: Math.max(...st.map((s) => s.hwm)), rss: Math.max(...st.map((s) => s.rss)) };
+    return { ...r, base, hwm: Math.max(...st.map((s) => s.hwm)), rss: Math.max(...st.map((s) => s.rss)) };
   } finally {
     await browser.close();
   }
@@ -97,7 +100,7 @@ async function main() {
       if (a.only && a.only !== env) continue;
       const r = env === 'node' ? await runNode(url, a) : await runChromium(server, url, a);
       const over = r.hwm - r.wasm;
-      console.log(`${env}: peak RSS ${(r.hwm / MB).toFixed(0)} MB, wasm memory ${(r.wasm / MB).toFixed(0)} MB (peak - wasm ${(over / MB).toFixed(0)} MB), heap in use ${(r.heap / MB).toFixed(0)} MB, estimate ${(r.estimate / MB).toFixed(0)} MB, load ${(r.loadMs / 1000).toFixed(1)} s`);
+      console.log(`${env}: RSS before ${(r.base / MB).toFixed(0)} MB, peak RSS ${(r.hwm / MB).toFixed(0)} MB, wasm memory ${(r.wasm / MB).toFixed(0)} MB (peak - wasm ${(over / MB).toFixed(0)} MB), heap in use ${(r.heap / MB).toFixed(0)} MB, estimate ${(r.estimate / MB).toFixed(0)} MB, load ${(r.loadMs / 1000).toFixed(1)} s`);
       rows.push({ env, ...r, over });
     }
   } finally {
@@ -105,10 +108,10 @@ async function main() {
     fs.rmSync(page, { force: true });
   }
   console.log(`\nmodel ${path.basename(a.model)}, threads ${a.threads}, context ${a.ctx}, ${os.cpus().length} cores (under load)\n`);
-  console.log('| environment | peak RSS (VmHWM) | wasm memory | peak - wasm | heap in use | estimate (total) | load |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| environment | RSS before load | peak RSS (VmHWM) | wasm memory | peak - wasm | heap in use | estimate (total) | load |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   const f = (b) => `${(b / MB).toFixed(0)} MB`;
-  for (const r of rows) console.log(`| ${r.env} | ${f(r.hwm)} | ${f(r.wasm)} | ${f(r.over)} | ${f(r.heap)} | ${f(r.estimate)} | ${(r.loadMs / 1000).toFixed(1)} s |`);
+  for (const r of rows) console.log(`| ${r.env} | ${f(r.base)} | ${f(r.hwm)} | ${f(r.wasm)} | ${f(r.over)} | ${f(r.heap)} | ${f(r.estimate)} | ${(r.loadMs / 1000).toFixed(1)} s |`);
 }
 
 main().catch((e) => {
