@@ -267,6 +267,11 @@ static int walk(loader *ld) {
         TRY(take_mat(ld, "per_layer_model_proj.weight", 2, (uint64_t[]){H, LP}, ROLE_KEEP_Q8, &m->ple_model_proj));
         TRY(take_vec(ld, "per_layer_proj_norm.weight", (uint64_t)c->ple_dim, 0, &m->ple_proj_norm));
     }
+    if (c->assistant) {
+        uint64_t Hb = (uint64_t)c->backbone_hidden;
+        TRY(take_mat(ld, "nextn.pre_projection.weight", 2, (uint64_t[]){2 * Hb, H}, ROLE_LINEAR, &m->nextn_pre));
+        TRY(take_mat(ld, "nextn.post_projection.weight", 2, (uint64_t[]){H, Hb}, ROLE_LINEAR, &m->nextn_post));
+    }
     for (int l = 0; l < c->n_layers; l++) TRY(walk_layer(ld, l));
     return 0;
 }
@@ -288,6 +293,12 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
     const ox_config *c = &m->c;
     if (c->n_layers <= 0 || c->n_layers > OX_MAX_LAYERS || c->hidden <= 0 || c->vocab <= 0) {
         ox_errf(err, OX_E_CONFIG, "model config: bad layer count / hidden / vocab");
+        goto fail;
+    }
+    if (c->assistant != !!m->opts.drafter) {
+        ox_errf(err, OX_E_CONFIG, c->assistant ? "%s: a gemma4-assistant MTP drafter, not a model: load it as the drafter"
+                                               : "%s: not a gemma4-assistant MTP drafter (architecture gemma4)",
+                ox_files_describe(mf));
         goto fail;
     }
     m->L = calloc((size_t)c->n_layers, sizeof *m->L);

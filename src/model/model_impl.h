@@ -25,6 +25,7 @@ struct ox_model {
     ox_config c;
     ox_load_opts opts;
     ox_matrix embd, ple_model_proj;
+    ox_matrix nextn_pre, nextn_post; /* MTP drafter: [x | h] -> hidden, hidden -> target width */
     float *out_norm, *ple_proj_norm;
     const ox_tensor *t_embd, *t_ple;
     size_t embd_row_bytes, ple_row_bytes; /* rows as stored in the file */
