@@ -39,8 +39,9 @@ export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsF
  *   grammar: pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0
  *   nGrammar: bytes of grammar
  *   draftTokens: speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off
+ *   mtp: 1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead
  *   logprobs: -1: off; 0..20: each token's log-probability and that many alternatives */
-export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","logprobs"]);
+export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","mtp","logprobs"]);
 
 /** ox_wasm_gen_out, rewritten by each ox_wasm_gen_step: index i of the f64 record is field i.
  *   token: the token id, -1 if none (STOP: the stop id, which is not output)
@@ -67,6 +68,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_set_threads","ret":"i32","args":[{"name":"n","kind":"i32"}],"doc":"Size the thread pool (n threads in all, the caller included). Returns 0 or < 0."},
   {"name":"ox_wasm_threads","ret":"i32","args":[],"doc":"Threads the pool runs on."},
   {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit. Calls ox_js_progress while loading. Returns the engine, or NULL."},
+  {"name":"ox_wasm_load_drafter","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"}],"doc":"Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an earlier drafter; a failed load keeps it. Returns 0 or < 0."},
   {"name":"ox_wasm_free","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Free an engine (its sessions must be freed first)."},
   {"name":"ox_wasm_info","ret":"cstr","args":[{"name":"e","kind":"ptr"}],"doc":"The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim, contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen, channelClose, quant}; token ids are -1 where the vocabulary lacks the piece."},
   {"name":"ox_wasm_gguf_str","ret":"cstr","args":[{"name":"e","kind":"ptr"},{"name":"key","kind":"ptr"}],"doc":"A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF."},

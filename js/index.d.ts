@@ -49,6 +49,9 @@ export interface LoadOptions {
   quant?: 'stored' | 'bf16' | 'q8' | 'q4';
   /** Read token-embedding rows from the host per token too, not only the PLE table. */
   tablesOnHost?: boolean;
+  /** The Gemma 4 MTP drafter for speculative: {method: 'mtp'}: a gemma4-assistant GGUF (as
+   *  llama.cpp's converter writes it) made for this model; checked against it at load. */
+  drafter?: ModelSource | ModelSource[];
   /** Context length of the session: integer >= 0, 0 = the model's maximum (default). */
   maxContext?: number;
   /** Fail before allocating if the weights need more than this many bytes (0 = no limit). */
@@ -125,9 +128,10 @@ export interface GenerateOptions extends SamplingOptions {
    *  where the text is complete. */
   grammar?: string;
   /** Speculative decoding: drafts of up to draftTokens (1..16, default 8) from an n-gram match
-   *  in the text so far, verified in one batched forward. The output distribution is
-   *  unchanged (greedy output is identical); off with a grammar or logprobs. */
-  speculative?: boolean | { method?: 'prompt-lookup'; draftTokens?: number };
+   *  in the text so far ('prompt-lookup', the default) or from the MTP drafter loaded with
+   *  loadModel's drafter option ('mtp'), verified in one batched forward. The output
+   *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs. */
+  speculative?: boolean | { method?: 'prompt-lookup' | 'mtp'; draftTokens?: number };
   /** Each token's log-probability and this many (0..20) likeliest alternatives in the chunks. */
   logprobs?: number;
   /** Caller-made embeddings (a vision/audio encoder's soft tokens): every occurrence of the
@@ -229,6 +233,8 @@ export interface ModelInfo {
   quant: string;
   /** display names of the files, in load order */
   files: string[];
+  /** with loadModel's drafter: the MTP drafter's files */
+  drafter?: { files: string[] };
 }
 
 export interface ModelStats {

@@ -103,9 +103,10 @@ export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
   if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
-  let descs;
+  let descs, drafter = null;
   try {
     descs = list.map((s) => describeSource(s));
+    if (opts.drafter) drafter = (Array.isArray(opts.drafter) ? opts.drafter : [opts.drafter]).map((s) => describeSource(s));
   } catch (e) {
     throw toOxError(e);
   }
@@ -149,7 +150,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
       progress,
     );
     if (signal?.aborted) throw abortError('load');
@@ -345,7 +346,6 @@ function samplingArgs(o) {
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.speculative) {
     const { method = 'prompt-lookup', draftTokens = 8 } = o.speculative === true ? {} : o.speculative;
-    if (method !== 'prompt-lookup') throw new OxError('UNSUPPORTED', `speculative.method ${JSON.stringify(method)}: only 'prompt-lookup' is available (the MTP drafter is not implemented)`);
     out.speculative = { method, draftTokens };
   }
   return out;

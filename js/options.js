@@ -81,9 +81,11 @@ export const LOAD_OPTIONS = {
   simd: oneOf('auto', 'relaxed', 'simd128'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
+  // the gemma4-assistant MTP drafter's file(s), sources as for the model (describeSource checks each)
+  drafter: (v) => (v != null && v !== false && !(Array.isArray(v) && !v.length) ? null : 'a model source or a non-empty array of them (the MTP drafter)'),
 };
 
-// {method: 'prompt-lookup', draftTokens: 1..16}, or true / false
+// {method: 'prompt-lookup' | 'mtp', draftTokens: 1..16}, or true / false ('mtp' needs loadModel's drafter)
 const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16) };
 const speculative = (v, vocab) => (typeof v === 'boolean' ? null : nested('speculative', SPECULATIVE_OPTIONS)(v, vocab));
 const softTokens = (v) =>

@@ -40,7 +40,8 @@ export class Engine {
     return this;
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident};
+  // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js), tablesOnHost,
+  // maxContext, maxResident};
   // progress(done, total)
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
@@ -55,6 +56,12 @@ export class Engine {
       };
       this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
+      if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
+        const dh = [];
+        for (const src of m.drafter) dh.push(await host.open(src));
+        heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
+        this.info.drafter = { files: dh.map((h) => host.name(h)) };
+      }
       this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
       this.template = this.chatTemplate(handles);
       return this.info;

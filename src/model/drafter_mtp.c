@@ -34,30 +34,40 @@ static int last_layer_of_kind(const ox_config *c, int full) {
     return -1;
 }
 
-ox_mtp *ox_mtp_new(const ox_model *drafter, ox_session *target, ox_err *err) {
-    const ox_config *dc = &drafter->c, *tc = &target->m->c;
-    if (!dc->assistant) return ox_errf(err, OX_E_CONFIG, "MTP drafter: the drafter model is not a gemma4-assistant"), NULL;
+int ox_mtp_check(const ox_model *drafter, const ox_model *target, ox_err *err) {
+    const ox_config *dc = &drafter->c, *tc = &target->c;
+    if (!dc->assistant) return ox_errf(err, OX_E_CONFIG, "MTP drafter: the drafter model is not a gemma4-assistant");
     if (dc->backbone_hidden != tc->hidden || dc->vocab != tc->vocab)
         return ox_errf(err, OX_E_CONFIG, "MTP drafter: it is made for a target of width %d and vocab %d, the target has "
-                       "width %d and vocab %d", dc->backbone_hidden, dc->vocab, tc->hidden, tc->vocab), NULL;
-    int src[2] = {-1, -1}, width = 0;
+                       "width %d and vocab %d", dc->backbone_hidden, dc->vocab, tc->hidden, tc->vocab);
     for (int l = 0; l < dc->n_layers; l++) {
         const ox_layer_cfg *lc = &dc->layers[l];
         int tl = last_layer_of_kind(tc, lc->full);
         if (tl < 0)
             return ox_errf(err, OX_E_CONFIG, "MTP drafter: layer %d is %s attention, the target has no such layer", l,
-                           lc->full ? "full" : "sliding"), NULL;
+                           lc->full ? "full" : "sliding");
         const ox_layer_cfg *tlc = &tc->layers[tl];
         if (lc->head_dim != tlc->head_dim || dc->n_heads % tlc->n_kv_heads)
             return ox_errf(err, OX_E_CONFIG, "MTP drafter: layer %d (%d heads of %d) cannot read target layer %d's "
                            "cache (%d KV heads of %d)", l, dc->n_heads, lc->head_dim, tl, tlc->n_kv_heads,
-                           tlc->head_dim), NULL;
-        src[lc->full] = tlc->kv_src;
-        if (dc->n_heads * lc->head_dim > width) width = dc->n_heads * lc->head_dim;
+                           tlc->head_dim);
     }
+    return 0;
+}
+
+ox_mtp *ox_mtp_new(const ox_model *drafter, ox_session *target, ox_err *err) {
+    const ox_config *dc = &drafter->c, *tc = &target->m->c;
+    if (ox_mtp_check(drafter, target->m, err)) return NULL;
+    int width = 0;
+    for (int l = 0; l < dc->n_layers; l++)
+        if (dc->n_heads * dc->layers[l].head_dim > width) width = dc->n_heads * dc->layers[l].head_dim;
     ox_mtp *t = calloc(1, sizeof *t);
     if (!t) return ox_errf(err, OX_E_NOMEM, "MTP drafter: out of memory"), NULL;
-    t->d = drafter, t->s = target, t->src[0] = src[0], t->src[1] = src[1];
+    t->d = drafter, t->s = target;
+    for (int full = 0; full < 2; full++) { /* a kind the drafter lacks reads nothing */
+        int tl = last_layer_of_kind(tc, full);
+        t->src[full] = tl < 0 ? -1 : tc->layers[tl].kv_src;
+    }
     t->Hb = tc->hidden, t->D = dc->hidden, t->V = dc->vocab;
     int I = 0;
     for (int l = 0; l < dc->n_layers; l++)

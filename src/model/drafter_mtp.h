@@ -30,6 +30,8 @@ typedef struct ox_mtp ox_mtp;
  * the drafter fits the target (vocab, width, head dims, head groups; errors name both) and
  * allocates its buffers. Both must outlive it. */
 ox_mtp *ox_mtp_new(const ox_model *drafter, ox_session *target, ox_err *err);
+/* The same checks without a session (at load, say). 0 or OX_E_CONFIG. */
+int ox_mtp_check(const ox_model *drafter, const ox_model *target, ox_err *err);
 void ox_mtp_free(ox_mtp *t);
 
 /* One step (above) for token at position pos <= the session's position; h_in: Hb floats.

@@ -31,10 +31,10 @@ typedef struct ox_load_opts {
     ox_quant quant;            /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
     int tables_on_host;        /* token-embedding lookups read from the host too */
     uint64_t max_resident;     /* 0 = no limit; else fail before allocating, saying how much is needed */
-    int drafter;               /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
-                                  without it must not be one */
     ox_progress_fn progress;
     void *progress_ud;
+    int drafter;               /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
+                                  without it must not be one */
 } ox_load_opts;
 
 typedef struct ox_model ox_model;

@@ -70,6 +70,7 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(grammar, "pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0") \
     X(n_grammar, "bytes of grammar")                                                            \
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
+    X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
     X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
@@ -124,6 +125,10 @@ OX_EXPORT int ox_wasm_threads(void);
  * limit. Calls ox_js_progress while loading. Returns the engine, or NULL. */
 OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
                                        double max_resident);
+/* Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles
+ * (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an
+ * earlier drafter; a failed load keeps it. Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant);
 /* Free an engine (its sessions must be freed first). */
 OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
 /* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,

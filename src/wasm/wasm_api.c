@@ -14,6 +14,7 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
+#include "model/drafter_mtp.h"
 #include "model/embed.h"
 #include "model/grammar.h"
 #include "model/tokenizer.h"
@@ -22,6 +23,7 @@
 
 struct ox_wasm_engine {
     ox_model *m;
+    ox_model *drafter;       /* MTP drafter (ox_wasm_load_drafter), or NULL */
     ox_tokenizer *tok;
     char *info;              /* JSON, made once */
     ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
@@ -90,9 +92,26 @@ fail:
     return NULL;
 }
 
+API int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant) {
+    last = (ox_err){0};
+    if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) return ox_errf(&last, OX_E_RANGE, "drafter: quant %d is unknown", quant);
+    ox_model_files *mf = ox_files_open(files, n_files, &last);
+    ox_load_opts o = {(ox_quant)quant, 0, 0, progress, NULL, 1};
+    ox_model *d = mf ? ox_model_load(mf, &o, &last) : NULL; /* takes mf */
+    if (d && ox_mtp_check(d, e->m, &last)) ox_model_free(d), d = NULL;
+    if (!d) {
+        name_files(files, n_files);
+        return last.code ? last.code : OX_E_STATE;
+    }
+    ox_model_free(e->drafter);
+    e->drafter = d;
+    return 0;
+}
+
 API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
+    ox_model_free(e->drafter);
     ox_model_free(e->m);
     ox_grammar_vocab_free(e->gvocab);
     free(e->info);
@@ -252,6 +271,15 @@ API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double 
         return NULL;
     }
     if (w->grammar) p.filter = (ox_logits_filter){w->grammar, grammar_mask, grammar_accept};
+    if (!isnan(params[OX_WASM_GP_mtp]) && params[OX_WASM_GP_mtp] != 0) {
+        if (!e->drafter) {
+            ox_grammar_free(w->grammar);
+            free(w);
+            ox_errf(&last, OX_E_STATE, "speculative method mtp: no MTP drafter is loaded (loadModel's drafter option)");
+            return NULL;
+        }
+        p.drafter = e->drafter;
+    }
     if (!(w->g = ox_gen_new(s, e->tok, &p, &last))) {
         ox_grammar_free(w->grammar);
         free(w);
