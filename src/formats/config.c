@@ -305,7 +305,7 @@ static int partial_from_rope_freqs(const ox_gguf *g, ox_config *c, ox_err *err) 
 }
 
 /* The drafter's own keys (llama.cpp gemma4-assistant): the target's width, every block a
- * next-n layer; it has no caches, PLE or experts of its own. */
+ * next-n layer; it has no caches, PLE or experts of its own. Called before the derivation. */
 static int assistant_from_gguf(const ox_gguf *g, ox_config *c, char *kb, size_t cap, ox_err *err) {
     const char *fn = ox_gguf_name(g);
     int nextn, rc;
@@ -319,9 +319,8 @@ static int assistant_from_gguf(const ox_gguf *g, ox_config *c, char *kb, size_t 
     if (nextn != c->n_layers)
         return ox_errf(err, OX_E_CONFIG, "%s: gemma4-assistant.nextn_predict_layers = %d, block_count is %d", fn, nextn,
                        c->n_layers);
-    if (c->ple_dim || c->moe || c->n_kv_shared)
-        return ox_errf(err, OX_E_CONFIG, "%s: a gemma4-assistant drafter has no per-layer embeddings, experts or "
-                       "shared KV layers", fn);
+    /* keys a converter copies from the target's config: llama.cpp's drafter graph ignores them */
+    c->ple_dim = c->n_kv_shared = c->moe = c->n_experts = c->top_k_experts = c->moe_ffn = c->double_wide = 0;
     return 0;
 }
 

@@ -165,13 +165,16 @@ int ox_mtp_step(ox_mtp *t, int token, int pos, const float *h_in, float *logits,
     return 0;
 }
 
-int ox_mtp_draft(ox_mtp *t, int token, const float *h, int k, int32_t *out, ox_err *err) {
+int ox_mtp_draft(ox_mtp *t, int token, const float *h, int k, float p_min, int32_t *out, ox_err *err) {
     int pos = ox_session_pos(t->s);
     for (int i = 0; i < k; i++) {
         TRY(ox_mtp_step(t, token, pos, i ? t->h : h, t->logits, t->h, err));
         int best = 0;
         for (int v = 1; v < t->V; v++)
             if (t->logits[v] > t->logits[best]) best = v;
+        double z = 0; /* p(best) = 1 / sum exp(l - l_best) */
+        for (int v = 0; v < t->V; v++) z += exp((double)t->logits[v] - t->logits[best]);
+        if (1.0 / z < p_min) return i;
         out[i] = token = best;
     }
     return k;

@@ -38,8 +38,10 @@ void ox_mtp_free(ox_mtp *t);
  * logits: vocab floats, h_out: Hb floats (either may be NULL). */
 int ox_mtp_step(ox_mtp *t, int token, int pos, const float *h_in, float *logits, float *h_out, ox_err *err);
 
-/* k >= 1 greedy draft tokens after `token` (not yet run by the target, at the session's
- * position), given the target's hidden h of the token before it. Returns k, or < 0. */
-int ox_mtp_draft(ox_mtp *t, int token, const float *h, int k, int32_t *out, ox_err *err);
+/* Up to k greedy draft tokens after `token` (not yet run by the target, at the session's
+ * position), given the target's hidden h of the token before it; the draft ends before the
+ * first token the drafter gives less than p_min probability (a guess the verifier would
+ * likely reject costs a wider verify batch). Returns how many (0..k), or < 0. */
+int ox_mtp_draft(ox_mtp *t, int token, const float *h, int k, float p_min, int32_t *out, ox_err *err);
 
 #endif

@@ -39,6 +39,7 @@ struct ox_gen {
     ox_mtp *mtp;            /* MTP drafter, or NULL: prompt lookup */
     float *h, *hrows;       /* target hidden: of position h_pos; of a verify batch's rows */
     int h_pos, hidden;
+    float draft_p_min;
     /* logprobs */
     int logprobs;
     int32_t top_ids[OX_GEN_TOP_MAX];
@@ -46,7 +47,7 @@ struct ox_gen {
 };
 
 void ox_gen_defaults(ox_gen_params *p) {
-    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1, .logprobs = -1};
+    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1, .logprobs = -1, .draft_p_min = 0.3f};
     ox_sampler_defaults(&p->sampler);
 }
 
@@ -97,6 +98,7 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     g->draft_max = draft_max;
     if (draft_max) ox_lookup_init(&g->look, draft_max);
     g->h_pos = -1;
+    g->draft_p_min = p->draft_p_min;
     if (draft_max && p->drafter) {
         g->hidden = c->hidden;
         g->h = malloc((size_t)c->hidden * sizeof *g->h);
@@ -289,7 +291,7 @@ static int speculate(ox_gen *g, ox_err *err) {
     int k;
     if (g->mtp) { /* the drafter starts from the pending token and the hidden state before it */
         if (!g->n_pending || g->h_pos != pos - 1) return 0;
-        k = ox_mtp_draft(g->mtp, g->pending[0], g->h, cap, tail, err);
+        k = ox_mtp_draft(g->mtp, g->pending[0], g->h, cap, g->draft_p_min, tail, err);
         if (k < 0) return k;
     } else {
         k = ox_lookup_draft(&g->look, g->text, pos + g->n_pending, tail, cap);

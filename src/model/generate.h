@@ -83,6 +83,11 @@ typedef struct ox_gen_params {
                                    many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
     const ox_model *drafter;    /* with draft_max: MTP drafts (drafter_mtp.h) of draft_max tokens
                                    from this gemma4-assistant model instead of prompt lookup */
+    float draft_p_min;          /* MTP: a draft ends before a token the drafter gives less than this
+                                   probability (default 0.3: a random drafter, p ~ 0.01, then costs a
+                                   drafter step per token instead of a wider verify; drafts that
+                                   agree come with p ~ 0.9 on the synthetic agreeing drafter; not yet
+                                   tuned on a released assistant) */
     int logprobs;               /* -1: off; 0..OX_GEN_TOP_MAX: the chosen token's log-probability
                                    and that many alternatives (the model's distribution) */
 } ox_gen_params;
@@ -91,7 +96,7 @@ typedef struct ox_gen_params {
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no
- * speculation, no logprobs. */
+ * speculation (draft_p_min 0.3), no logprobs. */
 void ox_gen_defaults(ox_gen_params *p);
 
 typedef struct ox_gen ox_gen;

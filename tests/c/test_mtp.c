@@ -118,13 +118,13 @@ static void test_oracle(void) {
 
 typedef struct gen_out { int tok[64], n, status; ox_gen_counts counts; } gen_out;
 
-static gen_out generate(ox_model *m, const ox_model *d, int draft, float temperature, int max_tokens) {
+static gen_out generate(ox_model *m, const ox_model *d, int draft, float temperature, int max_tokens, float p_min) {
     gen_out r = {0};
     ox_err err = {0};
     ox_gen_params p;
     ox_gen_defaults(&p);
     p.sampler.temperature = temperature, p.sampler.seed = 9, p.max_tokens = max_tokens, p.use_eos = 0;
-    p.draft_max = draft, p.drafter = d;
+    p.draft_max = draft, p.drafter = d, p.draft_p_min = p_min;
     ox_session *s = ox_session_new(m, 0, &err);
     ox_gen *g = s ? ox_gen_new(s, NULL, &p, &err) : NULL;
     CHECK_MSG(g != NULL, "%s", err.msg);
@@ -150,16 +150,19 @@ static void test_greedy_identical(void) {
     ox_model *m = load(path_of("target.gguf"), 0, &err), *d = load(path_of("drafter.gguf"), 1, &err);
     CHECK_MSG(m && d, "%s", err.msg);
     if (!m || !d) return;
-    gen_out plain = generate(m, NULL, 0, 0, 40);
-    for (int k = 1; k <= 6; k += 5) {
-        gen_out mtp = generate(m, d, k, 0, 40);
+    gen_out plain = generate(m, NULL, 0, 0, 40, 0);
+    for (int k = 1; k <= 6; k += 5) { /* p_min 0: every draft is verified (and rejected) */
+        gen_out mtp = generate(m, d, k, 0, 40, 0);
         CHECK(mtp.n == plain.n && memcmp(mtp.tok, plain.tok, (size_t)plain.n * sizeof *plain.tok) == 0);
         CHECK(mtp.counts.drafted > 0 && mtp.counts.decoded < plain.counts.decoded + 1);
         printf("  random drafter, k=%d: %d tokens, drafted %d, accepted %d, forwards %d (plain %d)\n", k, mtp.n,
                mtp.counts.drafted, mtp.counts.accepted, mtp.counts.decoded, plain.counts.decoded);
     }
-    gen_out sampled = generate(m, d, 4, 0.8f, 30); /* runs, and stops at the length */
+    gen_out sampled = generate(m, d, 4, 0.8f, 30, 0); /* runs, and stops at the length */
     CHECK(sampled.n == 30 && sampled.status == OX_GEN_LENGTH && sampled.counts.drafted > 0);
+    gen_out gated = generate(m, d, 4, 0, 40, 0.3f); /* the default: unsure drafts are not verified */
+    CHECK(gated.n == plain.n && memcmp(gated.tok, plain.tok, (size_t)plain.n * sizeof *plain.tok) == 0);
+    CHECK(gated.counts.drafted < 8 && gated.counts.decoded == plain.counts.decoded);
     ox_model_free(d);
     ox_model_free(m);
 }
@@ -169,7 +172,7 @@ static void test_agreeing_drafter(void) {
     ox_model *m = load(path_of("target-quiet.gguf"), 0, &err), *d = load(path_of("drafter-agree.gguf"), 1, &err);
     CHECK_MSG(m && d, "%s", err.msg);
     if (!m || !d) return;
-    gen_out plain = generate(m, NULL, 0, 0, 40), mtp = generate(m, d, 4, 0, 40);
+    gen_out plain = generate(m, NULL, 0, 0, 40, 0), mtp = generate(m, d, 4, 0, 40, 0.3f);
     CHECK(mtp.n == plain.n && memcmp(mtp.tok, plain.tok, (size_t)plain.n * sizeof *plain.tok) == 0);
     printf("  agreeing drafter, k=4: drafted %d, accepted %d, forwards %d (plain %d)\n", mtp.counts.drafted,
            mtp.counts.accepted, mtp.counts.decoded, plain.counts.decoded);
