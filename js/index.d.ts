@@ -131,7 +131,13 @@ export interface GenerateOptions extends SamplingOptions {
    *  in the text so far ('prompt-lookup', the default) or from the MTP drafter loaded with
    *  loadModel's drafter option ('mtp'), verified in one batched forward. The output
    *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs. */
-  speculative?: boolean | { method?: 'prompt-lookup' | 'mtp'; draftTokens?: number };
+  speculative?: boolean | {
+    method?: 'prompt-lookup' | 'mtp';
+    draftTokens?: number;
+    /** 'mtp': a draft ends before a token the drafter gives less than this probability
+     *  (0..1, default 0.3), so a drafter unsure of the text costs no wider verify. */
+    minProbability?: number;
+  };
   /** Each token's log-probability and this many (0..20) likeliest alternatives in the chunks. */
   logprobs?: number;
   /** Caller-made embeddings (a vision/audio encoder's soft tokens): every occurrence of the

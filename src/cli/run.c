@@ -29,7 +29,9 @@ static int usage(void) {
             "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
             "  --all   every vocab entry instead of the top K (default K 5)\n"
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
-            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n");
+            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
+            "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
+            "             verify), each rewound, against one decode step (and their profile)\n");
     return 2;
 }
 
@@ -108,10 +110,38 @@ static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_mo
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile) {
+/* Forwards of k tokens with every row's logits at the session's end, each rewound: a verify
+ * batch. Prints ms per forward against the decode step's, and the profile. */
+static int bench_verify(ox_session *s, int k, double decode_s, int profile, ox_err *err) {
+    const ox_config *c = ox_model_config(ox_session_model(s));
+    int32_t toks[64];
+    float *lg = malloc(sizeof *lg * (size_t)c->vocab * (size_t)k);
+    if (!lg) return ox_errf(err, OX_E_NOMEM, "out of memory for %d rows of logits", k);
+    for (int i = 0; i < k; i++) toks[i] = (int32_t)(1000 + 7 * i) % c->vocab;
+    int pos = ox_session_pos(s), reps = 8, rc = 0;
+    ox_prof prof;
+    ox_prof_enable(profile);
+    double t0 = now_s();
+    for (int r = 0; r < reps && !rc; r++) {
+        ox_forward_io io = {.tokens = toks, .n = k, .logits = lg, .all_logits = 1};
+        rc = ox_forward(s, &io, err);
+        if (!rc) rc = ox_session_truncate(s, pos, err);
+    }
+    double dt = (now_s() - t0) / reps;
+    ox_prof_get(&prof);
+    ox_prof_enable(0);
+    free(lg);
+    if (rc) return rc;
+    printf("verify %d tokens: %.2f ms per forward, %.2fx one decode step (%.2f ms)\n", k, dt * 1e3, dt / decode_s,
+           decode_s * 1e3);
+    if (profile) ox_prof_print(stderr, "verify (per forward)", &prof, dt * reps);
+    return 0;
+}
+
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k) {
     const ox_config *c = ox_model_config(m);
     ox_err err = {0};
-    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1, &err);
+    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1 + verify_k, &err);
     int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
     float *lg = malloc(sizeof *lg * (size_t)c->vocab);
     if (!s || !toks || !lg) {
@@ -144,6 +174,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
         ox_prof_print(stderr, "decode (with greedy argmax)", &dc_prof, t2 - t1);
     }
     ox_prof_enable(0);
+    if (!rc && verify_k > 0 && n_gen > 0) rc = bench_verify(s, verify_k, (t2 - t1) / n_gen, profile, &err);
     if (rc) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
     } else {
@@ -168,7 +199,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
 
 int cli_run(int argc, char **argv) {
     char *files[64];
-    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0;
+    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0, verify_k = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL;
     ox_load_opts opts = {0};
@@ -180,6 +211,7 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--ctx") && v) ctx = atoi(v), i++;
         else if (!strcmp(a, "--n-prompt") && v) n_prompt = atoi(v), i++;
         else if (!strcmp(a, "--n-gen") && v) n_gen = atoi(v), i++;
+        else if (!strcmp(a, "--verify") && v) verify_k = atoi(v), i++;
         else if (!strcmp(a, "--quant") && v) {
             i++;
             if (!strcmp(v, "q8")) opts.quant = OX_QUANT_Q8;
@@ -195,7 +227,9 @@ int cli_run(int argc, char **argv) {
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
-    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0) return usage();
+    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0 ||
+        verify_k < 0 || verify_k > 64)
+        return usage();
     ox_err err = {0};
     if (ox_pool_init((int)threads, &err)) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
@@ -205,7 +239,7 @@ int cli_run(int argc, char **argv) {
     double load_s;
     if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
     if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json, profile);
+        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, verify_k);
         ox_model_free(m);
         return rc;
     }

@@ -71,6 +71,7 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(n_grammar, "bytes of grammar")                                                            \
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
     X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
+    X(draft_p_min, "MTP: a draft ends before a token the drafter gives less than this probability") \
     X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */

@@ -226,6 +226,7 @@ static int gen_params(const double *r, ox_gen_params *p) {
     PTR(stop_ids, p->stop_ids);
     SET(n_stop, p->n_stop, int);
     SET(draft_tokens, p->draft_max, int);
+    SET(draft_p_min, p->draft_p_min, float);
     SET(logprobs, p->logprobs, int);
 #undef SET
 #undef PTR

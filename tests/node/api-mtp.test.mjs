@@ -34,12 +34,17 @@ test('mtp: greedy output equals plain decoding, on generate() and chat()', async
   try {
     assert.deepEqual(m.info.drafter.files, [drafter.split('/').pop()]);
     const plain = await collect(m.generate(TOKENS, greedy));
-    const mtp = await collect(m.generate(TOKENS, { ...greedy, speculative: { method: 'mtp', draftTokens: 4 } }));
+    // minProbability 0: every draft of this random drafter is verified (and rejected)
+    const mtp = await collect(m.generate(TOKENS, { ...greedy, speculative: { method: 'mtp', draftTokens: 4, minProbability: 0 } }));
     assert.deepEqual(mtp.tokens, plain.tokens);
-    assert.ok(mtp.stats.draftedTokens > 0, `drafted ${mtp.stats.draftedTokens}`);
+    assert.ok(mtp.stats.draftedTokens > 0 && mtp.stats.acceptedTokens === 0, `drafted ${mtp.stats.draftedTokens}`);
+    // the default (0.3): it is unsure of everything, so nothing is drafted
+    const gated = await collect(m.generate(TOKENS, { ...greedy, speculative: { method: 'mtp', draftTokens: 4 } }));
+    assert.deepEqual(gated.tokens, plain.tokens);
+    assert.equal(gated.stats.draftedTokens, 0);
     const msgs = [{ role: 'user', content: 'hello' }];
     const c0 = await collect(m.chat(msgs, { ...greedy, maxTokens: 8 }));
-    const c1 = await collect(m.chat(msgs, { ...greedy, maxTokens: 8, speculative: { method: 'mtp', draftTokens: 3 } }));
+    const c1 = await collect(m.chat(msgs, { ...greedy, maxTokens: 8, speculative: { method: 'mtp', draftTokens: 3, minProbability: 0 } }));
     assert.deepEqual(c1.tokens, c0.tokens);
     assert.ok(c1.stats.draftedTokens > 0);
   } finally {
@@ -66,6 +71,9 @@ test('mtp: bad drafters and a missing one are coded errors; the model stays usab
   await rejects(loadModel(target, { threads: 1, drafter: target }), 'CONFIG', /not a gemma4-assistant/);
   await rejects(loadModel(drafter, { threads: 1 }), 'CONFIG', /load it as the drafter/);
   await rejects(loadModel(target, { threads: 1, drafter: [] }), 'RANGE', /drafter/);
+  await rejects(loadModel(target, { threads: 1, drafter }).then(async (m) => {
+    try { await collect(m.generate(TOKENS, { speculative: { method: 'mtp', minProbability: 2 } })); } finally { await m.unload(); }
+  }), 'RANGE', /minProbability/);
   const m = await loadModel(target, { threads: 1 });
   try {
     await rejects(collect(m.generate(TOKENS, { ...greedy, speculative: { method: 'mtp' } })), 'STATE', /no MTP drafter/);
