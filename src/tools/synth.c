@@ -152,7 +152,11 @@ static void build_drafter_plan(const ox_synth *s, plan *p) {
 #define N(n, h, len, m, d) add(p, n, h, K_NORM, 1, len, 1, 1, m, d)
     t = W("token_embd.weight", "embed_tokens.weight", H, V);
     t->type = fit_type(s->embd_type, H);
-    N("output_norm.weight", "norm.weight", H, 1, 0.1f);
+    /* agree: a sharp head, so the drafter is as sure of the target's token as a trained one
+     * would be on predictable text (its argmax is right, but over a large vocabulary the
+     * random cross terms would otherwise keep p(argmax) low) */
+    t = N("output_norm.weight", "norm.weight", H, 1, 0.1f);
+    if (s->agree) t->mean = 8, t->sd = 0;
     t = W("nextn.pre_projection.weight", "pre_projection.weight", 2 * Hb, H);
     if (s->agree) t->kind = K_EYE, t->type = OX_F32;
     W("nextn.post_projection.weight", "post_projection.weight", H, Hb);
