@@ -65,6 +65,9 @@ static void test_oracle(void) {
     char def[512];
     snprintf(def, sizeof def, "%s/.cache/oxinfer-mtp-oracle/mtp_oracle", getenv("HOME") ? getenv("HOME") : "/root");
     if (!bin) bin = def;
+#ifdef __EMSCRIPTEN__
+    bin = ""; /* no processes to spawn: the native run checks against llama.cpp */
+#endif
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "  skipped: no llama.cpp oracle at %s (build it: tools/mtp_oracle/build.sh)\n", bin);
         return;
