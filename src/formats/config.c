@@ -98,6 +98,10 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
     if (ox_json_type(doc) != OX_JSON_OBJECT) return ox_errf(err, OX_E_CONFIG, "%s: config is not a JSON object", fname);
     const ox_json *tc = ox_json_get(doc, "text_config");
     if (ox_json_type(tc) != OX_JSON_OBJECT) tc = doc;
+    if (ox_json_get(tc, "backbone_hidden_size") || ox_json_get(doc, "backbone_hidden_size"))
+        return ox_errf(err, OX_E_UNSUPPORTED, "%s: a Gemma 4 assistant (MTP drafter) checkpoint: HF safetensors drafters "
+                       "are not supported yet; convert it to GGUF (llama.cpp's convert_hf_to_gguf.py writes "
+                       "gemma4-assistant)", fname);
     jctx j = {tc, fname, err};
     int rc, moe_ffn2;
     if ((rc = jint(&j, "vocab_size", 1, 0, &c->vocab)) || (rc = jint(&j, "hidden_size", 1, 0, &c->hidden)) ||

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "formats/json.h"
 #include "host/hostfile.h"
 #include "model/drafter_mtp.h"
 #include "model/generate.h"
@@ -204,6 +205,17 @@ static void test_bad_drafters(void) {
     err = (ox_err){0};
     CHECK(ox_gen_new(s, NULL, &p, &err) == NULL);
     CHECK_ERR(err, code, "MTP drafter", "width 512");
+    /* an HF assistant checkpoint: not yet, said so */
+    const char *cfg = "{\"architectures\": [\"Gemma4AssistantForCausalLM\"], \"backbone_hidden_size\": 1536, \"hidden_size\": 256}";
+    ox_json *j = ox_json_parse(cfg, strlen(cfg), "config.json", &err);
+    ox_config c;
+    err = (ox_err){0};
+    CHECK(j && ox_config_from_json(j, &c, "config.json", &err) == OX_E_UNSUPPORTED);
+    {
+        int code = OX_E_UNSUPPORTED;
+        CHECK_ERR(err, code, "config.json", "not supported yet");
+    }
+    ox_json_free(j);
     /* the engine stays usable: plain generation on the same session */
     p.drafter = NULL;
     ox_gen *g = ox_gen_new(s, NULL, &p, &err);
