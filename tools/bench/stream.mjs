@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+// stream.mjs — `npm run bench:stream`: models larger than wasm32 memory, run by leaving weights
+// on the host (loadModel {streamWeights, weightCache}, src/model/weights_cache.h), in the wasm
+// engine under Node (threaded build). Written to docs/benchmarks.md between the `bench:stream`
+// markers.
+//
+//   1. the 26B-A4B geometry (synthetic Q4_0, 128 experts, top 8; ~14 GB file) with the routed
+//      experts streamed, under a memory budget (maxResident: weights + weight cache), decode
+//      tok/s against the expert-cache size;
+//   2. the E4B geometry in Q8_0 (~4.9 GB of weights, more than wasm32 can hold next to its
+//      table) with every layer weight streamed through a cache that keeps part of them.
+//
+// The models are made with `oxinfer synth` (the flags below) when missing; that takes a while.
+//   options: --threads 2  --n-gen 8  --prompt 8 (tokens)  --budget 3 (GiB, 26B)  --caches 0.5,1,1.5 (GiB)
+//            --e4b-cache 2 (GiB)  --dir DIR ($OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --only a26b,e4b
+//            --no-write  --doc FILE
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadModel } from '../../js/index.js';
+import { cli } from '../../tests/oracle/fixtures.mjs';
+import { writeAtomic } from './lib.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((s) => s.trim().split(/\s+/)).map(([k, v]) => [k, v ?? true]));
+const THREADS = Number(args.threads ?? 2);
+const N_GEN = Number(args['n-gen'] ?? 8);
+const N_PROMPT = Number(args.prompt ?? 8);
+const GiB = 2 ** 30;
+const BUDGET = Number(args.budget ?? 3) * GiB;
+const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Number(x) * GiB);
+const E4B_CACHE = Number(args['e4b-cache'] ?? 2) * GiB;
+const ONLY = args.only ? String(args.only).split(',') : ['a26b', 'e4b'];
+const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.cache', 'oxinfer-bench');
+const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
+
+// the released geometries (docs/gemma4.md §1.3), random weights
+const MODELS = {
+  a26b: ['a26b-q4_0', ['--preset', 'moe', '--type', 'q4_0', '--embd-type', 'q4_0', '--hidden', '2816', '--layers', '30',
+    '--heads', '16', '--kv-heads', '8', '--head-dim', '256', '--global-head-dim', '512', '--ffn', '2112', '--k-eq-v', '2',
+    '--experts', '128', '--top-k', '8', '--moe-ffn', '704', '--vocab', '262144', '--user-tokens', '4096', '--window', '1024',
+    '--swa-period', '6', '--kv-shared', '0', '--ctx', '262144']],
+  e4b: ['e4b-q8_0', ['--preset', 'e2b', '--type', 'q8_0', '--hidden', '2560', '--layers', '42', '--heads', '8',
+    '--kv-heads', '2', '--ffn', '10240', '--no-double-wide', '--kv-shared', '18', '--swa-period', '6']],
+};
+
+function modelFile(key) {
+  const [name, flags] = MODELS[key];
+  const file = path.join(DIR, `${name}.gguf`);
+  if (!fs.existsSync(file)) {
+    console.error(`writing ${file} (oxinfer synth ${flags.join(' ')})`);
+    cli(['synth', ...flags, '-o', file]);
+  }
+  return file;
+}
+
+const markdownTable = (head, rows) => [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
+const gb = (x) => (x / 1e9).toFixed(2);
+const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
+// one load, a greedy generation; what it cost and what the cache did
+async function measure(file, opts) {
+  const t0 = performance.now();
+  const model = await loadModel(file, { threads: THREADS, maxContext: 256, ...opts });
+  const loadMs = performance.now() - t0;
+  const before = await model.stats();
+  const prompt = [2, ...Array.from({ length: N_PROMPT - 1 }, (_, i) => 1000 + 37 * i)];
+  let stats = null;
+  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [] })) if (ev.stats) stats = ev.stats;
+  const after = await model.stats();
+  await model.unload();
+  const fetches = after.streamHits + after.streamMisses - before.streamHits - before.streamMisses;
+  return {
+    loadMs, prefillTps: stats.prefillTokPerSec, decodeTps: stats.decodeTokPerSec, steps: stats.decodeSteps,
+    streamedPerToken: (after.streamBytes - before.streamBytes) / (stats.prefillTokens + stats.decodeSteps),
+    hitRate: fetches ? (after.streamHits - before.streamHits) / fetches : NaN,
+    resident: after.residentBytes, wasm: after.wasmMemoryBytes, size: fs.statSync(file).size,
+  };
+}
+
+async function a26b() {
+  const file = modelFile('a26b');
+  const rows = [];
+  for (const weightCache of CACHES) {
+    const r = await measure(file, { streamWeights: 'experts', weightCache, maxResident: BUDGET });
+    console.error('a26b', weightCache / GiB, r);
+    rows.push([fmt(weightCache / GiB, 1), fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken),
+      gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]);
+  }
+  return { file, rows };
+}
+
+async function e4b() {
+  const file = modelFile('e4b');
+  const r = await measure(file, { streamWeights: 'all', weightCache: E4B_CACHE });
+  console.error('e4b', r);
+  return { file, r };
+}
+
+const t0 = Date.now();
+const load = os.loadavg().map((x) => x.toFixed(1)).join(' ');
+const parts = [
+  `Run ${new Date().toISOString()} with \`npm run bench:stream\` (wasm mt in Node ${process.version}, ${THREADS} threads, ` +
+    `${N_PROMPT}-token prompt, ${N_GEN} greedy tokens, files in the page cache as far as memory allows); load average at the start ${load}. ` +
+    'Figures under load (2 cores shared by several sessions): compare the rows with each other.',
+];
+if (ONLY.includes('a26b')) {
+  const { file, rows } = await a26b();
+  parts.push(`26B-A4B geometry, Q4_0 (\`${path.basename(file)}\`, ${gb(fs.statSync(file).size)} GB): routed experts streamed ` +
+    `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache). ` +
+    'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
+    markdownTable(['expert cache GiB', 'decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'], rows));
+}
+if (ONLY.includes('e4b')) {
+  const { file, r } = await e4b();
+  parts.push(`E4B geometry, Q8_0 (\`${path.basename(file)}\`, ${gb(r.size)} GB): every layer weight streamed (\`streamWeights: 'all'\`, ` +
+    `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token).\n\n` +
+    markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'],
+      [[fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken), gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]]));
+}
+parts.push(`(${Math.round((Date.now() - t0) / 1000)} s)`);
+const md = parts.join('\n\n');
+console.log(md);
+if (!args['no-write'] && !args.only) {
+  const block = `<!-- bench:stream -->\n## Weights streamed from the host (\`npm run bench:stream\`)\n\n${md}\n<!-- /bench:stream -->`;
+  const doc = fs.readFileSync(DOC, 'utf8');
+  const re = /<!-- bench:stream -->[\s\S]*<!-- \/bench:stream -->/;
+  writeAtomic(DOC, re.test(doc) ? doc.replace(re, block) : `${doc.trimEnd()}\n\n${block}\n`);
+}
+process.exit(0);
