@@ -86,10 +86,17 @@ static uint64_t min_cache(const char *path, ox_stream st) {
     return need;
 }
 
-/* Streamed logits (one batch, and one token per forward) equal the resident ones bit for bit
- * (want: the resident engine's, batch then step: matrix-matrix and matrix-vector products
- * round differently). */
-static void check_same(const char *what, ox_model *m, float *const *want, const int32_t *t, ox_model_stats *st) {
+/* Load p streaming `mode` through `cache` bytes; its logits (one batch, and one token per
+ * forward) equal the resident ones bit for bit (want: the resident engine's, batch then step:
+ * matrix-matrix and matrix-vector products round differently). 0 and the stats, or -1. */
+static int check_same(const char *p, ox_stream mode, uint64_t cache, float *const *want, const char *what,
+                      ox_model_stats *st) {
+    ox_err err = {0};
+    ox_model *m = load(p, mode, cache, OX_QUANT_STORED, &err);
+    CHECK_MSG(m != NULL, "%s: %s", what, err.msg);
+    if (!m) return -1;
+    int32_t t[N];
+    seq(t, N, ox_model_config(m)->vocab);
     size_t nv = (size_t)N * ox_model_config(m)->vocab;
     float *batch = logits_of(m, t, N, N), *step = logits_of(m, t, N, 1);
     CHECK_MSG(batch && !memcmp(batch, want[0], nv * sizeof *batch), "%s: batch logits differ", what);
@@ -100,6 +107,8 @@ static void check_same(const char *what, ox_model *m, float *const *want, const 
            st->resident_bytes / 1e6);
     free(batch);
     free(step);
+    ox_model_free(m);
+    return 0;
 }
 
 /* The resident engine's logits of the test sequence: want[0] in one batch, want[1] by steps. */
@@ -134,23 +143,16 @@ static void test_experts(void) {
         int keys = 2 * s.n_experts * s.layers; /* gate_up and down blocks */
         const uint64_t caches[] = {unit, (uint64_t)keys / 8 * unit, (uint64_t)keys * unit}; /* none, 1/4, all */
         for (int ci = 0; ci < 3; ci++) {
-            ox_err err = {0};
-            ox_model *m = load(p, OX_STREAM_EXPERTS, caches[ci], OX_QUANT_STORED, &err);
-            CHECK_MSG(m != NULL, "%s", err.msg);
-            if (!m) continue;
-            int32_t t[N];
-            seq(t, N, s.vocab);
             char what[96];
             snprintf(what, sizeof what, "moe %s, experts, cache %llu B", ox_type_name(types[ti]),
                      (unsigned long long)caches[ci]);
             ox_model_stats st;
-            check_same(what, m, want, t, &st);
+            if (check_same(p, OX_STREAM_EXPERTS, caches[ci], want, what, &st)) continue;
             CHECK(st.stream_misses > 0 && st.stream_bytes > 0);
             CHECK(st.resident_bytes < res);
             if (ci < 2) CHECK_MSG(st.stream_misses > (uint64_t)keys, "%s: no eviction", what); /* blocks read again */
             else CHECK_MSG(st.stream_misses <= (uint64_t)keys && st.stream_hits > 0, "%s: all fit", what);
             if (ci == 1) CHECK(st.stream_hits > 0); /* a few experts kept between tokens */
-            ox_model_free(m);
         }
         free(want[0]);
         free(want[1]);
@@ -172,19 +174,12 @@ static void test_all(void) {
         uint64_t unit = min_cache(p, OX_STREAM_ALL);
         const uint64_t caches[] = {unit, unit + res};
         for (int ci = 0; ci < 2; ci++) {
-            ox_err err = {0};
-            ox_model *m = load(p, OX_STREAM_ALL, caches[ci], OX_QUANT_STORED, &err);
-            CHECK_MSG(m != NULL, "%s", err.msg);
-            if (!m) continue;
-            int32_t t[N];
-            seq(t, N, s.vocab);
             char what[96];
             snprintf(what, sizeof what, "%s, all, cache %llu B", presets[pi], (unsigned long long)caches[ci]);
             ox_model_stats st;
-            check_same(what, m, want, t, &st);
+            if (check_same(p, OX_STREAM_ALL, caches[ci], want, what, &st)) continue;
             if (ci == 0 && !s.moe) CHECK_MSG(st.stream_hits == 0, "%s: nothing admitted", what);
             if (ci == 1) CHECK_MSG(st.stream_hits > st.stream_misses, "%s: kept", what);
-            ox_model_free(m);
         }
         free(want[0]);
         free(want[1]);
