@@ -63,13 +63,17 @@ test('MoE: experts streamed through a cache of a few experts give the resident l
 
 test('dense: every layer weight streamed gives the resident logits; a large cache keeps them', async () => {
   const want = await logitsOf(dense, {});
-  const small = await logitsOf(dense, { streamWeights: 'all', weightCache: 1 << 20 });
+  // the smallest cache: the transit area alone (the RANGE error of a 1-byte cache names it)
+  const min = await loadModel(dense, { streamWeights: 'all', weightCache: 1 }).then(() => assert.fail('loaded'), (e) => Number(/less than the (\d+)/.exec(e.message)?.[1]));
+  assert.ok(min > 0);
+  const small = await logitsOf(dense, { streamWeights: 'all', weightCache: min });
   const large = await logitsOf(dense, { streamWeights: 'all', weightCache: 64 << 20 });
   for (const got of [small, large]) {
     same(got.out[0], want.out[0], 'prefill');
     same(got.out[1], want.out[1], 'second call');
   }
-  assert.equal(small.stats.streamHits, 0);
+  assert.equal(small.stats.streamHits, 0, 'nothing admitted');
+  assert.equal(small.stats.streamBytes, 2 * large.stats.streamBytes, 'everything read on each of the two calls');
   assert.ok(large.stats.streamHits > 0 && large.stats.streamBytes === large.before.streamBytes, 'nothing read after the first call');
 });
 
