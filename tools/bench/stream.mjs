@@ -13,7 +13,7 @@
 // The models are made with `oxinfer synth` (the flags below) when missing; that takes a while.
 //   options: --threads 2  --n-gen 8  --prompt 8 (tokens)  --budget 3 (GiB, 26B)  --caches 0.5,1,1.5 (GiB)
 //            --e4b-cache 2 (GiB)  --dir DIR ($OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --only a26b,e4b
-//            --no-write  --doc FILE
+//            --a26b FILE / --e4b FILE (another model file instead)  --no-write  --doc FILE
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,9 +28,9 @@ const THREADS = Number(args.threads ?? 2);
 const N_GEN = Number(args['n-gen'] ?? 8);
 const N_PROMPT = Number(args.prompt ?? 8);
 const GiB = 2 ** 30;
-const BUDGET = Number(args.budget ?? 3) * GiB;
-const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Number(x) * GiB);
-const E4B_CACHE = Number(args['e4b-cache'] ?? 2) * GiB;
+const BUDGET = Math.round(Number(args.budget ?? 3) * GiB);
+const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Math.round(Number(x) * GiB));
+const E4B_CACHE = Math.round(Number(args['e4b-cache'] ?? 2) * GiB);
 const ONLY = args.only ? String(args.only).split(',') : ['a26b', 'e4b'];
 const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.cache', 'oxinfer-bench');
 const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
@@ -46,6 +46,7 @@ const MODELS = {
 };
 
 function modelFile(key) {
+  if (args[key]) return args[key];
   const [name, flags] = MODELS[key];
   const file = path.join(DIR, `${name}.gguf`);
   if (!fs.existsSync(file)) {
@@ -65,7 +66,7 @@ async function measure(file, opts) {
   const model = await loadModel(file, { threads: THREADS, maxContext: 256, ...opts });
   const loadMs = performance.now() - t0;
   const before = await model.stats();
-  const prompt = [2, ...Array.from({ length: N_PROMPT - 1 }, (_, i) => 1000 + 37 * i)];
+  const prompt = [2, ...Array.from({ length: N_PROMPT - 1 }, (_, i) => (300 + 37 * i) % model.info.vocab)];
   let stats = null;
   for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [] })) if (ev.stats) stats = ev.stats;
   const after = await model.stats();
@@ -79,8 +80,21 @@ async function measure(file, opts) {
   };
 }
 
+// what loading it whole would take: the load refuses before allocating (maxResident), naming it
+async function residentNeed(file, limit) {
+  try {
+    const m = await loadModel(file, { threads: 1, maxResident: limit });
+    await m.unload();
+    return 'less (it fits)';
+  } catch (e) {
+    const n = /needs (\d+) bytes/.exec(e.message)?.[1];
+    return n ? `${gb(Number(n))} GB` : e.message;
+  }
+}
+
 async function a26b() {
   const file = modelFile('a26b');
+  const need = await residentNeed(file, BUDGET);
   const rows = [];
   for (const weightCache of CACHES) {
     const r = await measure(file, { streamWeights: 'experts', weightCache, maxResident: BUDGET });
@@ -88,14 +102,15 @@ async function a26b() {
     rows.push([fmt(weightCache / GiB, 1), fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken),
       gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]);
   }
-  return { file, rows };
+  return { file, rows, need };
 }
 
 async function e4b() {
   const file = modelFile('e4b');
+  const need = await residentNeed(file, 4 * GiB);
   const r = await measure(file, { streamWeights: 'all', weightCache: E4B_CACHE });
   console.error('e4b', r);
-  return { file, r };
+  return { file, r, need };
 }
 
 const t0 = Date.now();
@@ -106,14 +121,14 @@ const parts = [
     'Figures under load (2 cores shared by several sessions): compare the rows with each other.',
 ];
 if (ONLY.includes('a26b')) {
-  const { file, rows } = await a26b();
+  const { file, rows, need } = await a26b();
   parts.push(`26B-A4B geometry, Q4_0 (\`${path.basename(file)}\`, ${gb(fs.statSync(file).size)} GB): routed experts streamed ` +
     `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache). ` +
     'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
     markdownTable(['expert cache GiB', 'decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'], rows));
 }
 if (ONLY.includes('e4b')) {
-  const { file, r } = await e4b();
+  const { file, r, need } = await e4b();
   parts.push(`E4B geometry, Q8_0 (\`${path.basename(file)}\`, ${gb(r.size)} GB): every layer weight streamed (\`streamWeights: 'all'\`, ` +
     `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token).\n\n` +
     markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'],
@@ -122,7 +137,7 @@ if (ONLY.includes('e4b')) {
 parts.push(`(${Math.round((Date.now() - t0) / 1000)} s)`);
 const md = parts.join('\n\n');
 console.log(md);
-if (!args['no-write'] && !args.only) {
+if (!args['no-write'] && !args.only && !args.a26b && !args.e4b) {
   const block = `<!-- bench:stream -->\n## Weights streamed from the host (\`npm run bench:stream\`)\n\n${md}\n<!-- /bench:stream -->`;
   const doc = fs.readFileSync(DOC, 'utf8');
   const re = /<!-- bench:stream -->[\s\S]*<!-- \/bench:stream -->/;
