@@ -28,7 +28,9 @@ struct ox_wcache {
 
 ox_wcache *ox_wcache_new(uint64_t cap, uint64_t transit, int n_keys, ox_err *err) {
     if (cap < transit) {
-        ox_errf(err, OX_E_RANGE, "weight cache: %llu bytes is less than the %llu one layer's streamed weights need",
+        ox_errf(err, OX_E_RANGE,
+                "weight cache: %llu bytes is less than the %llu bytes in use at once (a layer's streamed dense "
+                "weights and one expert)",
                 (unsigned long long)cap, (unsigned long long)transit);
         return NULL;
     }
