@@ -11,7 +11,7 @@
 //      table) with every layer weight streamed through a cache that keeps part of them.
 //
 // The models are made with `oxinfer synth` (the flags below) when missing; that takes a while.
-//   options: --threads 2  --n-gen 8  --prompt 8 (tokens)  --budget 3 (GiB, 26B)  --caches 0.5,1,1.5 (GiB)
+//   options: --threads 2  --n-gen 8  --prompt 4 (tokens)  --budget 3 (GiB, 26B)  --caches 0.5,1,1.5 (GiB)
 //            --e4b-cache 2 (GiB)  --dir DIR ($OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --only a26b,e4b
 //            --a26b FILE / --e4b FILE (another model file instead)  --no-write  --doc FILE
 import fs from 'node:fs';
@@ -26,7 +26,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((s) => s.trim().split(/\s+/)).map(([k, v]) => [k, v ?? true]));
 const THREADS = Number(args.threads ?? 2);
 const N_GEN = Number(args['n-gen'] ?? 8);
-const N_PROMPT = Number(args.prompt ?? 8);
+const N_PROMPT = Number(args.prompt ?? 4);
 const GiB = 2 ** 30;
 const BUDGET = Math.round(Number(args.budget ?? 3) * GiB);
 const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Math.round(Number(x) * GiB));
@@ -123,14 +123,14 @@ const parts = [
 if (ONLY.includes('a26b')) {
   const { file, rows, need } = await a26b();
   parts.push(`26B-A4B geometry, Q4_0 (\`${path.basename(file)}\`, ${gb(fs.statSync(file).size)} GB): routed experts streamed ` +
-    `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache). ` +
+    `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache; loaded whole, the weights alone would need ${need}). ` +
     'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
     markdownTable(['expert cache GiB', 'decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'], rows));
 }
 if (ONLY.includes('e4b')) {
   const { file, r, need } = await e4b();
   parts.push(`E4B geometry, Q8_0 (\`${path.basename(file)}\`, ${gb(r.size)} GB): every layer weight streamed (\`streamWeights: 'all'\`, ` +
-    `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token).\n\n` +
+    `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token); loaded whole, the weights would need ${need}, more than wasm32's 4 GiB.\n\n` +
     markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'],
       [[fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken), gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]]));
 }
