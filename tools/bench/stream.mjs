@@ -13,11 +13,14 @@
 // The models are made with `oxinfer synth` (the flags below) when missing; that takes a while.
 //   options: --threads 2  --n-gen 8  --prompt 4 (tokens)  --budget 3 (GiB, 26B)  --caches 0.5,1,1.5 (GiB)
 //            --e4b-cache 2 (GiB)  --dir DIR ($OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --only a26b,e4b
+//            --browser: the 26B run in headless Chromium too (HTTP Range reads of the served file,
+//            cache --browser-cache 1 GiB)
 //            --a26b FILE / --e4b FILE (another model file instead)  --no-write  --doc FILE
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { loadModel } from '../../js/index.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic } from './lib.mjs';
@@ -31,6 +34,7 @@ const GiB = 2 ** 30;
 const BUDGET = Math.round(Number(args.budget ?? 3) * GiB);
 const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Math.round(Number(x) * GiB));
 const E4B_CACHE = Math.round(Number(args['e4b-cache'] ?? 2) * GiB);
+const BROWSER_CACHE = Math.round(Number(args['browser-cache'] ?? 1) * GiB);
 const ONLY = args.only ? String(args.only).split(',') : ['a26b', 'e4b'];
 const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.cache', 'oxinfer-bench');
 const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
@@ -105,6 +109,41 @@ async function a26b() {
   return { file, rows, need };
 }
 
+// the same in a page: the package reads the served file by HTTP Range requests (js/hostfile.js)
+async function a26bBrowser() {
+  const file = modelFile('a26b');
+  const { startServer, demoMounts } = await import('../serve.mjs');
+  const blank = path.join(os.tmpdir(), `oxstream-${process.pid}.html`);
+  fs.writeFileSync(blank, '<!doctype html><meta charset="utf-8"><title>bench:stream</title>');
+  const server = await startServer({ files: { '/blank.html': blank, '/model/a26b.gguf': file }, mounts: demoMounts() });
+  const { chromium } = createRequire(import.meta.url)('playwright-core');
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/blank.html`);
+    const r = await page.evaluate(async (o) => {
+      const { loadModel } = await import('/js/index.js');
+      const t0 = performance.now();
+      const model = await loadModel({ url: o.url, name: 'a26b-q4_0.gguf' }, { threads: o.threads, maxContext: 256, streamWeights: 'experts', weightCache: o.cache, maxResident: o.budget, simd: 'simd128' });
+      const loadMs = performance.now() - t0;
+      const prompt = [2, ...Array.from({ length: o.nPrompt - 1 }, (_, i) => 300 + 37 * i)];
+      let stats = null;
+      for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: o.nGen, stopIds: [] })) if (ev.stats) stats = ev.stats;
+      const st = await model.stats();
+      const out = { loadMs, prefillTps: stats.prefillTokPerSec, decodeTps: stats.decodeTokPerSec, build: model.build, resident: st.residentBytes, wasm: st.wasmMemoryBytes,
+        hitRate: st.streamHits / (st.streamHits + st.streamMisses) };
+      await model.unload();
+      return out;
+    }, { url: `${server.url}/model/a26b.gguf`, threads: THREADS, cache: BROWSER_CACHE, budget: BUDGET, nPrompt: N_PROMPT, nGen: N_GEN });
+    console.error('a26b chromium', r);
+    return { version: browser.version(), r };
+  } finally {
+    await browser.close();
+    server.close();
+    fs.rmSync(blank, { force: true });
+  }
+}
+
 async function e4b() {
   const file = modelFile('e4b');
   const need = await residentNeed(file, 4 * GiB);
@@ -126,6 +165,13 @@ if (ONLY.includes('a26b')) {
     `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache; loaded whole, the weights alone would need ${need}). ` +
     'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
     markdownTable(['expert cache GiB', 'decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'], rows));
+}
+if (args.browser) {
+  const { version, r } = await a26bBrowser();
+  parts.push(`The same 26B-A4B run in headless Chromium ${version} (build ${r.build}, SIMD128 as under Node), the file read by HTTP Range requests from a local server, ` +
+    `expert cache ${fmt(BROWSER_CACHE / GiB, 1)} GiB, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB:\n\n` +
+    markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'resident GB', 'wasm memory GB', 'load s'],
+      [[fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]]));
 }
 if (ONLY.includes('e4b')) {
   const { file, r, need } = await e4b();
