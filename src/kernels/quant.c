@@ -401,12 +401,19 @@ OX_NO_CONTRACT static void quant_q4_0(const float *x, ox_block_q4_0 *b) {
     }
 }
 
+/* The min/max fit of a 32-block with a min (Q4_1, Q8_A): d = range / levels and m = the min,
+ * stored as f16; returns 1/d (0 for a flat block) and the min. */
+OX_NO_CONTRACT static float fit_min_max(const float *x, int levels, ox_f16 *d16, ox_f16 *m16, float *mn) {
+    float mx;
+    minmax(x, 32, mn, &mx);
+    float d = (mx - *mn) / (float)levels;
+    *d16 = ox_f32_to_f16(d);
+    *m16 = ox_f32_to_f16(*mn);
+    return inv_or_zero(d);
+}
+
 OX_NO_CONTRACT static void quant_q4_1(const float *x, ox_block_q4_1 *b) {
-    float mn, mx;
-    minmax(x, 32, &mn, &mx);
-    float d = (mx - mn) / 15, id = inv_or_zero(d);
-    b->d = ox_f32_to_f16(d);
-    b->m = ox_f32_to_f16(mn);
+    float mn, id = fit_min_max(x, 15, &b->d, &b->m, &mn);
     for (int j = 0; j < 16; j++) {
         float x0 = (x[j] - mn) * id, x1 = (x[j + 16] - mn) * id;
         int q0 = trunc_q(x0 + 0.5f), q1 = trunc_q(x1 + 0.5f);
@@ -416,11 +423,7 @@ OX_NO_CONTRACT static void quant_q4_1(const float *x, ox_block_q4_1 *b) {
 
 /* As quant_q4_1 with 255 levels (MLX's affine fit: the min as m, the range over 255 as d). */
 OX_NO_CONTRACT static void quant_q8_a(const float *x, ox_block_q8_a *b) {
-    float mn, mx;
-    minmax(x, 32, &mn, &mx);
-    float d = (mx - mn) / 255, id = inv_or_zero(d);
-    b->d = ox_f32_to_f16(d);
-    b->m = ox_f32_to_f16(mn);
+    float mn, id = fit_min_max(x, 255, &b->d, &b->m, &mn);
     for (int j = 0; j < 32; j++) {
         float v = (x[j] - mn) * id + 0.5f;
         b->qs[j] = (uint8_t)(v >= 255.f ? 255 : v > 0.f ? (int)v : 0);
