@@ -61,7 +61,9 @@ before(() => {
   dir = tmpDir('mlx');
   hfDir = path.join(dir, 'hf');
   fs.mkdirSync(hfDir);
-  cli(['synth', '--preset', 'tiny', '--type', 'bf16', '--format', 'hf', '--all-byte-tokens', '-o', hfDir]);
+  // calmer (as test_model.c): an activation rounding flip moves the logits less
+  cli(['synth', '--preset', 'tiny', '--type', 'bf16', '--format', 'hf', '--all-byte-tokens', '--branch-gain', '0.5',
+    '--qk-norm-scale', '0.5', '-o', hfDir]);
 });
 
 after(() => {
@@ -78,11 +80,18 @@ for (const [quant, group] of [['mlx4', 64], ['mlx8', 32]]) {
     try {
       assert.equal(m.info.files.length, 3);
       const lg = await m.logits(TOKENS, { all: true });
-      // the same weights and kernels' integer sums as native: only float summation order differs
-      // (and, through it, a rare activation rounding flip: see api.test.mjs)
+      // the same weights and integer block sums as native; the float summation order differs
+      // (SIMD128 tiles vs the scalar reference dot), and through it an activation can round to
+      // the next Q8_1 step and move a position's logits by a few 1e-2 (see api.test.mjs). A
+      // position without such a flip matches to float rounding; a wrong kernel matches at none.
       const dn = diffs(lg, m.info.vocab, native);
       assert.ok(Math.max(...dn) < 0.2, `vs native on the MLX files: ${dn.join(' ')}`);
-      assert.ok(dn.filter((d) => d < 1e-3).length >= TOKENS.length / 2, `vs native: ${dn.join(' ')}`);
+      assert.ok(dn.some((d) => d < 1e-4), `vs native, no position within 1e-4: ${dn.join(' ')}`);
+      native.forEach((row, i) => {
+        const order = (a) => [...a.keys()].sort((x, y) => a[y] - a[x]);
+        const [n0, n1] = order(row);
+        if (row[n0] - row[n1] > 0.2) assert.equal(order(lg.subarray(i * m.info.vocab, (i + 1) * m.info.vocab))[0], n0, `argmax at ${i}`);
+      });
       // against the dequantized reference (f32 weights, f32 activations): activation rounding only
       const dr = diffs(lg, m.info.vocab, nativeRef);
       assert.ok(Math.max(...dr) < 1.0, `vs the reference: ${dr.join(' ')}`);
