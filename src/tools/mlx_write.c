@@ -189,7 +189,7 @@ int ox_mlx_write(const char *const *src, int n_src, const char *out_dir, const c
     ox_strbuf cfg = {0}, ov = {0}, qcfg = {0}, other = {0};
     ox_st_writer *w[2] = {ox_st_writer_new(), ref_dir ? ox_st_writer_new() : NULL};
     job jobs[2] = {{0}, {0}};
-    size_t max_raw = CHUNK_VALUES * 4, max_cols = 0;
+    size_t max_cols = 0;
     if (!files || !st || !w[0] || (ref_dir && !w[1])) {
         rc = ox_errf(err, OX_E_NOMEM, "mlx: out of memory");
         goto done;
@@ -251,11 +251,11 @@ int ox_mlx_write(const char *const *src, int n_src, const char *out_dir, const c
                 rc = ox_st_w_tensor(w[1], t->name, OX_ST_F32, 2, t->shape, NULL, err);
             }
         }
-    for (int k = 0; k < 2 && !rc; k++) {
-        size_t cols = max_cols ? max_cols : 1, per = CHUNK_VALUES / cols ? CHUNK_VALUES / cols : 1;
-        jobs[k].raw = malloc(max_raw > per * cols * 4 ? max_raw : per * cols * 4);
-        jobs[k].f = malloc(per * cols * sizeof(float));
-        jobs[k].packed = malloc(cols + 2 * cols);
+    for (int k = 0; k < 2 && !rc; k++) { /* a chunk: at most max(CHUNK_VALUES, one row) values */
+        size_t vals = max_cols > CHUNK_VALUES ? max_cols : CHUNK_VALUES;
+        jobs[k].raw = malloc(vals * 4);
+        jobs[k].f = malloc(vals * sizeof(float));
+        jobs[k].packed = malloc(3 * (max_cols ? max_cols : 1));
         if (!jobs[k].raw || !jobs[k].f || !jobs[k].packed) rc = ox_errf(err, OX_E_NOMEM, "mlx: out of memory");
     }
     char path[4096];
