@@ -17,15 +17,15 @@ static inline float hsum(v128_t v) {
 
 /* A Q8_1 block widened once for up to 4 rows: its quants as int16 (a[0..1]: quants 0..15,
  * a[2..3]: 16..31), d, and the exact sum of the quants per lane group. */
-typedef struct { v128_t a[4], asum; float d; } act_blk;
+typedef struct { v128_t a[4], asum; float d; } act_blk; /* asum: as f32 */
 
 static inline act_blk widen(const ox_block_q8_1 *x) {
     act_blk k;
     v128_t a0 = wasm_v128_load(x->qs), a1 = wasm_v128_load(x->qs + 16);
     k.a[0] = wasm_i16x8_extend_low_i8x16(a0), k.a[1] = wasm_i16x8_extend_high_i8x16(a0);
     k.a[2] = wasm_i16x8_extend_low_i8x16(a1), k.a[3] = wasm_i16x8_extend_high_i8x16(a1);
-    k.asum = wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a0),
-                                                             wasm_i16x8_extadd_pairwise_i8x16(a1)));
+    k.asum = wasm_f32x4_convert_i32x4(wasm_i32x4_extadd_pairwise_i16x8(
+        wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a0), wasm_i16x8_extadd_pairwise_i8x16(a1))));
     k.d = ox_f16_fast(x->d);
     return k;
 }
@@ -61,9 +61,9 @@ static inline void rows_affine(const ox_matrix *W, const ox_block_q8_1 *x, int r
             } else {
                 const ox_block_q8_a *w = (const ox_block_q8_a *)row[i] + b;
                 v128_t isum = dot32(wasm_v128_load(w->qs), wasm_v128_load(w->qs + 16), &k);
-                v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_splat(ox_f16_fast(w->d))),
-                                          wasm_f32x4_mul(wasm_f32x4_convert_i32x4(k.asum), wasm_f32x4_splat(ox_f16_fast(w->m))));
-                acc[i] = wasm_f32x4_add(acc[i], wasm_f32x4_mul(v, wasm_f32x4_splat(k.d)));
+                v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_splat(ox_f16_fast(w->d) * k.d)),
+                                          wasm_f32x4_mul(k.asum, wasm_f32x4_splat(ox_f16_fast(w->m) * k.d)));
+                acc[i] = wasm_f32x4_add(acc[i], v);
             }
         }
     }
