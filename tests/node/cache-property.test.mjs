@@ -15,7 +15,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { cacheSources, listCachedModels, deleteCachedModel } from '../../js/cache.js';
 import { keyOf, runDownload, parseRecord } from '../../js/cache_store.js';
-import { HostError } from '../../js/hostfile.js';
+import { HostError, PROBE_RANGE } from '../../js/hostfile.js';
 import { tmpDir } from '../oracle/fixtures.mjs';
 
 const SEED = Number(process.env.FC_SEED ?? 20261201);
@@ -125,7 +125,7 @@ async function runLoad(dir, s) {
   // what the engine would read now. A complete copy is checked against the server first; when
   // that check fails (offline, busy) the copy is used as it is: then it is the version it was.
   const src = got.sources[0];
-  const probed = server.log[0]?.range === 'bytes=0-0' && !['throw', '503', '404'].includes(server.log[0].fault);
+  const probed = server.log[0]?.range === PROBE_RANGE && !['throw', '503', '404'].includes(server.log[0].fault);
   if (src.kind === 'path') {
     const want = probed || before?.etag === f.etag ? f.bytes : server.versions.get(before?.etag);
     assert.ok(want && fs.readFileSync(src.path).equals(want), `a complete local copy is the current file${probed ? '' : ' or, unchecked, the version it was'}`);
@@ -138,7 +138,7 @@ async function runLoad(dir, s) {
     assert.ok(f.bytes.subarray(0, now.length).equals(now), 'the partial copy is a prefix of the current file');
   }
   // a resumed download asks for the missing bytes only, when the copy was a prefix of the same version
-  const first = server.log.find((r) => r.range !== 'bytes=0-0');
+  const first = server.log.find((r) => r.range !== PROBE_RANGE);
   if (before?.url === url && before.etag === f.etag && before.size === f.bytes.length && !before.complete && had && had.length > 0 && had.length < f.bytes.length && f.bytes.subarray(0, had.length).equals(had) && first)
     assert.equal(first.range, `bytes=${had.length}-`, 'resumed from the bytes on disk');
   try {
