@@ -25,11 +25,6 @@ static char tmp[256];
 static uint32_t rng = 99;
 static float frand(void) { return (float)((rng = rng * 1664525u + 1013904223u) >> 8) / 16777216.0f * 2 - 1; }
 
-/* check.h's CHECK_ERR, for codes that are not a variable named `code` */
-static void expect_err(const ox_err *e, int code, const char *file, const char *what) {
-    CHECK_ERR(*e, code, file, what);
-}
-
 /* ---------------------------------------------------------------- rows */
 
 /* value j by the formula, written out here: scale * q + bias in f32, q from the words */
@@ -130,7 +125,7 @@ static void test_config(void) {
         memset(&e, 0, sizeof e);
         int rc = parse_cfg(bad[i].text, &c, &e);
         CHECK_MSG(rc == bad[i].code, "%s: %d", bad[i].text, rc);
-        expect_err(&e, bad[i].code, "config.json", bad[i].what);
+        CHECK_ERR(e, bad[i].code, "config.json", bad[i].what);
     }
 }
 
@@ -342,27 +337,27 @@ static void test_bad_files(void) {
      * build_config (no model config), which shows the tensors themselves were accepted */
     CHECK(open_bad(g32, 0, 8, &e) == OX_E_CONFIG);
     CHECK(open_bad(g32, 1, 8, &e) == OX_E_MISSING);
-    expect_err(&e, OX_E_MISSING, "model.safetensors", "model.embed_tokens.scales is missing");
+    CHECK_ERR(e, OX_E_MISSING, "model.safetensors", "model.embed_tokens.scales is missing");
     CHECK(open_bad(g32, 2, 8, &e) == OX_E_MISSING);
-    expect_err(&e, OX_E_MISSING, "model.safetensors", "model.embed_tokens.biases");
+    CHECK_ERR(e, OX_E_MISSING, "model.safetensors", "model.embed_tokens.biases");
     CHECK(open_bad(g32, 3, 8, &e) == OX_E_FORMAT);
-    expect_err(&e, OX_E_FORMAT, "model.safetensors", "model.norm.scales has no U32 values tensor");
+    CHECK_ERR(e, OX_E_FORMAT, "model.safetensors", "model.norm.scales has no U32 values tensor");
     /* the config says group 64: 2 groups of 64 would need 16 words */
     CHECK(open_bad("{\"quantization\": {\"group_size\": 64, \"bits\": 4}}", 0, 8, &e) == OX_E_FORMAT);
-    expect_err(&e, OX_E_FORMAT, "model.safetensors", "model.embed_tokens.weight");
+    CHECK_ERR(e, OX_E_FORMAT, "model.safetensors", "model.embed_tokens.weight");
     CHECK_STR_CONTAINS(e.msg, "group_size 64");
     CHECK(open_bad("{\"quantization\": {\"group_size\": 64, \"bits\": 3}}", 0, 8, &e) == OX_E_CONFIG);
-    expect_err(&e, OX_E_CONFIG, "config.json", "bits 3");
+    CHECK_ERR(e, OX_E_CONFIG, "config.json", "bits 3");
     CHECK(open_bad("{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"model.embed_tokens\": {\"group_size\": 32,"
                    " \"bits\": 8}}}", 0, 8, &e) == OX_E_FORMAT); /* the override's 8 bits: 16 words needed */
-    expect_err(&e, OX_E_FORMAT, "model.safetensors", "bits 8");
+    CHECK_ERR(e, OX_E_FORMAT, "model.safetensors", "bits 8");
     CHECK(open_bad("{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"model.embed_tokens\": false}}", 0, 8, &e) ==
           OX_E_CONFIG);
-    expect_err(&e, OX_E_CONFIG, "model.safetensors", "says it is not");
+    CHECK_ERR(e, OX_E_CONFIG, "model.safetensors", "says it is not");
     CHECK(open_bad(g32, 0, 7, &e) == OX_E_FORMAT); /* scales for 7 rows, values for 8 */
-    expect_err(&e, OX_E_FORMAT, "model.safetensors", "disagrees with its scales");
+    CHECK_ERR(e, OX_E_FORMAT, "model.safetensors", "disagrees with its scales");
     CHECK(open_bad("{\"hidden_size\": 8}", 0, 8, &e) == OX_E_MISSING); /* U32 but no quantization block */
-    expect_err(&e, OX_E_MISSING, "model.safetensors", "no config.json with a quantization block");
+    CHECK_ERR(e, OX_E_MISSING, "model.safetensors", "no config.json with a quantization block");
 }
 
 int main(void) {
