@@ -1,7 +1,7 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/worker.js, reached through js/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { quant as QUANT } from './abi.js';
+import { quant as QUANT, stream as STREAM } from './abi.js';
 import { engineAssets } from './assets.js';
 import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -23,7 +23,8 @@ const MAX_DEFAULT_THREADS = 8;
 function jinjaUrl() {
   if (isNode) return null;
   try {
-    return import.meta.resolve?.('@huggingface/jinja') ?? null;
+    const resolve = import.meta.resolve; // read, not called in place: webpack rejects the call form
+    return resolve?.('@huggingface/jinja') ?? null;
   } catch {
     return null;
   }
@@ -48,7 +49,7 @@ function checked(call, table, opts, vocab) {
 
 async function hardwareThreads() {
   if (isNode) {
-    const os = await import('node:os');
+    const os = await import(/* webpackIgnore: true */ 'node:os');
     return os.availableParallelism?.() ?? os.cpus().length;
   }
   return globalThis.navigator?.hardwareConcurrency || 1;
@@ -86,7 +87,7 @@ async function simdBuild(build, opts) {
   if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD (Node 20 needs --experimental-wasm-relaxed-simd)');
   if (!can) return 'simd128';
   if (isNode && !locatedElsewhere(opts)) {
-    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
+    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);
     const present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => existsSync(fileURLToPath(u)));
     if (!present) {
       if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not in dist/ (make -f Makefile.emscripten relaxed, with clang-16)');
@@ -98,6 +99,8 @@ async function simdBuild(build, opts) {
 const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != null;
 
 // ---- loading ----
+
+const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
 
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
@@ -112,6 +115,9 @@ export async function loadModel(sources, opts = {}) {
   }
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
+  // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
+  const stream = STREAM[opts.streamWeights ?? 'none'];
+  const weightCache = stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0;
   for (const k of ['maxContext', 'maxResident'])
     if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
@@ -150,7 +156,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache },
       progress,
     );
     if (signal?.aborted) throw abortError('load');

@@ -41,7 +41,7 @@ export class Engine {
   }
 
   // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js), tablesOnHost,
-  // maxContext, maxResident};
+  // maxContext, maxResident, stream (an id), weightCache};
   // progress(done, total)
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
@@ -54,7 +54,7 @@ export class Engine {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
-      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, m.stream ?? 0, m.weightCache ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
       if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
         const dh = [];
