@@ -381,8 +381,10 @@ static void test_real_geometry(void) {
                               (unsigned long long)(st.resident_bytes - weights), (unsigned long long)want);
                     ox_session_free(s);
                 }
-                printf("| %s | %d | %s | %.1f MiB | %.1f MiB | %.2f GiB |\n", g ? "E4B" : "E2B", ctxs[i], names[k],
-                       want / 1048576.0, full / 1048576.0, (g ? 0 : weights + want) / 1073741824.0);
+                char res[32] = "(no E4B file)";
+                if (!g) snprintf(res, sizeof res, "%.2f GiB", (weights + want) / 1073741824.0);
+                printf("| %s | %d | %s | %.1f MiB | %.1f MiB | %s |\n", g ? "E4B" : "E2B", ctxs[i], names[k],
+                       want / 1048576.0, full / 1048576.0, res);
             }
     printf("E2B weights resident: %.2f GiB\n", weights / 1073741824.0);
     /* a real run past the ring: 1024 positions in micro-batches */
