@@ -66,6 +66,10 @@ export interface LoadOptions {
   /** Bytes for streamed weights (cache plus the transit area of one layer), integer >= 1;
    *  default 512 MiB; RANGE when less than one layer's streamed weights. */
   weightCache?: number;
+  /** How the KV cache stores K and V: 'f32' (default: logits as the float reference), 'f16'
+   *  (half the memory), 'q8_0' (about a quarter: 34 bytes per 32 values). Sliding-window
+   *  layers keep only their window (plus one micro-batch) whatever the type. */
+  kvType?: 'f32' | 'f16' | 'q8_0';
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */

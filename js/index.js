@@ -1,7 +1,7 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/worker.js, reached through js/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { quant as QUANT, stream as STREAM } from './abi.js';
+import { kvType as KV_TYPE, quant as QUANT, stream as STREAM } from './abi.js';
 import { engineAssets } from './assets.js';
 import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -156,7 +156,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'] },
       progress,
     );
     if (signal?.aborted) throw abortError('load');

@@ -41,7 +41,7 @@ export class Engine {
   }
 
   // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js), tablesOnHost,
-  // maxContext, maxResident, stream (an id), weightCache};
+  // maxContext, maxResident, stream (an id), weightCache, kvType (an id of js/abi.js)};
   // progress(done, total)
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
@@ -62,7 +62,7 @@ export class Engine {
         heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
         this.info.drafter = { files: dh.map((h) => host.name(h)) };
       }
-      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
+      this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0, m.kvType ?? 0);
       this.template = this.chatTemplate(handles);
       return this.info;
     } catch (e) {

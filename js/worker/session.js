@@ -3,11 +3,12 @@
 import { OxError } from '../errors.js';
 
 export class Session {
-  // heap: Heap; engine: the C engine address; vocab: logits per token; maxContext: 0 = the model's
-  constructor(heap, engine, vocab, maxContext) {
+  // heap: Heap; engine: the C engine address; vocab: logits per token; maxContext: 0 = the model's;
+  // kvType: an id of js/abi.js kvType
+  constructor(heap, engine, vocab, maxContext, kvType) {
     this.heap = heap;
     this.vocab = vocab;
-    this.ptr = heap.checkPtr(heap.C.ox_wasm_session_new(engine, maxContext));
+    this.ptr = heap.checkPtr(heap.C.ox_wasm_session_new(engine, maxContext, kvType));
   }
 
   get pos() {

@@ -14,8 +14,6 @@
 #include "kernels/pool.h"
 #include "kernels/quant.h"
 
-#define OX_UBATCH 256 /* tokens per micro-batch of a long prompt */
-
 /* Activation buffers of one forward call, carved from the session's scratch. */
 typedef struct acts {
     float *x, *a, *q, *k, *v, *att, *o, *g, *u, *f;
@@ -96,9 +94,9 @@ static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
 typedef struct attn_job {
     const float *q;      /* [n][nh*hd] */
     float *out;          /* [n][nh*hd] */
-    const float *K, *V;  /* cache rows [j][kvw] */
+    const ox_kv *kv;     /* the layer's cache (model/kv.h) */
     float *scores;       /* [tasks][kv_len] */
-    int n, pos, nh, hd, kvw, group, window, bidir, kv_len;
+    int n, pos, nh, hd, group, window, bidir, kv_len;
 } attn_job;
 
 /* Keys j visible from position p: causal j <= p (bidirectional: all of the sequence), and on
@@ -109,18 +107,14 @@ static void attn_task(void *ctx, int task, int n_tasks) {
     int i0 = (int)((long long)items * task / n_tasks), i1 = (int)((long long)items * (task + 1) / n_tasks);
     float *s = J->scores + (size_t)task * (size_t)J->kv_len;
     for (int it = i0; it < i1; it++) {
-        int t = it / J->nh, h = it % J->nh, p = J->pos + t, g = h / J->group;
+        int t = it / J->nh, h = it % J->nh, p = J->pos + t;
         int lo = 0, hi = J->bidir ? J->kv_len - 1 : p;
         if (J->window > 0) {
             if (p - J->window + 1 > lo) lo = p - J->window + 1;
             if (J->bidir && p + J->window - 1 < hi) hi = p + J->window - 1;
         }
-        const float *qh = J->q + (size_t)t * J->nh * J->hd + (size_t)h * J->hd;
-        for (int j = lo; j <= hi; j++) s[j - lo] = ox_dot_f32(qh, J->K + (size_t)j * J->kvw + (size_t)g * J->hd, J->hd);
-        ox_softmax(s, hi - lo + 1);
-        float *o = J->out + (size_t)t * J->nh * J->hd + (size_t)h * J->hd;
-        memset(o, 0, (size_t)J->hd * sizeof(float));
-        for (int j = lo; j <= hi; j++) ox_axpy(o, s[j - lo], J->V + (size_t)j * J->kvw + (size_t)g * J->hd, J->hd);
+        size_t at = (size_t)t * J->nh * J->hd + (size_t)h * J->hd;
+        ox_kv_attend(J->kv, h / J->group, J->q + at, lo, hi, s, J->out + at);
     }
 }
 
@@ -328,18 +322,18 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
         rms_rows(qt, qt, w->q_norm, nh, hd, eps);
         ox_rope_heads(qt, nh, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
     }
-    kv_cache *kc = &s->kv[lc->kv_src];
+    ox_kv *kc = &s->kv[lc->kv_src];
     for (int t = 0; !lc->shared && t < n; t++) {
-        float *kd = kc->k + (size_t)(s->pos + t) * kvw, *vd = kc->v + (size_t)(s->pos + t) * kvw;
-        rms_rows(kd, A->k + (size_t)t * kvw, w->k_norm, nkv, hd, eps);
-        ox_rope_heads(kd, nkv, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
-        rms_rows(vd, A->v + (size_t)t * kvw, NULL, nkv, hd, eps);
+        float *kt = A->k + (size_t)t * kvw, *vt = A->v + (size_t)t * kvw;
+        rms_rows(kt, kt, w->k_norm, nkv, hd, eps);
+        ox_rope_heads(kt, nkv, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
+        rms_rows(vt, vt, NULL, nkv, hd, eps);
+        ox_kv_write(kc, s->pos + t, kt, vt);
     }
     int tasks = ox_pool_threads();
     if (tasks < 1) tasks = 1;
     if (tasks > n * nh) tasks = n * nh;
-    attn_job J = {A->q, A->att, kc->k, kc->v, A->scores, n, s->pos, nh, hd, kc->width, nh / nkv,
-                  lc->window, c->bidirectional, s->pos + n};
+    attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
     ox_pool_run(attn_task, &J, tasks);
     TRY(ox_matmul(&s->ws, &w->o, A->att, n, A->o, err));
     rms_rows(A->o, A->o, w->post_attn_norm, n, H, eps);

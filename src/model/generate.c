@@ -168,10 +168,11 @@ int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err) 
     if (!g->soft || !g->soft_mask) return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", g->n_prompt);
     memcpy(g->soft, soft, n * sizeof *soft);
     memcpy(g->soft_mask, mask, (size_t)g->n_prompt);
-    if (first < g->next) { /* the cache holds a token embedding there: run from it again */
-        int rc = ox_session_truncate(g->s, first, err);
-        if (rc) return rc;
-        g->next = g->counts.reused = first;
+    if (first < g->next) { /* the cache holds a token embedding there: run from it again (or from 0
+                              where the sliding-window rings no longer reach back: reuse says) */
+        int k = ox_session_reuse(g->s, g->prompt, first + 1, err);
+        if (k < 0) return k;
+        g->next = g->counts.reused = k;
     }
     return 0;
 }

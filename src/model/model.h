@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "formats/config.h"
 #include "formats/tensors.h"
+#include "model/kv.h"
 
 /* X(NAME, id, js name): what load does with bf16/f16/f32 linear weights (GGUF quant types
  * stay as stored). The JS option loadModel({quant}) takes the js names (js/abi.js). */
@@ -68,8 +69,12 @@ typedef struct ox_model_stats {
 } ox_model_stats;
 void ox_model_stats_get(const ox_model *m, ox_model_stats *st);
 
-/* Sessions: KV caches per own-KV layer, grown with use (not preallocated to ctx_max). */
+/* Sessions: KV caches per own-KV layer, grown with use (not preallocated to ctx_max), in
+ * kv_type (model/kv.h; ox_session_new: OX_KV_DEFAULT). Sliding-window layers keep a ring of
+ * the window, so a truncation or prefix reuse can only go back within what it holds. */
 ox_session *ox_session_new(ox_model *m, int max_ctx, ox_err *err);
+ox_session *ox_session_new_kv(ox_model *m, int max_ctx, ox_kv_type kv_type, ox_err *err);
+ox_kv_type ox_session_kv_type(const ox_session *s);
 void ox_session_free(ox_session *s);
 int ox_session_pos(const ox_session *s);
 int ox_session_max_ctx(const ox_session *s);
@@ -77,9 +82,12 @@ const ox_model *ox_session_model(const ox_session *s);
 /* The pos tokens in the caches, in order (-1 where a soft embedding went in); NULL when empty.
  * Valid until the next forward. */
 const int32_t *ox_session_tokens(const ox_session *s);
-int ox_session_truncate(ox_session *s, int pos, ox_err *err);  /* rewind to pos <= current */
+/* Rewind to pos <= current; OX_E_STATE if the sliding-window rings no longer hold the window
+ * before pos (0 always works). */
+int ox_session_truncate(ox_session *s, int pos, ox_err *err);
 /* Keep the longest common prefix of the session's tokens and tokens[0, n), never the last
- * token (its logits are needed): truncate to it and return its length (n >= 1). */
+ * token (its logits are needed): truncate to it and return its length (n >= 1); 0 when the
+ * rings no longer hold the window before it (the prefix is run again). */
 int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err);
 ox_session *ox_session_clone(const ox_session *s, ox_err *err);  /* caches and tokens */
 void ox_session_reset(ox_session *s);

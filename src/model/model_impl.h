@@ -5,6 +5,7 @@
 
 #include "model/model.h"
 #include "kernels/kernels.h"
+#include "model/kv.h"
 #include "model/weights_cache.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
@@ -55,21 +56,22 @@ static inline int ox_wcache_key(const ox_model *m, int l, int i, int e) {
     return (l * OX_HOST_MATS + i) * E + e;
 }
 
-typedef struct kv_cache {
-    float *k, *v; /* [cap][width] post-norm, post-RoPE K; post-norm V */
-    int cap, width;
-} kv_cache;
-
 struct ox_session {
     ox_model *m;
     int max_ctx, pos;
-    kv_cache *kv;   /* per layer; used only where !shared */
+    ox_kv_type kv_type;
+    int rings;      /* sliding layers keep a ring of the window (else every position) */
+    ox_kv *kv;      /* per layer (model/kv.h); used only where !shared */
     int32_t *toks;  /* [pos] the tokens in the caches, -1 where a soft embedding went in */
     int toks_cap;
     ox_scratch ws, act;
 };
 
-/* Grow the session's token list and every own-KV cache to hold `need` positions. */
+/* ox_session_new_kv with rings = 0: sliding layers keep every position (tests compare). */
+ox_session *ox_session_new_rings(ox_model *m, int max_ctx, ox_kv_type kv_type, int rings, ox_err *err);
+
+/* Grow the session's token list and every own-KV cache to hold `need` positions (a ring: the
+ * last of them it keeps). */
 int ox_session_reserve(ox_session *s, int need, ox_err *err);
 
 #endif

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include "base/err.h"         /* OX_ERR_CODES */
 #include "model/generate.h"   /* OX_GEN_STATUSES */
-#include "model/model.h"      /* OX_QUANTS */
+#include "model/model.h"      /* OX_QUANTS; model/kv.h: OX_KV_TYPES */
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
@@ -152,8 +152,9 @@ OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int le
 /* Bytes of one token (control tokens: none, unless show_special). Same return convention. */
 OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap);
 
-/* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's). */
-OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx);
+/* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's),
+ * K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/abi.js kvType). */
+OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx, int kv_type);
 OX_EXPORT void ox_wasm_session_free(ox_session *s);
 /* Tokens in the session. */
 OX_EXPORT int ox_wasm_session_pos(const ox_session *s);

@@ -173,7 +173,9 @@ API const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key) {
     return g && ox_gguf_get_str(g, key, &s, NULL) == 0 ? s : NULL;
 }
 
-API ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx) { return ox_session_new(e->m, max_ctx, &last); }
+API ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx, int kv_type) {
+    return ox_session_new_kv(e->m, max_ctx, (ox_kv_type)kv_type, &last);
+}
 API void ox_wasm_session_free(ox_session *s) { ox_session_free(s); }
 API int ox_wasm_session_pos(const ox_session *s) { return ox_session_pos(s); }
 API int ox_wasm_session_truncate(ox_session *s, int pos) { return ox_session_truncate(s, pos, &last); }
