@@ -110,18 +110,10 @@ static int input(ox_mtp *t, int token, const float *h_in, ox_err *err) {
 /* Queries of position pos over the target cache's keys 0..pos-1 (causal; sliding layers only
  * the window's). Scale 1: the q/k norms carry it, as in the target. */
 static void attend(ox_mtp *t, const ox_layer_cfg *lc, int pos) {
-    const kv_cache *kc = &t->s->kv[t->src[lc->full]];
-    int nh = t->d->c.n_heads, hd = lc->head_dim, group = nh / (kc->width / hd);
+    const ox_kv *kc = &t->s->kv[t->src[lc->full]];
+    int nh = t->d->c.n_heads, hd = lc->head_dim, group = nh / kc->n_heads;
     int lo = lc->window > 0 && pos - lc->window + 1 > 0 ? pos - lc->window + 1 : 0, hi = pos - 1;
-    for (int h = 0; h < nh; h++) {
-        const float *qh = t->q + (size_t)h * hd;
-        const float *K = kc->k + (size_t)(h / group) * hd, *V = kc->v + (size_t)(h / group) * hd;
-        for (int j = lo; j <= hi; j++) t->scores[j - lo] = ox_dot_f32(qh, K + (size_t)j * kc->width, hd);
-        ox_softmax(t->scores, hi - lo + 1);
-        float *o = t->att + (size_t)h * hd;
-        memset(o, 0, (size_t)hd * sizeof(float));
-        for (int j = lo; j <= hi; j++) ox_axpy(o, t->scores[j - lo], V + (size_t)j * kc->width, hd);
-    }
+    for (int h = 0; h < nh; h++) ox_kv_attend(kc, h / group, t->q + (size_t)h * hd, lo, hi, t->scores, t->att + (size_t)h * hd);
 }
 
 static int layer(ox_mtp *t, int l, int pos, ox_err *err) {
