@@ -5,6 +5,7 @@
 
 #include "model/model.h"
 #include "kernels/kernels.h"
+#include "model/lora.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
@@ -32,6 +33,8 @@ struct ox_model {
     void **allocs; /* every weight allocation, freed together */
     int n_allocs, cap_allocs;
     uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
+    struct { const ox_lora *a; float scale; } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
+    int n_lora;
 };
 
 typedef struct kv_cache {
