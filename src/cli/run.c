@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "host/hostfile.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "kernels/prof.h"
@@ -29,7 +30,8 @@ static int usage(void) {
             "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
             "  --all   every vocab entry instead of the top K (default K 5)\n"
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
-            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n");
+            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
+            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable\n");
     return 2;
 }
 
@@ -172,6 +174,10 @@ int cli_run(int argc, char **argv) {
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL;
     ox_load_opts opts = {0};
+    char *loras[OX_LORA_MAX];
+    float lora_scales[OX_LORA_MAX];
+    ox_lora *attached[OX_LORA_MAX] = {0};
+    int n_lora = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tokens") && v) tokens = v, i++;
@@ -192,6 +198,8 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--bench")) do_bench = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
+        else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX) loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
+        else if (!strcmp(a, "--lora-scale") && v && n_lora > 0) lora_scales[n_lora - 1] = strtof(argv[++i], NULL);
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
@@ -204,9 +212,14 @@ int cli_run(int argc, char **argv) {
     ox_model *m;
     double load_s;
     if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
+    if (cli_lora_attach(m, loras, lora_scales, n_lora, attached)) {
+        ox_model_free(m);
+        return 1;
+    }
     if (do_bench) {
         int rc = bench(m, load_s, n_prompt, n_gen, json, profile);
         ox_model_free(m);
+        for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
         return rc;
     }
     int32_t *tok;
@@ -238,5 +251,6 @@ int cli_run(int argc, char **argv) {
     ox_session_free(s);
     free(lg), free(idx), free(tok);
     ox_model_free(m);
+    for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
     return rc;
 }

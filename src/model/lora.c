@@ -89,7 +89,10 @@ static void bt_task(void *ctx, int task, int n_tasks) {
     }
 }
 
-#define LORA_TASK_MACS 16384 /* below this a slice is not worth a pool task */
+/* Below this many multiply-adds per slice the update runs on the calling thread: a decode step's
+ * module (r * out ~ 1e5) takes well under the wake-up of a sleeping pool thread on a busy
+ * machine, and a token meets ~8 modules per layer. */
+#define LORA_TASK_MACS (1 << 20)
 
 static void module_add(const lora_module *md, float s, const float *x, int n, float *y, float *z) {
     for (int t = 0; t < n; t++)
