@@ -31,7 +31,8 @@ static int usage(void) {
             "  --all   every vocab entry instead of the top K (default K 5)\n"
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
             "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
-            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable\n");
+            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
+            "          with --bench also decode steps alternating with and without the adapters, timed apart\n");
     return 2;
 }
 
@@ -110,10 +111,46 @@ static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_mo
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile) {
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* With LoRA adapters attached: decode steps alternate with and without them, so both see the
+ * same machine load, and are timed apart (wall and process CPU time per token). */
+static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora *const *ad, const float *sc,
+                      int n_lora) {
+    const ox_config *c = ox_model_config(m);
+    double wall[2] = {0}, cpu[2] = {0};
+    int steps[2] = {0}, rc = 0;
+    ox_err err = {0};
+    for (int i = 0; rc == 0 && i < 2 * n_gen && ox_session_pos(s) < ox_session_max_ctx(s); i++) {
+        int on = i & 1;
+        rc = ox_model_set_lora(m, ad, sc, on ? n_lora : 0, &err);
+        int32_t best = 0;
+        for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
+        ox_forward_io io = {.tokens = &best, .n = 1, .logits = lg};
+        double w0 = now_s(), c0 = cpu_s();
+        if (!rc) rc = ox_forward(s, &io, &err);
+        wall[on] += now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
+    }
+    if (!rc) rc = ox_model_set_lora(m, ad, sc, n_lora, &err);
+    if (rc) return fprintf(stderr, "oxinfer run: %s\n", err.msg), 1;
+    for (int on = 0; on < 2; on++)
+        printf("decode %s LoRA (interleaved, %d steps): %.2f tok/s, %.1f ms/token wall, %.1f ms/token CPU\n",
+               on ? "with" : "without", steps[on], steps[on] / wall[on], 1e3 * wall[on] / steps[on],
+               1e3 * cpu[on] / steps[on]);
+    printf("LoRA decode cost: %+.1f %% wall, %+.1f %% CPU\n", 100 * (wall[1] / steps[1] / (wall[0] / steps[0]) - 1),
+           100 * (cpu[1] / steps[1] / (cpu[0] / steps[0]) - 1));
+    return 0;
+}
+
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, ox_lora *const *ad,
+                 const float *sc, int n_lora) {
     const ox_config *c = ox_model_config(m);
     ox_err err = {0};
-    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1, &err);
+    ox_session *s = ox_session_new(m, n_prompt + (n_lora ? 3 : 1) * n_gen + 1, &err);
     int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
     float *lg = malloc(sizeof *lg * (size_t)c->vocab);
     if (!s || !toks || !lg) {
@@ -162,6 +199,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
                    "%.2f tok/s\nresident %.1f MB, host reads %.1f MB\n",
                    load_s, ox_pool_threads(), n_prompt, t1 - t0, pf, n_gen, t2 - t1, dc, st.resident_bytes / 1e6,
                    st.host_bytes_read / 1e6);
+        if (n_lora && !json) rc = bench_lora(m, s, lg, n_gen, ad, sc, n_lora);
     }
     free(toks), free(lg);
     ox_session_free(s);
@@ -217,7 +255,7 @@ int cli_run(int argc, char **argv) {
         return 1;
     }
     if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json, profile);
+        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, attached, lora_scales, n_lora);
         ox_model_free(m);
         for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
         return rc;
