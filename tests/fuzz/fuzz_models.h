@@ -21,21 +21,22 @@ static inline ox_synth fuzz_mini_synth(const char *preset) {
     return s;
 }
 
-/* The model fuzz_lora patches: the mini tiny model with one KV-shared layer, written once to a
- * temporary file and loaded (kept for the process). NULL on failure. */
+/* The model fuzz_lora patches: the mini tiny model with a third layer, KV-shared (sliding, as
+ * layer 0), written once to a temporary file and loaded (kept for the process). NULL on
+ * failure, with the reason on stderr. */
 static inline ox_model *fuzz_lora_model(void) {
     static ox_model *m;
     if (m) return m;
     ox_synth s = fuzz_mini_synth("tiny");
-    s.kv_shared = 1;
+    s.layers = 3, s.kv_shared = 1;
     char p[64];
     snprintf(p, sizeof p, "/tmp/oxinfer-fuzz-lora-%d.gguf", (int)getpid());
     ox_err err = {0};
-    if (ox_synth_write_gguf(&s, p, &err)) return NULL;
-    int h = ox_host_open_path(p, &err);
+    int h = ox_synth_write_gguf(&s, p, &err) ? -1 : ox_host_open_path(p, &err);
     ox_model_files *mf = h < 0 ? NULL : ox_files_open(&h, 1, &err);
     ox_load_opts o = {0};
     m = mf ? ox_model_load(mf, &o, &err) : NULL;
+    if (!m) fprintf(stderr, "fuzz_lora_model: %s\n", err.msg);
     remove(p); /* resident now; the PLE rows are read through the open handle */
     return m;
 }
