@@ -88,7 +88,6 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
 fail:
     name_files(files, n_files);
     ox_tokenizer_free(e->tok);
-    for (int i = 0; i < e->n_lora; i++) ox_lora_free(e->lora[i]);
     ox_model_free(e->m);
     free(e);
     return NULL;
