@@ -9,18 +9,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadModel, OxError } from '../../js/index.js';
 import { synth, cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { logSoftmax } from '../oracle/llamacpp.mjs';
 
 const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
 let dir, gguf, loraA, loraB, peft, model, vocab, base;
-
-function logSoftmax(row) {
-  let mx = -Infinity;
-  for (const x of row) mx = Math.max(mx, x);
-  let s = 0;
-  for (const x of row) s += Math.exp(x - mx);
-  const lse = mx + Math.log(s);
-  return Array.from(row, (x) => x - lse);
-}
 
 // native CLI log-probs [pos][id] with the given `--lora` arguments
 function native(loraArgs) {
