@@ -12,7 +12,7 @@
 // synchronously, and a synchronous handle is the only OPFS write that lands at once (a
 // writable stream commits on close, copying the file).
 
-import { HostError } from './hostfile.js';
+import { HostError, parseContentRange, PROBE_RANGE } from './hostfile.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const RECORD_EVERY_MS = 1000; // how often the record's byte count is brought up to date
@@ -150,11 +150,6 @@ export const openStore = (dir) => (isNode ? nodeStore(dir) : opfsStore(dir));
 
 const validatorOf = (rec) => rec.etag || rec.lastModified || null;
 
-function parseContentRange(v) {
-  const m = /^bytes\s+(\d+)-(\d+)\/(\d+)$/i.exec((v ?? '').trim());
-  return m ? { first: Number(m[1]), total: Number(m[3]) } : null;
-}
-
 // Progress: bytes/s over the last RATE_WINDOW_MS, ETA in seconds.
 function progressMeter(url, emit) {
   const samples = [];
@@ -255,7 +250,7 @@ export async function runDownload(store, job, signal, emit) {
       }
       const cancel = () => r.body?.cancel().catch(() => {});
       const range = parseContentRange(r.headers.get('content-range'));
-      const total = r.status === 206 ? range?.total : Number(r.headers.get('content-length') ?? NaN);
+      const total = r.status === 206 ? (range?.size >= 0 ? range.size : undefined) : Number(r.headers.get('content-length') ?? NaN);
       const seen = { etag: r.headers.get('etag'), lastModified: r.headers.get('last-modified') };
       if (r.status !== 200 && r.status !== 206) {
         cancel();
@@ -346,12 +341,12 @@ async function receive(body, { data, have, rec, hash, store, key, meter, signal,
 // A complete copy is used if the server still has the same file, or cannot be asked.
 async function stillCurrent(url, rec, signal) {
   try {
-    const r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
+    const r = await fetch(url, { headers: { Range: PROBE_RANGE }, signal });
     r.body?.cancel().catch(() => {});
     if (!r.ok) return true;
     const v = r.headers.get('etag') || r.headers.get('last-modified') || null;
-    const size = parseContentRange(r.headers.get('content-range'))?.total;
-    return (!v || v === validatorOf(rec)) && (size === undefined || size === rec.size);
+    const size = parseContentRange(r.headers.get('content-range'))?.size;
+    return (!v || v === validatorOf(rec)) && (size === undefined || size < 0 || size === rec.size);
   } catch {
     return true; // offline: the copy is what we have
   }

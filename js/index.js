@@ -23,7 +23,8 @@ const MAX_DEFAULT_THREADS = 8;
 function jinjaUrl() {
   if (isNode) return null;
   try {
-    return import.meta.resolve?.('@huggingface/jinja') ?? null;
+    const resolve = import.meta.resolve; // read, not called in place: webpack rejects the call form
+    return resolve?.('@huggingface/jinja') ?? null;
   } catch {
     return null;
   }
@@ -48,7 +49,7 @@ function checked(call, table, opts, vocab) {
 
 async function hardwareThreads() {
   if (isNode) {
-    const os = await import('node:os');
+    const os = await import(/* webpackIgnore: true */ 'node:os');
     return os.availableParallelism?.() ?? os.cpus().length;
   }
   return globalThis.navigator?.hardwareConcurrency || 1;
@@ -86,7 +87,7 @@ async function simdBuild(build, opts) {
   if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD (Node 20 needs --experimental-wasm-relaxed-simd)');
   if (!can) return 'simd128';
   if (isNode && !locatedElsewhere(opts)) {
-    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
+    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);
     const present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => existsSync(fileURLToPath(u)));
     if (!present) {
       if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not in dist/ (make -f Makefile.emscripten relaxed, with clang-16)');

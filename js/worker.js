@@ -59,7 +59,7 @@ function serve(protocol) {
 
 if (inNode) {
   // Node: messages wait in parentPort's queue until the listener is attached
-  import('node:worker_threads').then(({ parentPort }) => {
+  import(/* webpackIgnore: true */ 'node:worker_threads').then(({ parentPort }) => {
     const protocol = new Protocol((msg, transfer) => parentPort.postMessage(msg, transfer));
     serve(protocol);
     parentPort.on('message', (m) => protocol.receive(m));

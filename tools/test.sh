@@ -67,6 +67,8 @@ wasm() { make -f Makefile.emscripten -j2 all $([ -x /usr/lib/llvm-16/bin/clang ]
 llamacpp() { bash tools/llamacpp.sh llama-quantize && echo "llamacpp: 1 passed, 0 failed"; }
 node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
 browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }
+# the packed package in fresh Vite 8 / webpack 5 / plain-ESM apps and in Node (npm registry)
+bundler_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/bundlers/; }
 
 suite native native
 suite sanitize sanitize
@@ -78,6 +80,7 @@ grep -qw avx2 /proc/cpuinfo 2>/dev/null && suite sanitize-native sanitize_native
 [ -f tools/llamacpp.sh ] && suite llamacpp llamacpp
 ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests
+ls tests/bundlers/*.test.mjs >/dev/null 2>&1 && suite bundlers bundler_tests
 
 echo
 echo "all: $passed passed, $failed failed"
