@@ -58,7 +58,10 @@ typedef struct made { void *data[2 * OX_LORA_N_TARGETS * 256]; int n; } made;
 /* Calls emit(ud, l, t, is_b, rows, cols, data) for every tensor of the spec, A before B. */
 typedef int (*emit_fn)(void *ud, int l, int t, int is_b, int rows, int cols, const void *data, ox_err *err);
 
-static int each_tensor(const ox_config *c, const ox_lora_spec *a, made *mk, emit_fn emit, void *ud, ox_err *err) {
+/* gguf: no k/v of KV-shared layers (llama.cpp's Gemma 4 GGUFs lack those weights and refuse an
+ * adapter for them); PEFT keeps them, as HF checkpoints have the projections. */
+static int each_tensor(const ox_config *c, const ox_lora_spec *a, int gguf, made *mk, emit_fn emit, void *ud,
+                       ox_err *err) {
     if (a->rank < 1 || (a->type != OX_F32 && a->type != OX_F16 && a->type != OX_BF16))
         return ox_errf(err, OX_E_RANGE, "lora_write: rank %d / type %d (rank >= 1; F32, F16, BF16)", a->rank, (int)a->type);
     int layers = a->layers > 0 && a->layers < c->n_layers ? a->layers : c->n_layers;
@@ -66,6 +69,7 @@ static int each_tensor(const ox_config *c, const ox_lora_spec *a, made *mk, emit
         for (int t = 0; t < OX_LORA_N_TARGETS; t++) {
             int out, in;
             if (!(a->targets >> t & 1) || !ox_lora_spec_shape(c, l, t, &out, &in)) continue;
+            if (gguf && c->layers[l].shared && (t == OX_LORA_K || t == OX_LORA_V)) continue;
             for (int is_b = 0; is_b < 2; is_b++) {
                 if (mk->n == (int)(sizeof mk->data / sizeof mk->data[0]))
                     return ox_errf(err, OX_E_RANGE, "lora_write: too many tensors");
@@ -102,7 +106,7 @@ int ox_lora_write_gguf(const ox_config *c, const ox_lora_spec *a, const char *pa
     ox_gguf_w_str(w, "adapter.type", "lora");
     ox_gguf_w_f32(w, "adapter.lora.alpha", a->alpha);
     void *ud[2] = {w, (void *)a};
-    int rc = each_tensor(c, a, mk, gguf_emit, ud, err);
+    int rc = each_tensor(c, a, 1, mk, gguf_emit, ud, err);
     if (!rc) rc = ox_gguf_w_write(w, path, NULL, NULL, err);
     made_free(mk);
     free(mk);
@@ -146,7 +150,7 @@ int ox_lora_write_peft(const ox_config *c, const ox_lora_spec *a, const char *di
     char path[1024];
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
     void *ud[2] = {w, (void *)a};
-    rc = each_tensor(c, a, mk, st_emit, ud, err);
+    rc = each_tensor(c, a, 0, mk, st_emit, ud, err);
     if (!rc) rc = ox_st_w_write(w, path, NULL, NULL, err);
     made_free(mk);
     free(mk);
