@@ -7,6 +7,9 @@ export const codes = Object.freeze({"OK":0,"IO":-1,"FORMAT":-2,"TRUNCATED":-3,"U
 /** Quant ids by the name loadModel({quant}) takes. */
 export const quant = Object.freeze({"stored":0,"bf16":1,"q8":2,"q4":3});
 
+/** Stream modes by the name loadModel({streamWeights}) takes. */
+export const stream = Object.freeze({"none":0,"experts":1,"all":2});
+
 /** ox_wasm_gen_step's statuses by reason name. */
 export const genStatus = Object.freeze({"token":0,"stop":1,"length":2,"context":3});
 
@@ -15,8 +18,11 @@ export const genStatus = Object.freeze({"token":0,"stop":1,"length":2,"context":
  *   hostBytesRead: table rows (PLE, host-side embeddings) read through the host since load
  *   rowsFetched: table rows read since load
  *   hostReadCalls: host read calls, all files, since start (load included)
- *   hostBytesReadAll: bytes read through the host, all files, since start */
-export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll"]);
+ *   hostBytesReadAll: bytes read through the host, all files, since start
+ *   streamBytes: streamed weights (streamWeights) read through the host since load
+ *   streamHits: streamed-weight fetches served by the weight cache
+ *   streamMisses: streamed-weight fetches read through the host */
+export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll","streamBytes","streamHits","streamMisses"]);
 
 /** ox_wasm_gen_new parameters (NaN: the C default): index i of the f64 record is field i.
  *   temperature: <= 0: greedy
@@ -66,7 +72,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_code_name","ret":"cstr","args":[{"name":"code","kind":"i32"}],"doc":"The name of a code (\"IO\", \"RANGE\", ...; \"OK\" for 0, \"UNKNOWN\" otherwise)."},
   {"name":"ox_wasm_set_threads","ret":"i32","args":[{"name":"n","kind":"i32"}],"doc":"Size the thread pool (n threads in all, the caller included). Returns 0 or < 0."},
   {"name":"ox_wasm_threads","ret":"i32","args":[],"doc":"Threads the pool runs on."},
-  {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit. Calls ox_js_progress while loading. Returns the engine, or NULL."},
+  {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"},{"name":"stream","kind":"i32"},{"name":"weight_cache","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL."},
   {"name":"ox_wasm_free","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Free an engine (its sessions must be freed first)."},
   {"name":"ox_wasm_info","ret":"cstr","args":[{"name":"e","kind":"ptr"}],"doc":"The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim, contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen, channelClose, quant}; token ids are -1 where the vocabulary lacks the piece."},
   {"name":"ox_wasm_gguf_str","ret":"cstr","args":[{"name":"e","kind":"ptr"},{"name":"key","kind":"ptr"}],"doc":"A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF."},

@@ -53,6 +53,16 @@ export interface LoadOptions {
   maxContext?: number;
   /** Fail before allocating if the weights need more than this many bytes (0 = no limit). */
   maxResident?: number;
+  /** Linear weights left on the host (the model file) and read per use into a bounded cache
+   *  of `weightCache` bytes, so a model larger than memory runs: 'experts' the routed experts
+   *  of MoE models (read per token as the router picks them, LRU), 'all' every linear weight
+   *  of the layers (the cache keeps a fixed share, the rest is read each token); token_embd,
+   *  the PLE projection and the routers stay resident. Streamed weights run as stored (a
+   *  `quant` conversion is UNSUPPORTED). Default 'none'. Logits are identical either way. */
+  streamWeights?: 'none' | 'experts' | 'all';
+  /** Bytes for streamed weights (cache plus the transit area of one layer), integer >= 1;
+   *  default 512 MiB; RANGE when less than one layer's streamed weights. */
+  weightCache?: number;
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */
@@ -240,6 +250,11 @@ export interface ModelStats {
   /** every host read since start (load included) */
   hostReadCalls: number;
   hostBytesReadAll: number;
+  /** streamed weights (LoadOptions.streamWeights): bytes read through the host since load, and
+   *  the weight cache's hits and misses (fetches of a layer's matrix or an expert's block) */
+  streamBytes: number;
+  streamHits: number;
+  streamMisses: number;
   wasmMemoryBytes: number;
   contextTokens: number;
   /** the JS side of host reads: reads that reached the source, and LRU hits */

@@ -1,7 +1,7 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/worker.js, reached through js/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { quant as QUANT } from './abi.js';
+import { quant as QUANT, stream as STREAM } from './abi.js';
 import { engineAssets } from './assets.js';
 import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -100,6 +100,8 @@ const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != 
 
 // ---- loading ----
 
+const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
+
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
@@ -112,6 +114,9 @@ export async function loadModel(sources, opts = {}) {
   }
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
+  // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
+  const stream = STREAM[opts.streamWeights ?? 'none'];
+  const weightCache = stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0;
   for (const k of ['maxContext', 'maxResident'])
     if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
@@ -150,7 +155,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0 },
+      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache },
       progress,
     );
     if (signal?.aborted) throw abortError('load');

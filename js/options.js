@@ -78,7 +78,7 @@ const CACHE_OPTIONS = { sha256: string, dir: string, retries: int(0), maxBytes: 
 export const LOAD_OPTIONS = {
   threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
-  simd: oneOf('auto', 'relaxed', 'simd128'),
+  simd: oneOf('auto', 'relaxed', 'simd128'), streamWeights: oneOf('none', 'experts', 'all'), weightCache: int(1),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
 };

@@ -40,7 +40,7 @@ export class Engine {
     return this;
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident};
+  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, stream (an id), weightCache};
   // progress(done, total)
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
@@ -53,7 +53,7 @@ export class Engine {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
-      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, m.stream ?? 0, m.weightCache ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
       this.session = new Session(heap, this.ptr, this.info.vocab, m.maxContext ?? 0);
       this.template = this.chatTemplate(handles);

@@ -34,7 +34,7 @@ const ox_matrix *ox_lora_base(const ox_model *m, int l, ox_lora_target t) {
     const layer_w *w = &m->L[l];
     const ox_matrix *mats[OX_LORA_N_TARGETS] = {&w->q, &w->k, &w->v, &w->o, &w->gate, &w->up, &w->down,
                                                 &w->ple_gate, &w->ple_proj};
-    return mats[t]->data ? mats[t] : NULL;
+    return mats[t]->rows > 0 ? mats[t] : NULL; /* by shape: a streamed matrix has data NULL between uses */
 }
 
 void ox_lora_free(ox_lora *a) {

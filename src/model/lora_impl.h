@@ -19,8 +19,9 @@ struct ox_lora {
     uint64_t bytes;
 };
 
-/* The base matrix a target patches in layer l; NULL when the model does not run it (k/v of a
- * KV-shared layer, v of a K = V layer, PLE projections of a model without PLE). */
+/* The base matrix a target patches in layer l (its shape; data may be NULL when the model
+ * streams its weights); NULL when the model does not run it (k/v of a KV-shared layer, v of a
+ * K = V layer, PLE projections of a model without PLE). */
 const ox_matrix *ox_lora_base(const ox_model *m, int l, ox_lora_target t);
 /* An internal (GGUF) weight name "blk.N.<linear>.weight" -> layer and target; -1 if the name
  * is not one of the patched linears (*l is then -1 too unless the name had a layer). */

@@ -45,7 +45,10 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(host_bytes_read, "table rows (PLE, host-side embeddings) read through the host since load") \
     X(rows_fetched, "table rows read since load")                                               \
     X(host_read_calls, "host read calls, all files, since start (load included)")               \
-    X(host_bytes_read_all, "bytes read through the host, all files, since start")
+    X(host_bytes_read_all, "bytes read through the host, all files, since start")              \
+    X(stream_bytes, "streamed weights (streamWeights) read through the host since load")       \
+    X(stream_hits, "streamed-weight fetches served by the weight cache")                       \
+    X(stream_misses, "streamed-weight fetches read through the host")
 
 /* ox_wasm_gen_new's parameters. NaN = the C default (ox_gen_defaults: temperature 1,
  * top_k 64, top_p 0.95, min_p 0, penalties off, penalty_window 64, max_tokens 256, eos 1). */
@@ -121,9 +124,10 @@ OX_EXPORT int ox_wasm_threads(void);
 
 /* Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant
  * id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no
- * limit. Calls ox_js_progress while loading. Returns the engine, or NULL. */
+ * limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the
+ * streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL. */
 OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
-                                       double max_resident);
+                                       double max_resident, int stream, double weight_cache);
 /* Free an engine (its sessions must be freed first). */
 OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
 /* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,

@@ -62,7 +62,8 @@ static void name_files(const int *files, int n) {
     else if (n > 1) ox_err_prefix(&last, "%s (+%d files)", ox_host_name(files[0]), n - 1);
 }
 
-API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident) {
+API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident,
+                                 int stream, double weight_cache) {
     last = (ox_err){0};
 #define OX_QUANT_NAME_(name, id, js) " " js
     if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) {
@@ -70,6 +71,10 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
         return NULL;
     }
 #undef OX_QUANT_NAME_
+    if (!(weight_cache >= 0 && weight_cache <= 9007199254740991.0)) {
+        ox_errf(&last, OX_E_RANGE, "weight cache of %.17g bytes is not a byte count", weight_cache);
+        return NULL;
+    }
     ox_wasm_engine *e = calloc(1, sizeof *e);
     if (!e) {
         ox_errf(&last, OX_E_NOMEM, "out of memory for the engine");
@@ -78,6 +83,8 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) goto fail;
     ox_load_opts o = {(ox_quant)quant, tables_on_host, (uint64_t)max_resident, progress, NULL};
+    o.stream = (ox_stream)stream;
+    o.weight_cache = (uint64_t)weight_cache;
     e->m = ox_model_load(mf, &o, &last); /* takes mf, also on failure */
     if (!e->m) goto fail;
     e->tok = ox_tokenizer_load(ox_model_files_of(e->m), &last);
@@ -201,6 +208,9 @@ API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     out[OX_WASM_STAT_rows_fetched] = (double)st.rows_fetched;
     out[OX_WASM_STAT_host_read_calls] = (double)ox_host_reads();
     out[OX_WASM_STAT_host_bytes_read_all] = (double)ox_host_bytes_read();
+    out[OX_WASM_STAT_stream_bytes] = (double)st.stream_bytes;
+    out[OX_WASM_STAT_stream_hits] = (double)st.stream_hits;
+    out[OX_WASM_STAT_stream_misses] = (double)st.stream_misses;
     return OX_WASM_N_STATS;
 }
 

@@ -11,6 +11,7 @@
 
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "tools/mlx_write.h"
 #include "tools/synth.h"
 #include "tools/gguf_write.h"
 #include "tools/safetensors_write.h"
@@ -149,7 +150,37 @@ static void models(void) {
         for (int k = 0; k < 2; k++) snprintf(p, sizeof p, "%s/%s", d, names[k]), remove(p);
         snprintf(p, sizeof p, "%s/model.safetensors", d), remove(p);
     }
+    /* an MLX 4-bit checkpoint of the mini model (fuzz_hf), its quantization block (fuzz_mlx) */
+    s = mini("tiny");
+    if (ox_synth_write_hf(&s, d, OX_BF16, 1, &e)) die(d, &e);
+    char q[4096], src[3][4200];
+    const char *sp[3];
+    snprintf(q, sizeof q, "%s/tmp-mlx", out);
+    mkdir(q, 0777);
+    for (int k = 0; k < 3; k++) snprintf(src[k], sizeof src[k], "%s/%s", d, k < 2 ? names[k] : "model.safetensors"), sp[k] = src[k];
+    ox_mlx_write_opts mo = {{4, 32}, "mlp.down_proj", {8, 32}, OX_ST_BF16};
+    if (ox_mlx_write(sp, 3, q, NULL, &mo, &e)) die(q, &e);
+    for (int k = 0; k < 3; k++) remove(src[k]);
+    size_t cn, sn;
+    snprintf(p, sizeof p, "%s/config.json", q);
+    char *cj = slurp(p, &cn);
+    put("fuzz_mlx", "mlx-config.json", cj, cn);
+    remove(p);
+    snprintf(p, sizeof p, "%s/model.safetensors", q);
+    char *st = slurp(p, &sn);
+    char *b = malloc(4 + cn + sn);
+    uint32_t n32 = (uint32_t)cn;
+    memcpy(b, &n32, 4), memcpy(b + 4, cj, cn), memcpy(b + 4 + cn, st, sn);
+    put("fuzz_hf", "mini-mlx4.bin", b, 4 + cn + sn);
+    free(cj), free(st), free(b);
+    remove(p);
+    snprintf(p, sizeof p, "%s/tokenizer.json", q), remove(p);
+    rmdir(q);
     rmdir(d);
+    put_s("fuzz_mlx", "overrides.json",
+          "{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"mode\": \"affine\", \"a.b\": {\"group_size\": 32,"
+          " \"bits\": 8}, \"c\": false, \"d\": true}}");
+    put_s("fuzz_mlx", "hf.json", "{\"quantization_config\": {\"group_size\": 32, \"bits\": 8}}");
 }
 
 /* Every metadata value type (nested arrays too) and one small tensor of every type. */
@@ -286,7 +317,8 @@ int main(int argc, char **argv) {
     out = argv[1];
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
-                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_lora"};
+                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
+                                    "fuzz_lora"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
