@@ -277,6 +277,13 @@ export interface ModelStats {
   hostCache: { reads: number; bytesRead: number; cacheHits: number; cacheBytesServed: number };
 }
 
+/** A runtime LoRA adapter: a llama.cpp GGUF adapter, or PEFT's two files (any order). */
+export interface LoraAdapter {
+  source: ModelSource | [ModelSource, ModelSource];
+  /** Multiplies the adapter's alpha / r (default 1; 0 turns it off). */
+  scale?: number;
+}
+
 export interface Model {
   readonly info: ModelInfo;
   /** The checkpoint's chat template (Jinja), or null (the built-in Gemma 4 format is used). */
@@ -313,6 +320,9 @@ export interface Model {
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
   /** Empty the KV cache. */
   resetChat(): Promise<boolean>;
+  /** Attach LoRA adapters in place of the attached ones ([] detaches all), without reloading the
+   *  base weights; the KV cache is emptied (docs/lora.md). */
+  setLora(adapters: LoraAdapter[]): Promise<{ adapters: number; modules: number }>;
   stats(): Promise<ModelStats>;
   /** Embeddings (Float32Array of the hidden size each): the final-normed hidden states pooled
    *  (mean, last token or first token), unit length unless normalize is false; the checkpoint's

@@ -8,7 +8,7 @@ import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
-import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 import { cacheSources } from './cache.js';
 
@@ -308,6 +308,27 @@ class Model {
 
   resetChat() {
     return this.engine.call('reset');
+  }
+
+  /**
+   * Attach LoRA adapters in place of the attached ones (docs/lora.md): each {source, scale = 1},
+   * source a GGUF adapter (path, URL, File/Blob) or [adapter_config.json, adapter_model.safetensors];
+   * [] detaches all. The base weights are not reloaded; the KV cache is emptied.
+   * @param {{source: any, scale?: number}[]} adapters
+   * @returns {Promise<{adapters: number, modules: number}>}
+   */
+  async setLora(adapters) {
+    if (!Array.isArray(adapters)) throw new OxError('RANGE', 'setLora: adapters must be an array of {source, scale} ([] detaches)');
+    const list = adapters.map((a, i) => {
+      checked(`setLora: adapter ${i}`, LORA_OPTIONS, a);
+      if (!a || a.source === undefined) throw new OxError('RANGE', `setLora: adapter ${i} has no source`);
+      try {
+        return { sources: (Array.isArray(a.source) ? a.source : [a.source]).map((s) => describeSource(s)), scale: a.scale ?? 1 };
+      } catch (e) {
+        throw toOxError(e);
+      }
+    });
+    return this.engine.call('setLora', { adapters: list });
   }
 
   stats() {

@@ -113,6 +113,13 @@ export const TOKENIZE_OPTIONS = { special: bool, addBos: bool };
 export const DETOKENIZE_OPTIONS = { skipSpecial: bool };
 export const LOGITS_OPTIONS = { all: bool };
 
+// one adapter of setLora: source like loadModel's, or the two PEFT files as an array
+const loraSource = (v) =>
+  v === undefined || v === null || (Array.isArray(v) && (v.length < 1 || v.length > 2))
+    ? 'a path, URL, File/Blob or handle (a GGUF adapter), or an array [adapter_config.json, adapter_model.safetensors]'
+    : null;
+export const LORA_OPTIONS = { source: loraSource, scale: finite() };
+
 // ---- the check -------------------------------------------------------------------------
 
 // Throws OptionError for the first option of `opts` that `table` does not have or refuses.

@@ -5,10 +5,12 @@
 //   generate  {text|tokens|messages} -> token events, then the stats (worker/generate.js)
 //   render    the prompt text of a chat         logits    tokenize  detokenize
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
+//   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
 import { setJinjaUrl } from './chat.js';
 import { OxError } from './errors.js';
 import { Engine } from './worker/engine.js';
 import { generate } from './worker/generate.js';
+import { setLora } from './worker/lora.js';
 import { chatText, promptOf } from './worker/prompt.js';
 import { Protocol } from './worker/protocol.js';
 import { inNode } from './worker/runtime.js';
@@ -49,6 +51,7 @@ function serve(protocol) {
     detokenize: (m) => loaded().detokenize(m.ids, !m.skipSpecial),
     embed: (m) => loaded().embed(m.texts, m.opts),
     stats: () => loaded().stats(),
+    setLora: (m) => setLora(loaded(), m.adapters),
     reset: () => (loaded().session.truncate(0), true),
     unload: () => (engine ? engine.unload() : true),
   };

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "host/hostfile.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "kernels/prof.h"
@@ -31,7 +32,9 @@ static int usage(void) {
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
             "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
             "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
-            "             verify), each rewound, against one decode step (and their profile)\n");
+            "             verify), each rewound, against one decode step (and their profile)\n"
+            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
+            "          with --bench also decode steps alternating with and without the adapters, timed apart\n");
     return 2;
 }
 
@@ -138,10 +141,46 @@ static int bench_verify(ox_session *s, int k, double decode_s, int profile, ox_e
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k) {
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* With LoRA adapters attached: decode steps alternate with and without them, so both see the
+ * same machine load, and are timed apart (wall and process CPU time per token). */
+static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora *const *ad, const float *sc,
+                      int n_lora) {
+    const ox_config *c = ox_model_config(m);
+    double wall[2] = {0}, cpu[2] = {0};
+    int steps[2] = {0}, rc = 0;
+    ox_err err = {0};
+    for (int i = 0; rc == 0 && i < 2 * n_gen && ox_session_pos(s) < ox_session_max_ctx(s); i++) {
+        int on = i & 1;
+        rc = ox_model_set_lora(m, ad, sc, on ? n_lora : 0, &err);
+        int32_t best = 0;
+        for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
+        ox_forward_io io = {.tokens = &best, .n = 1, .logits = lg};
+        double w0 = now_s(), c0 = cpu_s();
+        if (!rc) rc = ox_forward(s, &io, &err);
+        wall[on] += now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
+    }
+    if (!rc) rc = ox_model_set_lora(m, ad, sc, n_lora, &err);
+    if (rc) return fprintf(stderr, "oxinfer run: %s\n", err.msg), 1;
+    for (int on = 0; on < 2; on++)
+        printf("decode %s LoRA (interleaved, %d steps): %.2f tok/s, %.1f ms/token wall, %.1f ms/token CPU\n",
+               on ? "with" : "without", steps[on], steps[on] / wall[on], 1e3 * wall[on] / steps[on],
+               1e3 * cpu[on] / steps[on]);
+    printf("LoRA decode cost: %+.1f %% wall, %+.1f %% CPU\n", 100 * (wall[1] / steps[1] / (wall[0] / steps[0]) - 1),
+           100 * (cpu[1] / steps[1] / (cpu[0] / steps[0]) - 1));
+    return 0;
+}
+
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k,
+                 ox_lora *const *ad, const float *sc, int n_lora) {
     const ox_config *c = ox_model_config(m);
     ox_err err = {0};
-    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1 + verify_k, &err);
+    ox_session *s = ox_session_new(m, n_prompt + (n_lora ? 3 : 1) * n_gen + 1 + verify_k, &err);
     int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
     float *lg = malloc(sizeof *lg * (size_t)c->vocab);
     if (!s || !toks || !lg) {
@@ -191,6 +230,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
                    "%.2f tok/s\nresident %.1f MB, host reads %.1f MB\n",
                    load_s, ox_pool_threads(), n_prompt, t1 - t0, pf, n_gen, t2 - t1, dc, st.resident_bytes / 1e6,
                    st.host_bytes_read / 1e6);
+        if (n_lora && !json) rc = bench_lora(m, s, lg, n_gen, ad, sc, n_lora);
     }
     free(toks), free(lg);
     ox_session_free(s);
@@ -203,6 +243,10 @@ int cli_run(int argc, char **argv) {
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL;
     ox_load_opts opts = {0};
+    char *loras[OX_LORA_MAX];
+    float lora_scales[OX_LORA_MAX];
+    ox_lora *attached[OX_LORA_MAX] = {0};
+    int n_lora = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tokens") && v) tokens = v, i++;
@@ -224,6 +268,8 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--bench")) do_bench = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
+        else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX) loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
+        else if (!strcmp(a, "--lora-scale") && v && n_lora > 0) lora_scales[n_lora - 1] = strtof(argv[++i], NULL);
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
@@ -238,9 +284,14 @@ int cli_run(int argc, char **argv) {
     ox_model *m;
     double load_s;
     if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
-    if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, verify_k);
+    if (cli_lora_attach(m, loras, lora_scales, n_lora, attached)) {
         ox_model_free(m);
+        return 1;
+    }
+    if (do_bench) {
+        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, verify_k, attached, lora_scales, n_lora);
+        ox_model_free(m);
+        for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
         return rc;
     }
     int32_t *tok;
@@ -272,5 +323,6 @@ int cli_run(int argc, char **argv) {
     ox_session_free(s);
     free(lg), free(idx), free(tok);
     ox_model_free(m);
+    for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
     return rc;
 }

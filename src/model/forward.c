@@ -26,6 +26,7 @@ typedef struct acts {
     int *row_of;                                     /* token i -> index into uniq */
     uint8_t *stage;                                  /* one stored-format table row */
     float *hn;                                       /* final normed hidden */
+    float *lz;                                       /* LoRA: A x per row */
 } acts;
 
 typedef struct carve { uint8_t *base; size_t off; } carve;
@@ -83,6 +84,7 @@ static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
         A->uniq = take(&cv, N * sizeof(int32_t));
         A->row_of = take(&cv, N * sizeof(int));
         A->stage = take(&cv, stage);
+        A->lz = take(&cv, N * (size_t)ox_lora_scratch(s->m) * F);
         if (pass == 0) {
             cv.base = ox_scratch_get(&s->act, cv.off, err);
             if (!cv.base) return err ? err->code : OX_E_NOMEM;
@@ -309,12 +311,15 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
     int H = c->hidden, nh = c->n_heads, hd = lc->head_dim, nkv = lc->n_kv_heads, kvw = nkv * hd;
     float eps = c->rms_eps;
     rms_rows(A->a, A->x, w->attn_norm, n, H, eps);
+    static const ox_lora_target QKV[3] = {OX_LORA_Q, OX_LORA_K, OX_LORA_V};
     if (lc->shared) {
         TRY(ox_matmul(&s->ws, &w->q, A->a, n, A->q, err));
+        ox_lora_add(s->m, l, QKV, 1, A->a, n, &A->q, A->lz);
     } else {
         const ox_matrix *Ws[3] = {&w->q, &w->k, &w->v};
         float *ys[3] = {A->q, A->k, A->v};
         TRY(ox_matmul_multi(&s->ws, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
+        ox_lora_add(s->m, l, QKV, lc->k_eq_v ? 2 : 3, A->a, n, ys, A->lz);
         if (lc->k_eq_v) memcpy(A->v, A->k, (size_t)n * kvw * sizeof(float));
     }
     for (int t = 0; t < n; t++) {
@@ -336,6 +341,7 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
     attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
     ox_pool_run(attn_task, &J, tasks);
     TRY(ox_matmul(&s->ws, &w->o, A->att, n, A->o, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_O}, 1, A->att, n, &A->o, A->lz);
     rms_rows(A->o, A->o, w->post_attn_norm, n, H, eps);
     add_rows(A->x, A->o, (size_t)n * H);
     return 0;
@@ -355,8 +361,10 @@ static int feed_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     const ox_matrix *Ws[2] = {&w->gate, &w->up};
     float *ys[2] = {A->g, A->u};
     TRY(ox_matmul_multi(&s->ws, Ws, 2, A->a, n, ys, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_GATE, OX_LORA_UP}, 2, A->a, n, ys, A->lz);
     for (int t = 0; t < n; t++) ox_geglu(A->g + (size_t)t * I, A->g + (size_t)t * I, A->u + (size_t)t * I, I);
     TRY(ox_matmul(&s->ws, &w->down, A->g, n, A->f, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_DOWN}, 1, A->g, n, &A->f, A->lz);
     if (c->moe) {
         rms_rows(A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
         TRY(moe_branch(s, w, n, A, err));
@@ -376,9 +384,11 @@ static int ple_inject(ox_session *s, int l, int n, acts *A, ox_err *err) {
     int H = c->hidden, P = c->ple_dim;
     size_t LP = (size_t)c->n_layers * P;
     TRY(ox_matmul(&s->ws, &w->ple_gate, A->x, n, A->pg, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_GATE}, 1, A->x, n, &A->pg, A->lz);
     for (int t = 0; t < n; t++)
         ox_geglu(A->pg + (size_t)t * P, A->pg + (size_t)t * P, A->ple + (size_t)t * LP + (size_t)l * P, P);
     TRY(ox_matmul(&s->ws, &w->ple_proj, A->pg, n, A->pu, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_PROJ}, 1, A->pg, n, &A->pu, A->lz);
     rms_rows(A->pu, A->pu, w->ple_post_norm, n, H, c->rms_eps);
     add_rows(A->x, A->pu, (size_t)n * H);
     return 0;

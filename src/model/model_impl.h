@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "kernels/kernels.h"
 #include "model/kv.h"
+#include "model/lora.h"
 #include "model/weights_cache.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
@@ -48,6 +49,8 @@ struct ox_model {
     int n_allocs, cap_allocs;
     uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
     ox_wcache *wc;  /* streamed weights (NULL: everything resident) */
+    struct { const ox_lora *a; float scale; } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
+    int n_lora;
 };
 
 /* The cache key of block e (0 for a dense matrix) of layer l's host matrix i. */

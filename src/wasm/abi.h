@@ -193,6 +193,14 @@ OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
  * hidden size, or < 0. */
 OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out);
 
+/* Attach n LoRA adapters (model/lora.h) in place of the attached ones: adapter i is read from
+ * counts[i] consecutive handles of files (one GGUF adapter, or adapter_config.json +
+ * adapter_model.safetensors) and scaled by scales[i]; n = 0 detaches all. The files are read only
+ * here. On error the previous adapters stay attached. Returns the modules patched, or < 0.
+ * Sessions' KV caches hold what the previous set computed: the caller truncates them. */
+OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales,
+                               int n);
+
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 

@@ -17,6 +17,7 @@
 #include "model/drafter_mtp.h"
 #include "model/embed.h"
 #include "model/grammar.h"
+#include "model/lora.h"
 #include "model/tokenizer.h"
 
 #define API OX_EXPORT
@@ -27,6 +28,8 @@ struct ox_wasm_engine {
     ox_tokenizer *tok;
     char *info;              /* JSON, made once */
     ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
+    ox_lora *lora[OX_LORA_MAX]; /* the attached adapters, owned */
+    int n_lora;
 };
 
 struct ox_wasm_gen {
@@ -119,10 +122,32 @@ API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
     ox_model_free(e->drafter);
+    for (int i = 0; i < e->n_lora; i++) ox_lora_free(e->lora[i]);
     ox_model_free(e->m);
     ox_grammar_vocab_free(e->gvocab);
     free(e->info);
     free(e);
+}
+
+API int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales, int n) {
+    last = (ox_err){0};
+    if (n < 0 || n > OX_LORA_MAX) return ox_errf(&last, OX_E_RANGE, "LoRA: %d adapters at once (at most %d)", n, OX_LORA_MAX);
+    ox_lora *next[OX_LORA_MAX] = {0};
+    float sc[OX_LORA_MAX];
+    int rc = 0, modules = 0;
+    for (int i = 0, at = 0; i < n && !rc; at += counts[i++]) {
+        sc[i] = (float)scales[i];
+        next[i] = ox_lora_load(e->m, files + at, counts[i], &last);
+        if (!next[i]) rc = last.code;
+        else modules += ox_lora_modules(next[i]);
+    }
+    if (!rc) rc = ox_model_set_lora(e->m, next, sc, n, &last);
+    ox_lora **drop = rc ? next : e->lora; /* on error the new ones go, else the old ones */
+    for (int i = 0; i < (rc ? n : e->n_lora); i++) ox_lora_free(drop[i]);
+    if (rc) return rc;
+    memcpy(e->lora, next, sizeof next);
+    e->n_lora = n;
+    return modules;
 }
 
 static int token_id(const ox_wasm_engine *e, const char *piece) {
