@@ -7,6 +7,8 @@ export const codes = Object.freeze({"OK":0,"IO":-1,"FORMAT":-2,"TRUNCATED":-3,"U
 /** Quant ids by the name loadModel({quant}) takes. */
 export const quant = Object.freeze({"stored":0,"bf16":1,"q8":2,"q4":3});
 
+/** Stream modes by the name loadModel({streamWeights}) takes. */
+export const stream = Object.freeze({"none":0,"experts":1,"all":2});
 /** KV cache types by the name loadModel({kvType}) takes. */
 export const kvType = Object.freeze({"f32":0,"f16":1,"q8_0":2});
 
@@ -20,8 +22,11 @@ export const genStatus = Object.freeze({"token":0,"stop":1,"length":2,"context":
  *   hostReadCalls: host read calls, all files, since start (load included)
  *   hostBytesReadAll: bytes read through the host, all files, since start
  *   heapBytes: bytes malloc holds for the engine now (everything: weights, caches, scratch)
- *   wasmBytes: the wasm memory's size */
-export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll","heapBytes","wasmBytes"]);
+ *   wasmBytes: the wasm memory's size
+ *   streamBytes: streamed weights (streamWeights) read through the host since load
+ *   streamHits: streamed-weight fetches served by the weight cache
+ *   streamMisses: streamed-weight fetches read through the host */
+export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsFetched","hostReadCalls","hostBytesReadAll","heapBytes","wasmBytes","streamBytes","streamHits","streamMisses"]);
 
 /** ox_wasm_gen_new parameters (NaN: the C default): index i of the f64 record is field i.
  *   temperature: <= 0: greedy
@@ -44,8 +49,10 @@ export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsF
  *   grammar: pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0
  *   nGrammar: bytes of grammar
  *   draftTokens: speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off
+ *   mtp: 1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead
+ *   draftPMin: MTP: a draft ends before a token the drafter gives less than this probability
  *   logprobs: -1: off; 0..20: each token's log-probability and that many alternatives */
-export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","logprobs"]);
+export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","mtp","draftPMin","logprobs"]);
 
 /** ox_wasm_gen_out, rewritten by each ox_wasm_gen_step: index i of the f64 record is field i.
  *   token: the token id, -1 if none (STOP: the stop id, which is not output)
@@ -82,7 +89,8 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_code_name","ret":"cstr","args":[{"name":"code","kind":"i32"}],"doc":"The name of a code (\"IO\", \"RANGE\", ...; \"OK\" for 0, \"UNKNOWN\" otherwise)."},
   {"name":"ox_wasm_set_threads","ret":"i32","args":[{"name":"n","kind":"i32"}],"doc":"Size the thread pool (n threads in all, the caller included). Returns 0 or < 0."},
   {"name":"ox_wasm_threads","ret":"i32","args":[],"doc":"Threads the pool runs on."},
-  {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit. Calls ox_js_progress while loading. Returns the engine, or NULL."},
+  {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"},{"name":"stream","kind":"i32"},{"name":"weight_cache","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL."},
+  {"name":"ox_wasm_load_drafter","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"}],"doc":"Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an earlier drafter; a failed load keeps it. Returns 0 or < 0."},
   {"name":"ox_wasm_estimate","ret":"i32","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"n_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"},{"name":"budget","kind":"f64"},{"name":"fit","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"The memory a load of these files would take (model/estimate.h), from their headers only, into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget: bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The runtime part is the heap in use after the headers and the tokenizer are read (they are freed again). Returns OX_WASM_N_ESTIMATE, or < 0."},
   {"name":"ox_wasm_reserve","ret":"i32","args":[{"name":"bytes","kind":"f64"}],"doc":"Grow wasm memory now so that `bytes` of it in all are in use without growing again (a budgeted load grows once, before it allocates). Returns 0, or NOMEM when it cannot."},
   {"name":"ox_wasm_free","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Free an engine (its sessions must be freed first)."},
@@ -106,6 +114,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_gen_soft","ret":"i32","args":[{"name":"g","kind":"ptr"},{"name":"soft","kind":"ptr"},{"name":"mask","kind":"ptr"}],"doc":"Soft tokens, between start and prefill: where mask[i] != 0 prompt position i takes the n_prompt x hidden embedding row soft[i] (arrays copied). Returns 0 or < 0."},
   {"name":"ox_wasm_gen_step","ret":"i32","args":[{"name":"g","kind":"ptr"}],"doc":"One decode step (generate.h): forward the previous token if any, sample the next. Returns a status (OX_GEN_*: token, stop, length, context) with the output record filled, or < 0."},
   {"name":"ox_wasm_embed","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"tokens","kind":"ptr"},{"name":"n","kind":"i32"},{"name":"pooling","kind":"i32"},{"name":"normalize","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"An embedding of tokens[0, n) into out[hidden]: the final-normed hidden states (the model's bidirectional attention where its config asks for it), pooled (0 mean, 1 last token, 2 first token) and, if normalize, scaled to unit length. Runs in a session of its own. Returns the hidden size, or < 0."},
+  {"name":"ox_wasm_lora_set","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"files","kind":"ptr"},{"name":"counts","kind":"ptr"},{"name":"scales","kind":"ptr"},{"name":"n","kind":"i32"}],"doc":"Attach n LoRA adapters (model/lora.h) in place of the attached ones: adapter i is read from counts[i] consecutive handles of files (one GGUF adapter, or adapter_config.json + adapter_model.safetensors) and scaled by scales[i]; n = 0 detaches all. The files are read only here. On error the previous adapters stay attached. Returns the modules patched, or < 0. Sessions' KV caches hold what the previous set computed: the caller truncates them."},
   {"name":"ox_host_wasm_forget","ret":"void","args":[{"name":"file","kind":"i32"}],"doc":"Forget the cached display name of a host handle (JS closed it; the number may be reused)."},
 ]);
 

@@ -12,7 +12,7 @@
 // synchronously, and a synchronous handle is the only OPFS write that lands at once (a
 // writable stream commits on close, copying the file).
 
-import { HostError } from './hostfile.js';
+import { HostError, parseContentRange, PROBE_RANGE } from './hostfile.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const RECORD_EVERY_MS = 1000; // how often the record's byte count is brought up to date
@@ -26,6 +26,23 @@ export async function keyOf(url) {
 
 // opts: the `cache` option of loadModel (true or an object), or the options of the list/delete
 // calls. dir: a directory path (Node) or an OPFS directory name (browser).
+
+// A record as read back, or null when it is not one (torn by a crash, edited, another
+// version's): the cache then starts that file again.
+const optional = (v, ok) => v === undefined || v === null || ok(v);
+export function parseRecord(text) {
+  let r;
+  try {
+    r = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const str = (v) => typeof v === 'string';
+  const ok = r && typeof r === 'object' && str(r.url) && Number.isSafeInteger(r.size) && r.size > 0 && optional(r.complete, (v) => typeof v === 'boolean')
+    && optional(r.bytes, (v) => Number.isSafeInteger(v) && v >= 0 && v <= r.size) && optional(r.etag, str) && optional(r.lastModified, str)
+    && optional(r.sha256, (v) => str(v) && /^[0-9a-f]{64}$/.test(v)) && optional(r.addedAt, Number.isFinite);
+  return ok ? r : null;
+}
 
 // ---- stores: where the two entries live ----
 // readRecord/writeRecord/remove/list/dataSize/free are async and work on any thread;
@@ -41,9 +58,9 @@ export async function nodeStore(dir) {
     dataPath: (key) => file(key, '.bin'),
     async readRecord(key) {
       try {
-        return JSON.parse(fs.readFileSync(file(key, '.json'), 'utf8'));
+        return parseRecord(fs.readFileSync(file(key, '.json'), 'utf8'));
       } catch {
-        return null; // missing, or torn by a crash: start again
+        return null; // missing: start again
       }
     },
     async writeRecord(key, rec) {
@@ -94,7 +111,7 @@ export async function opfsStore(name) {
     dataHandle: (key) => handle(key, '.bin'),
     async readRecord(key) {
       try {
-        return JSON.parse(await (await (await handle(key, '.json')).getFile()).text());
+        return parseRecord(await (await (await handle(key, '.json')).getFile()).text());
       } catch {
         return null;
       }
@@ -150,11 +167,6 @@ export const openStore = (dir) => (isNode ? nodeStore(dir) : opfsStore(dir));
 
 const validatorOf = (rec) => rec.etag || rec.lastModified || null;
 
-function parseContentRange(v) {
-  const m = /^bytes\s+(\d+)-(\d+)\/(\d+)$/i.exec((v ?? '').trim());
-  return m ? { first: Number(m[1]), total: Number(m[3]) } : null;
-}
-
 // Progress: bytes/s over the last RATE_WINDOW_MS, ETA in seconds.
 function progressMeter(url, emit) {
   const samples = [];
@@ -195,16 +207,19 @@ export async function runDownload(store, job, signal, emit) {
   let rec = await store.readRecord(key);
   if (rec?.url !== url) rec = null;
   // A complete copy is used as it is unless the file changed on the server (then it is
-  // downloaded again) or a new sha256 is to be checked (then it is hashed first, below).
-  if (rec?.complete && (await store.dataSize(key)) === rec.size) {
+  // downloaded again) or a new sha256 is to be checked (then it is hashed first, below). So is
+  // a whole one not yet marked complete (or with bytes past its end, cut below).
+  const onDisk = rec ? await store.dataSize(key) : 0;
+  if (rec && onDisk >= rec.size) {
     if (!(await stillCurrent(url, rec, signal))) rec = null;
-    else if (!job.sha256 || rec.sha256 === job.sha256) {
+    else if (rec.complete && onDisk === rec.size && (!job.sha256 || rec.sha256 === job.sha256)) {
       emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
       return;
     }
   }
   const data = await store.openData(key);
   let have = rec ? Math.min(data.size(), rec.size) : 0;
+  if (data.size() > have) data.truncate(have); // bytes past the file's size are not the file's
   if (rec && have === rec.size && job.sha256) {
     // a whole copy to check against a new sha256: before it is used, so that a bad copy is
     // never read (and never deleted under a reader)
@@ -255,8 +270,13 @@ export async function runDownload(store, job, signal, emit) {
       }
       const cancel = () => r.body?.cancel().catch(() => {});
       const range = parseContentRange(r.headers.get('content-range'));
-      const total = r.status === 206 ? range?.total : Number(r.headers.get('content-length') ?? NaN);
+      const total = r.status === 206 ? (range?.size >= 0 ? range.size : undefined) : Number(r.headers.get('content-length') ?? NaN);
       const seen = { etag: r.headers.get('etag'), lastModified: r.headers.get('last-modified') };
+      if (r.status === 416 && have > 0) {
+        cancel(); // the file is now shorter than the copy: it changed
+        restart();
+        continue;
+      }
       if (r.status !== 200 && r.status !== 206) {
         cancel();
         const e = new HostError(r.status === 404 || r.status === 410 ? 'MISSING' : 'IO', `${name}: HTTP ${r.status} from ${url}`);
@@ -268,11 +288,13 @@ export async function runDownload(store, job, signal, emit) {
         cancel();
         throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`);
       }
-      if (have > 0 && (r.status === 200 || range.first !== have || total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec))) {
+      const changed = rec && (total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec));
+      if (have > 0 && (r.status === 200 || range.first !== have || changed)) {
         cancel(); // the server ignored the range, or the file changed (ETag / Last-Modified / size)
         restart();
         continue;
       }
+      if (changed) rec = null; // nothing on disk yet: this response is the file
       if (!rec) rec = { url, size: total, etag: seen.etag, lastModified: seen.lastModified, addedAt: Date.now(), complete: false, bytes: 0, sha256: job.sha256 };
       try {
         await becomeReady();
@@ -303,7 +325,7 @@ export async function runDownload(store, job, signal, emit) {
         data.truncate(0); // in a browser the engine may still hold KEY.bin open: it is empty now
       }
     }
-    if (!mismatch) await store.writeRecord(key, { ...rec, sha256: job.sha256 ?? rec.sha256, complete: true, bytes: have });
+    if (!mismatch) await store.writeRecord(key, { ...rec, sha256: job.sha256 ?? null, complete: true, bytes: have }); // only a checked sha256
   } catch (e) {
     if (rec && ready) await store.writeRecord(key, { ...rec, bytes: have }).catch(() => {}); // for listCachedModels
     throw e;
@@ -346,12 +368,12 @@ async function receive(body, { data, have, rec, hash, store, key, meter, signal,
 // A complete copy is used if the server still has the same file, or cannot be asked.
 async function stillCurrent(url, rec, signal) {
   try {
-    const r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
+    const r = await fetch(url, { headers: { Range: PROBE_RANGE }, signal });
     r.body?.cancel().catch(() => {});
     if (!r.ok) return true;
     const v = r.headers.get('etag') || r.headers.get('last-modified') || null;
-    const size = parseContentRange(r.headers.get('content-range'))?.total;
-    return (!v || v === validatorOf(rec)) && (size === undefined || size === rec.size);
+    const size = parseContentRange(r.headers.get('content-range'))?.size;
+    return (!v || v === validatorOf(rec)) && (size === undefined || size < 0 || size === rec.size);
   } catch {
     return true; // offline: the copy is what we have
   }

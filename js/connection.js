@@ -7,7 +7,7 @@ const isNode = typeof process === 'object' && !!process.versions?.node && typeof
 
 async function spawnWorker() {
   if (isNode) {
-    const wt = await import('node:worker_threads');
+    const wt = await import(/* webpackIgnore: true */ 'node:worker_threads');
     const here = import.meta.url; // (not the literal pattern: a bundler would emit a copy)
     const w = new wt.Worker(new URL('./worker.js', here));
     return {

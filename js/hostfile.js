@@ -93,7 +93,7 @@ export function describeSource(src, base) {
 
 // ---- HTTP: the checks both the sync XHR path and the Node helper thread apply ----------------
 
-function parseContentRange(v) {
+export function parseContentRange(v) {
   const m = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i.exec((v ?? '').trim());
   return m ? { first: Number(m[1]), last: Number(m[2]), size: m[3] === '*' ? -1 : Number(m[3]) } : null;
 }
@@ -170,21 +170,26 @@ async function bounded(ctx, name, what, fn) {
 
 // ---- HTTP ------------------------------------------------------------------------------------
 
-// Async probe: size and validator (ETag or Last-Modified) from a 1-byte range request.
+// The first request of a URL: two bytes, not one: some servers (Vite's dev server) read
+// `bytes=0-0` as "from 0 to the end" and send the whole file.
+export const PROBE_RANGE = 'bytes=0-1';
+
+// Async probe: size and validator (ETag or Last-Modified) from a 2-byte range request.
 async function probeUrl(name, url, ctx) {
-  return bounded(ctx, name, 'first request (bytes 0-0)', async (signal) => {
+  return bounded(ctx, name, 'first request (bytes 0-1)', async (signal) => {
     let r;
     // one retry: a kept-alive connection the server has just closed fails the first attempt
     for (let attempt = 0; !r; attempt++) {
       try {
-        r = await fetch(url, { headers: { Range: 'bytes=0-0' }, signal });
+        r = await fetch(url, { headers: { Range: PROBE_RANGE }, signal });
       } catch (e) {
         if (signal.aborted) throw e;
         if (attempt > 0) throw new HostError('IO', `${name}: fetch failed: ${e.cause?.message ?? e.message}`);
       }
     }
     try {
-      const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, 1, null);
+      const tiny = parseContentRange(r.headers.get('content-range'))?.size === 1; // answered 0-0/1
+      const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, tiny ? 1 : 2, null);
       await r.arrayBuffer();
       if (got.size < 0) {
         const h = await fetch(url, { method: 'HEAD', signal }).catch(() => null);
@@ -284,19 +289,20 @@ class Bridge {
   static async create(ctx) {
     const ctrl = new Int32Array(new SharedArrayBuffer(12));
     const data = new Uint8Array(new SharedArrayBuffer(CHUNK));
-    const url = new URL('./reader_worker.js', import.meta.url);
     const init = { ctrl, data, timeoutMs: ctx.timeoutMs };
     let w;
     // a thread start is slow on a loaded machine: bounded by 30 s, or timeoutMs if longer
     const ready = bounded({ ...ctx, timeoutMs: Math.max(ctx.timeoutMs, 30000) }, 'reader thread', 'start', () => new Promise((resolve, reject) => {
       if (isNode) {
-        import('node:worker_threads').then(({ Worker }) => {
-          w = new Worker(url, { workerData: init });
+        import(/* webpackIgnore: true */ 'node:worker_threads').then(({ Worker }) => {
+          const here = import.meta.url; // (not the literal pattern, which is the page's: see below)
+          w = new Worker(new URL('./reader_worker.js', here), { workerData: init });
           w.once('message', resolve);
           w.once('error', reject);
         }, reject);
       } else {
-        w = new Worker(url, { type: 'module' });
+        // the literal pattern bundlers (Vite, webpack 5) recognise: they emit the worker and its imports
+        w = new Worker(new URL('./reader_worker.js', import.meta.url), { type: 'module' });
         w.onmessage = () => resolve();
         w.onerror = (e) => reject(new HostError('IO', `reader thread: ${e.message ?? 'failed to start'}`));
         w.postMessage(init);
@@ -359,7 +365,7 @@ const sharedOk = () => typeof SharedArrayBuffer === 'function' && typeof Atomics
 
 const SOURCES = {
   async path(d, ctx, host) {
-    const fs = (host.fs ??= await import('node:fs'));
+    const fs = (host.fs ??= await import(/* webpackIgnore: true */ 'node:fs'));
     let fd;
     try {
       fd = fs.openSync(d.path, 'r');

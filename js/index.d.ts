@@ -49,10 +49,23 @@ export interface LoadOptions {
   quant?: 'stored' | 'bf16' | 'q8' | 'q4';
   /** Read token-embedding rows from the host per token too, not only the PLE table. */
   tablesOnHost?: boolean;
+  /** The Gemma 4 MTP drafter for speculative: {method: 'mtp'}: a gemma4-assistant GGUF (as
+   *  llama.cpp's converter writes it) made for this model; checked against it at load. */
+  drafter?: ModelSource | ModelSource[];
   /** Context length of the session: integer >= 0, 0 = the model's maximum (default). */
   maxContext?: number;
   /** Fail before allocating if the weights need more than this many bytes (0 = no limit). */
   maxResident?: number;
+  /** Linear weights left on the host (the model file) and read per use into a bounded cache
+   *  of `weightCache` bytes, so a model larger than memory runs: 'experts' the routed experts
+   *  of MoE models (read per token as the router picks them, LRU), 'all' every linear weight
+   *  of the layers (the cache keeps a fixed share, the rest is read each token); token_embd,
+   *  the PLE projection and the routers stay resident. Streamed weights run as stored (a
+   *  `quant` conversion is UNSUPPORTED). Default 'none'. Logits are identical either way. */
+  streamWeights?: 'none' | 'experts' | 'all';
+  /** Bytes for streamed weights (cache plus the transit area of one layer), integer >= 1;
+   *  default 512 MiB; RANGE when less than one layer's streamed weights. */
+  weightCache?: number;
   /** How the KV cache stores K and V: 'f32' (default: logits as the float reference), 'f16'
    *  (half the memory), 'q8_0' (about a quarter: 34 bytes per 32 values). Sliding-window
    *  layers keep only their window (plus one micro-batch) whatever the type. */
@@ -162,9 +175,16 @@ export interface GenerateOptions extends SamplingOptions {
    *  where the text is complete. */
   grammar?: string;
   /** Speculative decoding: drafts of up to draftTokens (1..16, default 8) from an n-gram match
-   *  in the text so far, verified in one batched forward. The output distribution is
-   *  unchanged (greedy output is identical); off with a grammar or logprobs. */
-  speculative?: boolean | { method?: 'prompt-lookup'; draftTokens?: number };
+   *  in the text so far ('prompt-lookup', the default) or from the MTP drafter loaded with
+   *  loadModel's drafter option ('mtp'), verified in one batched forward. The output
+   *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs. */
+  speculative?: boolean | {
+    method?: 'prompt-lookup' | 'mtp';
+    draftTokens?: number;
+    /** 'mtp': a draft ends before a token the drafter gives less than this probability
+     *  (0..1, default 0.3), so a drafter unsure of the text costs no wider verify. */
+    minProbability?: number;
+  };
   /** Each token's log-probability and this many (0..20) likeliest alternatives in the chunks. */
   logprobs?: number;
   /** Caller-made embeddings (a vision/audio encoder's soft tokens): every occurrence of the
@@ -266,6 +286,8 @@ export interface ModelInfo {
   quant: string;
   /** display names of the files, in load order */
   files: string[];
+  /** with loadModel's drafter: the MTP drafter's files */
+  drafter?: { files: string[] };
   /** the session's context: maxContext, the fitted one under memoryBudget, else contextSize */
   context: number;
   /** under memoryBudget: the estimate the load was checked against */
@@ -281,6 +303,11 @@ export interface ModelStats {
   /** every host read since start (load included) */
   hostReadCalls: number;
   hostBytesReadAll: number;
+  /** streamed weights (LoadOptions.streamWeights): bytes read through the host since load, and
+   *  the weight cache's hits and misses (fetches of a layer's matrix or an expert's block) */
+  streamBytes: number;
+  streamHits: number;
+  streamMisses: number;
   /** wasm memory in use now: static data and stack, and what malloc holds (weights, caches,
    *  scratch, tokenizer, ...) */
   heapBytes: number;
@@ -290,6 +317,13 @@ export interface ModelStats {
   contextTokens: number;
   /** the JS side of host reads: reads that reached the source, and LRU hits */
   hostCache: { reads: number; bytesRead: number; cacheHits: number; cacheBytesServed: number };
+}
+
+/** A runtime LoRA adapter: a llama.cpp GGUF adapter, or PEFT's two files (any order). */
+export interface LoraAdapter {
+  source: ModelSource | [ModelSource, ModelSource];
+  /** Multiplies the adapter's alpha / r (default 1; 0 turns it off). */
+  scale?: number;
 }
 
 export interface Model {
@@ -328,6 +362,9 @@ export interface Model {
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
   /** Empty the KV cache. */
   resetChat(): Promise<boolean>;
+  /** Attach LoRA adapters in place of the attached ones ([] detaches all), without reloading the
+   *  base weights; the KV cache is emptied (docs/lora.md). */
+  setLora(adapters: LoraAdapter[]): Promise<{ adapters: number; modules: number }>;
   stats(): Promise<ModelStats>;
   /** Embeddings (Float32Array of the hidden size each): the final-normed hidden states pooled
    *  (mean, last token or first token), unit length unless normalize is false; the checkpoint's

@@ -1,14 +1,14 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/worker.js, reached through js/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { kvType as KV_TYPE, quant as QUANT } from './abi.js';
+import { kvType as KV_TYPE, quant as QUANT, stream as STREAM } from './abi.js';
 import { engineAssets } from './assets.js';
 import { relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
-import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 import { cacheSources } from './cache.js';
 
@@ -23,7 +23,8 @@ const MAX_DEFAULT_THREADS = 8;
 function jinjaUrl() {
   if (isNode) return null;
   try {
-    return import.meta.resolve?.('@huggingface/jinja') ?? null;
+    const resolve = import.meta.resolve; // read, not called in place: webpack rejects the call form
+    return resolve?.('@huggingface/jinja') ?? null;
   } catch {
     return null;
   }
@@ -48,7 +49,7 @@ function checked(call, table, opts, vocab) {
 
 async function hardwareThreads() {
   if (isNode) {
-    const os = await import('node:os');
+    const os = await import(/* webpackIgnore: true */ 'node:os');
     return os.availableParallelism?.() ?? os.cpus().length;
   }
   return globalThis.navigator?.hardwareConcurrency || 1;
@@ -86,7 +87,7 @@ async function simdBuild(build, opts) {
   if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD (Node 20 needs --experimental-wasm-relaxed-simd)');
   if (!can) return 'simd128';
   if (isNode && !locatedElsewhere(opts)) {
-    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
+    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);
     const present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => existsSync(fileURLToPath(u)));
     if (!present) {
       if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not in dist/ (make -f Makefile.emscripten relaxed, with clang-16)');
@@ -171,11 +172,24 @@ export async function estimateMemory(sources, opts = {}) {
 
 // ---- loading ----
 
+const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
+
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
-  let descs = sourcesOf(sources, 'loadModel');
+  const list = Array.isArray(sources) ? sources : [sources];
+  if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
+  let descs, drafter = null;
+  try {
+    descs = list.map((s) => describeSource(s));
+    if (opts.drafter) drafter = (Array.isArray(opts.drafter) ? opts.drafter : [opts.drafter]).map((s) => describeSource(s));
+  } catch (e) {
+    throw toOxError(e);
+  }
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
+  // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
+  const stream = STREAM[opts.streamWeights ?? 'none'];
+  const weightCache = stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0;
   for (const k of ['maxContext', 'maxResident'])
     if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
@@ -214,7 +228,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
       progress,
     );
     if (signal?.aborted) throw abortError('load');
@@ -368,6 +382,27 @@ class Model {
     return this.engine.call('reset');
   }
 
+  /**
+   * Attach LoRA adapters in place of the attached ones (docs/lora.md): each {source, scale = 1},
+   * source a GGUF adapter (path, URL, File/Blob) or [adapter_config.json, adapter_model.safetensors];
+   * [] detaches all. The base weights are not reloaded; the KV cache is emptied.
+   * @param {{source: any, scale?: number}[]} adapters
+   * @returns {Promise<{adapters: number, modules: number}>}
+   */
+  async setLora(adapters) {
+    if (!Array.isArray(adapters)) throw new OxError('RANGE', 'setLora: adapters must be an array of {source, scale} ([] detaches)');
+    const list = adapters.map((a, i) => {
+      checked(`setLora: adapter ${i}`, LORA_OPTIONS, a);
+      if (!a || a.source === undefined) throw new OxError('RANGE', `setLora: adapter ${i} has no source`);
+      try {
+        return { sources: (Array.isArray(a.source) ? a.source : [a.source]).map((s) => describeSource(s)), scale: a.scale ?? 1 };
+      } catch (e) {
+        throw toOxError(e);
+      }
+    });
+    return this.engine.call('setLora', { adapters: list });
+  }
+
   stats() {
     return this.engine.call('stats');
   }
@@ -409,9 +444,8 @@ function samplingArgs(o) {
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.speculative) {
-    const { method = 'prompt-lookup', draftTokens = 8 } = o.speculative === true ? {} : o.speculative;
-    if (method !== 'prompt-lookup') throw new OxError('UNSUPPORTED', `speculative.method ${JSON.stringify(method)}: only 'prompt-lookup' is available (the MTP drafter is not implemented)`);
-    out.speculative = { method, draftTokens };
+    const { method = 'prompt-lookup', draftTokens = 8, minProbability } = o.speculative === true ? {} : o.speculative;
+    out.speculative = { method, draftTokens, minProbability };
   }
   return out;
 }

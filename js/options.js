@@ -82,9 +82,12 @@ const memoryBudget = (v, vocab) => (v === 'auto' ? null : typeof v === 'number' 
 export const LOAD_OPTIONS = {
   threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
-  simd: oneOf('auto', 'relaxed', 'simd128'), kvType: oneOf('f32', 'f16', 'q8_0'),
+  simd: oneOf('auto', 'relaxed', 'simd128'), streamWeights: oneOf('none', 'experts', 'all'), weightCache: int(1),
+  kvType: oneOf('f32', 'f16', 'q8_0'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
+  // the gemma4-assistant MTP drafter's file(s), sources as for the model (describeSource checks each)
+  drafter: (v) => (v != null && v !== false && !(Array.isArray(v) && !v.length) ? null : 'a model source or a non-empty array of them (the MTP drafter)'),
   memoryBudget,
 };
 
@@ -95,8 +98,8 @@ export const ESTIMATE_OPTIONS = {
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };
 
-// {method: 'prompt-lookup', draftTokens: 1..16}, or true / false
-const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16) };
+// {method: 'prompt-lookup' | 'mtp', draftTokens: 1..16}, or true / false ('mtp' needs loadModel's drafter)
+const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16), minProbability: (v) => (typeof v === 'number' && v >= 0 && v <= 1 ? null : 'a number from 0 to 1') };
 const speculative = (v, vocab) => (typeof v === 'boolean' ? null : nested('speculative', SPECULATIVE_OPTIONS)(v, vocab));
 const softTokens = (v) =>
   plainObject(v) ?? (v.embeddings instanceof Float32Array && (typeof v.token === 'string' || Number.isInteger(v.token)) ? null : '{token: a token id or piece, embeddings: a Float32Array}');
@@ -121,6 +124,13 @@ export const CHAT_OPTIONS = {
 export const TOKENIZE_OPTIONS = { special: bool, addBos: bool };
 export const DETOKENIZE_OPTIONS = { skipSpecial: bool };
 export const LOGITS_OPTIONS = { all: bool };
+
+// one adapter of setLora: source like loadModel's, or the two PEFT files as an array
+const loraSource = (v) =>
+  v === undefined || v === null || (Array.isArray(v) && (v.length < 1 || v.length > 2))
+    ? 'a path, URL, File/Blob or handle (a GGUF adapter), or an array [adapter_config.json, adapter_model.safetensors]'
+    : null;
+export const LORA_OPTIONS = { source: loraSource, scale: finite() };
 
 // ---- the check -------------------------------------------------------------------------
 

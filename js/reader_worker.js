@@ -13,11 +13,12 @@ import { fetchRange, ERROR_CODES, HostError, CHUNK } from './hostfile.js';
 const isNode = typeof process === 'object' && !!process.versions?.node;
 
 const AHEAD = 4;
-// Node: node:http with keep-alive (the reads of one file reuse their connections)
-const transport = isNode ? await nodeTransport() : undefined;
+// Node: node:http with keep-alive (the reads of one file reuse their connections); set before
+// the first message is taken. (No top-level await: bundlers emit workers as classic scripts.)
+let transport;
 
 async function nodeTransport() {
-  const http = await import('node:http'), https = await import('node:https');
+  const http = await import(/* webpackIgnore: true */ 'node:http'), https = await import(/* webpackIgnore: true */ 'node:https');
   const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
   return (url, range, signal) => new Promise((resolve, reject) => {
     const u = new URL(url);
@@ -147,10 +148,12 @@ function start(init) {
 }
 
 if (isNode) {
-  const wt = await import('node:worker_threads');
-  port = wt.parentPort;
-  port.on('message', receive);
-  start(wt.workerData);
+  Promise.all([nodeTransport(), import(/* webpackIgnore: true */ 'node:worker_threads')]).then(([t, wt]) => {
+    transport = t;
+    port = wt.parentPort;
+    port.on('message', receive);
+    start(wt.workerData);
+  });
 } else {
   port = self;
   self.onmessage = (e) => {

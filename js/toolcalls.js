@@ -14,6 +14,7 @@ const CALL_OPEN = '<|tool_call>';
 const CALL_CLOSE = '<tool_call|>';
 const CH_OPEN = '<|channel>';
 const CH_CLOSE = '<channel|>';
+const TURN_OPEN = '<|turn>model\n';
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/;
 const NUMBER_START = /^-?\d*(?:\.\d*)?(?:[eE][+-]?\d*)?$/; // a number, or its beginning, up to the end
 
@@ -44,6 +45,7 @@ class ValueReader {
     }
     const s = this.s;
     if (s.startsWith(Q, this.i)) return this.string();
+    if (this.partial && Q.startsWith(s.slice(this.i))) return this.stop(''); // a string's opening delimiter, split
     if (s[this.i] === '{') return this.dict();
     if (s[this.i] === '[') return this.array();
     for (const lit of ['true', 'false', 'null']) {
@@ -182,7 +184,8 @@ export function valueToJSON(src) {
  */
 export function parseTurn(text, { partial = false, tools = true } = {}) {
   const s = text;
-  let i = s.startsWith('<|turn>model\n') ? '<|turn>model\n'.length : 0;
+  if (partial && TURN_OPEN.startsWith(s)) return { content: '', reasoning: '', toolCalls: [] }; // the generation prompt, split
+  let i = s.startsWith(TURN_OPEN) ? TURN_OPEN.length : 0;
   let content = '';
   let reasoning = '';
   const toolCalls = [];
@@ -217,10 +220,9 @@ export function parseTurn(text, { partial = false, tools = true } = {}) {
     } else if (tools && s.startsWith(CALL_OPEN, i)) {
       const call = readCall(s, i + CALL_OPEN.length, partial);
       if (call === null) {
-        // not a tool call after all: keep the text as content
-        const j = nextMarker(i + CALL_OPEN.length);
-        content += s.slice(i, j < 0 ? s.length : j);
-        i = j < 0 ? s.length : j;
+        // not a tool call after all: keep the text as content (what follows, as any text)
+        content += CALL_OPEN;
+        i += CALL_OPEN.length;
         continue;
       }
       if (call.name !== null) toolCalls.push(call.partial ? { name: call.name, arguments: call.arguments, partial: true } : { name: call.name, arguments: call.arguments });

@@ -6,10 +6,12 @@
 //   generate  {text|tokens|messages} -> token events, then the stats (worker/generate.js)
 //   render    the prompt text of a chat         logits    tokenize  detokenize
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
+//   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
 import { setJinjaUrl } from './chat.js';
 import { OxError } from './errors.js';
 import { Engine } from './worker/engine.js';
 import { generate } from './worker/generate.js';
+import { setLora } from './worker/lora.js';
 import { chatText, promptOf } from './worker/prompt.js';
 import { Protocol } from './worker/protocol.js';
 import { inNode } from './worker/runtime.js';
@@ -54,6 +56,7 @@ function serve(protocol) {
     detokenize: (m) => loaded().detokenize(m.ids, !m.skipSpecial),
     embed: (m) => loaded().embed(m.texts, m.opts),
     stats: () => loaded().stats(),
+    setLora: (m) => setLora(loaded(), m.adapters),
     reset: () => (loaded().session.truncate(0), true),
     unload: () => (engine ? engine.unload() : true),
   };
@@ -61,7 +64,7 @@ function serve(protocol) {
 
 if (inNode) {
   // Node: messages wait in parentPort's queue until the listener is attached
-  import('node:worker_threads').then(({ parentPort }) => {
+  import(/* webpackIgnore: true */ 'node:worker_threads').then(({ parentPort }) => {
     const protocol = new Protocol((msg, transfer) => parentPort.postMessage(msg, transfer));
     serve(protocol);
     parentPort.on('message', (m) => protocol.receive(m));

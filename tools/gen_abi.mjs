@@ -64,6 +64,7 @@ export function generate() {
   const codes = { OK: 0 };
   for (const [name, code] of xlist(err, 'src/base/err.h', 'OX_ERR_CODES')) codes[name] = code;
   const quant = Object.fromEntries(xlist(model, 'src/model/model.h', 'OX_QUANTS').map(([, id, js]) => [js, id]));
+  const stream = Object.fromEntries(xlist(model, 'src/model/model.h', 'OX_STREAMS').map(([, id, js]) => [js, id]));
   const kvType = Object.fromEntries(xlist(kv, 'src/model/kv.h', 'OX_KV_TYPES').map(([, id, js]) => [js, id]));
   const genStatus = Object.fromEntries(xlist(gen, 'src/model/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]));
   const fields = (list) => xlist(abi, 'src/wasm/abi.h', list).map(([f, , doc]) => [camel(f), doc]);
@@ -82,6 +83,8 @@ export const codes = Object.freeze(${JSON.stringify(codes)});
 /** Quant ids by the name loadModel({quant}) takes. */
 export const quant = Object.freeze(${JSON.stringify(quant)});
 
+/** Stream modes by the name loadModel({streamWeights}) takes. */
+export const stream = Object.freeze(${JSON.stringify(stream)});
 /** KV cache types by the name loadModel({kvType}) takes. */
 export const kvType = Object.freeze(${JSON.stringify(kvType)});
 

@@ -11,6 +11,8 @@
 //                       [--engines node,chromium] [--model FILE] [--json FILE]
 //   node tools/soak.mjs --load FILE [--reps 2] [--engines node,chromium] [--threads 2]
 //        load time and peak RSS of a model loaded from a URL (HTTP Range reads), per engine
+//   node tools/soak.mjs --from FILE.json   print the checks and the per-fifth figures of a
+//        saved run (--json) again
 //
 // The default model is a small synthetic Gemma 4 (our generator, `oxinfer synth`; build/oxinfer
 // or $OX_CLI) cached in $OX_BENCH_DIR or ~/.cache/oxinfer-bench.
@@ -29,7 +31,7 @@ const SHAPE = ['--hidden', '256', '--layers', '4', '--heads', '4', '--kv-heads',
   '--window', '256', '--ctx', '4096', '--all-byte-tokens'];
 
 function args(argv) {
-  const a = { turns: 500, gen: 200, ctx: 2048, threads: 2, every: 10, engines: 'node,chromium', model: null, json: null, load: null, reps: 2,
+  const a = { turns: 500, gen: 200, ctx: 2048, threads: 2, every: 10, engines: 'node,chromium', model: null, json: null, load: null, reps: 2, from: null,
     rss_slack: 64, slowdown: 0.8, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '').replace(/-/g, '_');
@@ -187,8 +189,37 @@ async function loadOne(name, a, server, url) {
   return { name, reps: out };
 }
 
+// the session in fifths of its turns: decode tok/s (median of the samples), wasm memory and RSS (max)
+function fifths(turns, samples) {
+  return [0, 1, 2, 3, 4].map((k) => {
+    const xs = samples.filter((s) => s.turn >= (k * turns) / 5 && s.turn < ((k + 1) * turns) / 5);
+    const max = (f) => Math.max(...xs.map(f));
+    return `turns ${Math.ceil((k * turns) / 5)}-${Math.ceil(((k + 1) * turns) / 5) - 1}: decode ${median(xs.map((s) => s.decodeTokPerSec)).toFixed(0)} tok/s, wasm ${fmtMB(max((s) => s.wasmMemoryBytes))}, RSS ${fmtMB(max((s) => s.rss ?? 0))}, at ${max((s) => s.seconds).toFixed(0)} s`;
+  });
+}
+
+function print(report) {
+  const a = report.args;
+  let ok = true;
+  for (const r of report.results) {
+    if (!r.checks) {
+      log(`${r.name}: load ${r.reps.map((x) => (x.load_ms / 1000).toFixed(2) + ' s').join(', ')}; peak RSS ${r.reps.map((x) => fmtMB(x.peak_rss)).join(', ')} for wasm ${fmtMB(r.reps[0].wasm)}`);
+      continue;
+    }
+    log(`${r.name}: ${r.totals.generated} tokens in ${a.turns} turns, ${r.totals.truncations} truncations, ${r.totals.reused} prompt tokens reused from the cache, ${r.totals.prefilled} prefilled, ${r.seconds.toFixed(0)} s; KV cache ${fmtMB(r.kv)}`);
+    for (const line of fifths(a.turns, r.samples)) log(`  ${line}`);
+    for (const [what, pass, detail] of r.checks) {
+      log(`  ${pass ? 'ok  ' : 'FAIL'} ${what}: ${detail}`);
+      ok &&= pass;
+    }
+  }
+  log(`load average ${report.started_load_avg} -> ${report.end_load_avg} (${report.cores} cores)`);
+  return ok;
+}
+
 async function main() {
   const a = args(process.argv.slice(2));
+  if (a.from) return void (process.exitCode = print(JSON.parse(fs.readFileSync(a.from, 'utf8'))) ? 0 : 1);
   const file = a.load ?? a.model ?? defaultModel();
   const { s: server, url } = await serve(file);
   const results = [];
@@ -210,20 +241,7 @@ async function main() {
   const report = { started_load_avg: load, end_load_avg: os.loadavg()[0].toFixed(2), cores: os.cpus().length, file: path.basename(file), args: { ...a, engines: [...a.engines] }, results };
   if (a.json === '-') return void process.stdout.write(JSON.stringify(report));
   if (a.json) fs.writeFileSync(a.json, JSON.stringify(report, null, 1));
-  let ok = true;
-  for (const r of results) {
-    if (!r.checks) {
-      log(`${r.name}: load ${r.reps.map((x) => (x.load_ms / 1000).toFixed(2) + ' s').join(', ')}; peak RSS ${r.reps.map((x) => fmtMB(x.peak_rss)).join(', ')} for wasm ${fmtMB(r.reps[0].wasm)}`);
-      continue;
-    }
-    log(`${r.name}: ${r.totals.generated} tokens in ${a.turns} turns, ${r.totals.truncations} truncations, ${r.totals.reused} prompt tokens reused from the cache, ${r.seconds.toFixed(0)} s; KV cache ${fmtMB(r.kv)}`);
-    for (const [what, pass, detail] of r.checks) {
-      log(`  ${pass ? 'ok  ' : 'FAIL'} ${what}: ${detail}`);
-      ok &&= pass;
-    }
-  }
-  log(`load average ${load} -> ${report.end_load_avg} (${report.cores} cores)`);
-  process.exitCode = ok ? 0 : 1;
+  process.exitCode = print(report) ? 0 : 1;
 }
 
 main().catch((e) => {

@@ -64,9 +64,16 @@ fuzz() { bash tools/fuzz.sh "${OX_FUZZ_SECONDS:-20}"; }
 wasm() { make -f Makefile.emscripten -j2 all $([ -x /usr/lib/llvm-16/bin/clang ] && echo relaxed-test); }
 # llama.cpp's quantizer for the oracle tests on its real
 # quantization recipes, built from the source inside the npm package node-llama-cpp
-llamacpp() { bash tools/llamacpp.sh llama-quantize && echo "llamacpp: 1 passed, 0 failed"; }
+# and the MTP drafter's logits against llama.cpp's (test_mtp with the oracle built on libllama;
+# the native suite, run before llama.cpp exists on a fresh machine, skips that part)
+llamacpp() {
+  bash tools/llamacpp.sh llama-quantize && echo "llamacpp: 1 passed, 0 failed" &&
+    bash tools/mtp_oracle/build.sh && ./build/test_mtp
+}
 node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
 browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }
+# the packed package in fresh Vite 8 / webpack 5 / plain-ESM apps and in Node (npm registry)
+bundler_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/bundlers/; }
 
 suite native native
 suite sanitize sanitize
@@ -78,6 +85,7 @@ grep -qw avx2 /proc/cpuinfo 2>/dev/null && suite sanitize-native sanitize_native
 [ -f tools/llamacpp.sh ] && suite llamacpp llamacpp
 ls tests/node/*.test.mjs >/dev/null 2>&1 && suite node node_tests
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && suite browser browser_tests
+ls tests/bundlers/*.test.mjs >/dev/null 2>&1 && suite bundlers bundler_tests
 
 echo
 echo "all: $passed passed, $failed failed"

@@ -62,8 +62,8 @@ export class Engine {
     }
   }
 
-  // m: {sources, quant (an id of js/abi.js), tablesOnHost, maxContext, maxResident, kvType (an
-  // id of js/abi.js), budget ({bytes, fit} or null)}; progress(done, total). With a budget the
+  // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js),
+  // tablesOnHost, maxContext, maxResident, stream (an id), weightCache, kvType (an id), budget ({bytes, fit} or null)}; progress(done, total). With a budget the
   // estimate decides the context, and the memory for all of it is taken before the load (wasm
   // memory grows once).
   async load(m, progress) {
@@ -82,8 +82,14 @@ export class Engine {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
-      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0)));
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, m.stream ?? 0, m.weightCache ?? 0)));
       this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
+      if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
+        const dh = [];
+        for (const src of m.drafter) dh.push(await host.open(src));
+        heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
+        this.info.drafter = { files: dh.map((h) => host.name(h)) };
+      }
       this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0, m.kvType ?? 0);
       if (est) {
         heap.check(C.ox_wasm_session_prealloc(this.session.ptr));

@@ -55,6 +55,8 @@ function newGenerator(engine, o, seed) {
             [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
             if (o.grammar) [rec[P.grammar], rec[P.nGrammar]] = [grammar, grammarBytes];
             rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? 8 : 0;
+            rec[P.mtp] = o.speculative?.method === 'mtp' ? 1 : 0;
+            if (o.speculative?.minProbability !== undefined) rec[P.draftPMin] = o.speculative.minProbability;
             rec[P.logprobs] = o.logprobs ?? -1;
             return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
           })))));

@@ -47,7 +47,7 @@ async function browserFactory(build, assets, cfg) {
 }
 
 async function nodeFactory(assets, cfg) {
-  const [{ createRequire }, { fileURLToPath }, fs] = await Promise.all([import('node:module'), import('node:url'), import('node:fs')]);
+  const [{ createRequire }, { fileURLToPath }, fs] = await Promise.all([import(/* webpackIgnore: true */ 'node:module'), import(/* webpackIgnore: true */ 'node:url'), import(/* webpackIgnore: true */ 'node:fs')]);
   // a file URL -> its path, which must exist
   const file = (u, what) => {
     if (!String(u).startsWith('file:')) throw new OxError('UNSUPPORTED', `${u}: in Node the engine's ${what} must be a file`);

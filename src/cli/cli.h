@@ -10,6 +10,13 @@ int cli_quantize(int argc, char **argv);  /* quantize.c — IN... -o OUT --quant
 int cli_run(int argc, char **argv);       /* run.c      — forward over --tokens, top-K log-probs, --bench */
 int cli_synth(int argc, char **argv);     /* synth.c    — write a synthetic Gemma 4 model */
 int cli_tokenize(int argc, char **argv);  /* tokenize.c — text -> ids with a model's tokenizer */
+int cli_lora(int argc, char **argv);      /* lora.c     — write a synthetic LoRA adapter for a model */
+
+/* lora.c: load the n adapters specs[i] ("FILE" or "FILE,FILE") into out[] and attach them with
+ * scales[]; 1 after printing the error (nothing attached, nothing left loaded). */
+struct ox_model;
+struct ox_lora;
+int cli_lora_attach(struct ox_model *m, char *const *specs, const float *scales, int n, struct ox_lora **out);
 
 /* files.c: the tensor directory over n opened host files, NULL after printing
  * "CMD: CODE: message"; and closing it, the files and the (malloc'd) files array. */

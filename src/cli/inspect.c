@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "host/hostfile.h"
 #include "kernels/quant.h"
+#include "formats/safetensors.h"
 #include "formats/tensors.h"
 
 static void print_config(const ox_config *c, const char *stored) {
@@ -51,6 +52,7 @@ int cli_inspect(int argc, char **argv) {
     if (!(mf = cli_files_open("inspect", files, n))) goto done;
     printf("files: %s\n", ox_files_describe(mf));
     print_config(ox_files_config(mf), ox_files_stored_quant(mf));
+    if (ox_files_mlx(mf)) printf("MLX quantization: %s (affine; rows repacked to Q4_1 / Q8_A when read)\n", ox_files_mlx(mf));
     printf("\ntensors:\n  %-44s %-5s %-28s %14s\n", "name", "type", "shape (ne)", "bytes");
     uint64_t params = 0, bytes = 0;
     int nt = ox_files_count(mf);
@@ -62,7 +64,10 @@ int cli_inspect(int argc, char **argv) {
             k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%llu", d ? ", " : "", (unsigned long long)t->ne[d]);
         if (k < (int)sizeof shape) snprintf(shape + k, sizeof shape - (size_t)k, "]");
         const char *tn = ox_type_name(t->type);
-        printf("  %-44s %-5s %-28s %14llu\n", t->name, tn ? tn : "?", shape, (unsigned long long)t->nbytes);
+        printf("  %-44s %-5s %-28s %14llu", t->name, tn ? tn : "?", shape, (unsigned long long)t->nbytes);
+        if (t->mlx_bits) printf("  MLX %d-bit group %d, %s scales", t->mlx_bits, t->mlx_group,
+                                ox_st_dtype_name((ox_st_dtype)t->mlx_dtype));
+        printf("\n");
         params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         bytes += t->nbytes;
     }

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "host/hostfile.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "kernels/prof.h"
@@ -29,7 +30,11 @@ static int usage(void) {
             "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
             "  --all   every vocab entry instead of the top K (default K 5)\n"
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
-            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n");
+            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
+            "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
+            "             verify), each rewound, against one decode step (and their profile)\n"
+            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
+            "          with --bench also decode steps alternating with and without the adapters, timed apart\n");
     return 2;
 }
 
@@ -108,10 +113,74 @@ static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_mo
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile) {
+/* Forwards of k tokens with every row's logits at the session's end, each rewound: a verify
+ * batch. Prints ms per forward against the decode step's, and the profile. */
+static int bench_verify(ox_session *s, int k, double decode_s, int profile, ox_err *err) {
+    const ox_config *c = ox_model_config(ox_session_model(s));
+    int32_t toks[64];
+    float *lg = malloc(sizeof *lg * (size_t)c->vocab * (size_t)k);
+    if (!lg) return ox_errf(err, OX_E_NOMEM, "out of memory for %d rows of logits", k);
+    for (int i = 0; i < k; i++) toks[i] = (int32_t)(1000 + 7 * i) % c->vocab;
+    int pos = ox_session_pos(s), reps = 8, rc = 0;
+    ox_prof prof;
+    ox_prof_enable(profile);
+    double t0 = now_s();
+    for (int r = 0; r < reps && !rc; r++) {
+        ox_forward_io io = {.tokens = toks, .n = k, .logits = lg, .all_logits = 1};
+        rc = ox_forward(s, &io, err);
+        if (!rc) rc = ox_session_truncate(s, pos, err);
+    }
+    double dt = (now_s() - t0) / reps;
+    ox_prof_get(&prof);
+    ox_prof_enable(0);
+    free(lg);
+    if (rc) return rc;
+    printf("verify %d tokens: %.2f ms per forward, %.2fx one decode step (%.2f ms)\n", k, dt * 1e3, dt / decode_s,
+           decode_s * 1e3);
+    if (profile) ox_prof_print(stderr, "verify (per forward)", &prof, dt * reps);
+    return 0;
+}
+
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* With LoRA adapters attached: decode steps alternate with and without them, so both see the
+ * same machine load, and are timed apart (wall and process CPU time per token). */
+static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora *const *ad, const float *sc,
+                      int n_lora) {
+    const ox_config *c = ox_model_config(m);
+    double wall[2] = {0}, cpu[2] = {0};
+    int steps[2] = {0}, rc = 0;
+    ox_err err = {0};
+    for (int i = 0; rc == 0 && i < 2 * n_gen && ox_session_pos(s) < ox_session_max_ctx(s); i++) {
+        int on = i & 1;
+        rc = ox_model_set_lora(m, ad, sc, on ? n_lora : 0, &err);
+        int32_t best = 0;
+        for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
+        ox_forward_io io = {.tokens = &best, .n = 1, .logits = lg};
+        double w0 = now_s(), c0 = cpu_s();
+        if (!rc) rc = ox_forward(s, &io, &err);
+        wall[on] += now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
+    }
+    if (!rc) rc = ox_model_set_lora(m, ad, sc, n_lora, &err);
+    if (rc) return fprintf(stderr, "oxinfer run: %s\n", err.msg), 1;
+    for (int on = 0; on < 2; on++)
+        printf("decode %s LoRA (interleaved, %d steps): %.2f tok/s, %.1f ms/token wall, %.1f ms/token CPU\n",
+               on ? "with" : "without", steps[on], steps[on] / wall[on], 1e3 * wall[on] / steps[on],
+               1e3 * cpu[on] / steps[on]);
+    printf("LoRA decode cost: %+.1f %% wall, %+.1f %% CPU\n", 100 * (wall[1] / steps[1] / (wall[0] / steps[0]) - 1),
+           100 * (cpu[1] / steps[1] / (cpu[0] / steps[0]) - 1));
+    return 0;
+}
+
+static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k,
+                 ox_lora *const *ad, const float *sc, int n_lora) {
     const ox_config *c = ox_model_config(m);
     ox_err err = {0};
-    ox_session *s = ox_session_new(m, n_prompt + n_gen + 1, &err);
+    ox_session *s = ox_session_new(m, n_prompt + (n_lora ? 3 : 1) * n_gen + 1 + verify_k, &err);
     int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
     float *lg = malloc(sizeof *lg * (size_t)c->vocab);
     if (!s || !toks || !lg) {
@@ -144,6 +213,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
         ox_prof_print(stderr, "decode (with greedy argmax)", &dc_prof, t2 - t1);
     }
     ox_prof_enable(0);
+    if (!rc && verify_k > 0 && n_gen > 0) rc = bench_verify(s, verify_k, (t2 - t1) / n_gen, profile, &err);
     if (rc) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
     } else {
@@ -160,6 +230,7 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
                    "%.2f tok/s\nresident %.1f MB, host reads %.1f MB\n",
                    load_s, ox_pool_threads(), n_prompt, t1 - t0, pf, n_gen, t2 - t1, dc, st.resident_bytes / 1e6,
                    st.host_bytes_read / 1e6);
+        if (n_lora && !json) rc = bench_lora(m, s, lg, n_gen, ad, sc, n_lora);
     }
     free(toks), free(lg);
     ox_session_free(s);
@@ -168,10 +239,14 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
 
 int cli_run(int argc, char **argv) {
     char *files[64];
-    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0;
+    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0, verify_k = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL;
     ox_load_opts opts = {0};
+    char *loras[OX_LORA_MAX];
+    float lora_scales[OX_LORA_MAX];
+    ox_lora *attached[OX_LORA_MAX] = {0};
+    int n_lora = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tokens") && v) tokens = v, i++;
@@ -180,6 +255,7 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--ctx") && v) ctx = atoi(v), i++;
         else if (!strcmp(a, "--n-prompt") && v) n_prompt = atoi(v), i++;
         else if (!strcmp(a, "--n-gen") && v) n_gen = atoi(v), i++;
+        else if (!strcmp(a, "--verify") && v) verify_k = atoi(v), i++;
         else if (!strcmp(a, "--quant") && v) {
             i++;
             if (!strcmp(v, "q8")) opts.quant = OX_QUANT_Q8;
@@ -192,10 +268,14 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--bench")) do_bench = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
+        else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX) loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
+        else if (!strcmp(a, "--lora-scale") && v && n_lora > 0) lora_scales[n_lora - 1] = strtof(argv[++i], NULL);
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
-    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0) return usage();
+    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0 ||
+        verify_k < 0 || verify_k > 64)
+        return usage();
     ox_err err = {0};
     if (ox_pool_init((int)threads, &err)) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
@@ -204,9 +284,14 @@ int cli_run(int argc, char **argv) {
     ox_model *m;
     double load_s;
     if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
-    if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json, profile);
+    if (cli_lora_attach(m, loras, lora_scales, n_lora, attached)) {
         ox_model_free(m);
+        return 1;
+    }
+    if (do_bench) {
+        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, verify_k, attached, lora_scales, n_lora);
+        ox_model_free(m);
+        for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
         return rc;
     }
     int32_t *tok;
@@ -238,5 +323,6 @@ int cli_run(int argc, char **argv) {
     ox_session_free(s);
     free(lg), free(idx), free(tok);
     ox_model_free(m);
+    for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
     return rc;
 }

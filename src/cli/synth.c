@@ -24,7 +24,9 @@ static int usage(void) {
             "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
             "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
             "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
-            "  --vocab-file F a trained vocab (see src/tools/synth.c, read_vocab) instead of the made-up one\n");
+            "  --vocab-file F a trained vocab (see src/tools/synth.c, read_vocab) instead of the made-up one\n"
+            "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
+            "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n");
     return 2;
 }
 
@@ -79,6 +81,8 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--no-double-wide")) s.double_wide = 0;
         else if (!strcmp(a, "--all-byte-tokens")) s.all_byte_tokens = 1;
         else if (!strcmp(a, "--chat-tokens")) s.chat_tokens = 1;
+        else if (!strcmp(a, "--assistant-of") && v) s.assistant_of = atoi(v), i++;
+        else if (!strcmp(a, "--agree")) s.agree = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) out = v, i++;
         else return usage();
     }

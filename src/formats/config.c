@@ -98,6 +98,10 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
     if (ox_json_type(doc) != OX_JSON_OBJECT) return ox_errf(err, OX_E_CONFIG, "%s: config is not a JSON object", fname);
     const ox_json *tc = ox_json_get(doc, "text_config");
     if (ox_json_type(tc) != OX_JSON_OBJECT) tc = doc;
+    if (ox_json_get(tc, "backbone_hidden_size") || ox_json_get(doc, "backbone_hidden_size"))
+        return ox_errf(err, OX_E_UNSUPPORTED, "%s: a Gemma 4 assistant (MTP drafter) checkpoint: HF safetensors drafters "
+                       "are not supported yet; convert it to GGUF (llama.cpp's convert_hf_to_gguf.py writes "
+                       "gemma4-assistant)", fname);
     jctx j = {tc, fname, err};
     int rc, moe_ffn2;
     if ((rc = jint(&j, "vocab_size", 1, 0, &c->vocab)) || (rc = jint(&j, "hidden_size", 1, 0, &c->hidden)) ||
@@ -234,7 +238,9 @@ int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
 
 /* ---- GGUF ---- */
 
-#define K(s) "gemma4." s
+/* Keys carry the architecture as prefix: "gemma4." or, for the MTP drafter, "gemma4-assistant."
+ * (kb: the caller's buffer, pre: the prefix; each use is consumed before the next). */
+#define K(s) (snprintf(kb, sizeof kb, "%s%s", pre, s), kb)
 
 /* Optional u32/f32 keys: absent -> dflt. *out is set on every path, errors included. */
 static int g_u32(const ox_gguf *g, const char *key, int dflt, int *out, ox_err *err) {
@@ -302,12 +308,36 @@ static int partial_from_rope_freqs(const ox_gguf *g, ox_config *c, ox_err *err) 
     return 0;
 }
 
+/* The drafter's own keys (llama.cpp gemma4-assistant): the target's width, every block a
+ * next-n layer; it has no caches, PLE or experts of its own. Called before the derivation. */
+static int assistant_from_gguf(const ox_gguf *g, ox_config *c, char *kb, size_t cap, ox_err *err) {
+    const char *fn = ox_gguf_name(g);
+    int nextn, rc;
+    snprintf(kb, cap, "gemma4-assistant.embedding_length_out");
+    if ((rc = g_req(g, kb, &c->backbone_hidden, err))) return rc;
+    snprintf(kb, cap, "gemma4-assistant.nextn_predict_layers");
+    if ((rc = g_u32(g, kb, c->n_layers, &nextn, err))) return rc;
+    if (c->backbone_hidden <= 0 || c->backbone_hidden == c->hidden)
+        return ox_errf(err, OX_E_CONFIG, "%s: gemma4-assistant.embedding_length_out = %d must be the target's width, "
+                       "not the drafter's own (%d)", fn, c->backbone_hidden, c->hidden);
+    if (nextn != c->n_layers)
+        return ox_errf(err, OX_E_CONFIG, "%s: gemma4-assistant.nextn_predict_layers = %d, block_count is %d", fn, nextn,
+                       c->n_layers);
+    /* keys a converter copies from the target's config: llama.cpp's drafter graph ignores them */
+    c->ple_dim = c->n_kv_shared = c->moe = c->n_experts = c->top_k_experts = c->moe_ffn = c->double_wide = 0;
+    return 0;
+}
+
 int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     memset(c, 0, sizeof *c);
     const char *fn = ox_gguf_name(g), *arch;
     if (ox_gguf_get_str(g, "general.architecture", &arch, err)) return err ? (err->code = OX_E_CONFIG) : OX_E_CONFIG;
-    if (strcmp(arch, "gemma4") != 0)
-        return ox_errf(err, OX_E_UNSUPPORTED, "%s: architecture %s is not supported (gemma4 is)", fn, arch);
+    c->assistant = strcmp(arch, "gemma4-assistant") == 0;
+    if (strcmp(arch, "gemma4") != 0 && !c->assistant)
+        return ox_errf(err, OX_E_UNSUPPORTED, "%s: architecture %s is not supported (gemma4 and gemma4-assistant are)",
+                       fn, arch);
+    const char *pre = c->assistant ? "gemma4-assistant." : "gemma4.";
+    char kb[96];
     int rc, L;
     if ((rc = g_req(g, K("block_count"), &L, err))) return rc;
     if (L < 1 || L > OX_MAX_LAYERS)
@@ -391,7 +421,9 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     for (int l = first_shared; l < L; l++)
         if (ff[l] == 2 * ff[0] && ff[0] > 0) c->double_wide = 1;
     if ((rc = partial_from_rope_freqs(g, c, err))) return rc;
+    if (c->assistant && (rc = assistant_from_gguf(g, c, kb, sizeof kb, err))) return rc;
     if ((rc = ox_config_derive(c, fn, err))) return rc;
+    for (int l = 0; c->assistant && l < L; l++) c->layers[l].shared = 1; /* queries only: reads the target's caches */
     for (int l = 0; l < L; l++) {
         if (c->layers[l].n_kv_heads != kv[l])
             return ox_errf(err, OX_E_CONFIG, "%s: gemma4.attention.head_count_kv[%d] = %d, expected %d for a %s layer", fn,

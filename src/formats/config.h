@@ -39,6 +39,8 @@ typedef struct ox_config {
     float rms_eps, rope_base_full, rope_base_sliding, partial_rotary, rope_factor, softcap;
     int bos_id, eos_id, pad_id;
     int n_eos;  int eos_ids[8]; /* stop ids (e.g. 1, 106, 50) */
+    int assistant;           /* a gemma4-assistant MTP drafter (GGUF arch): every layer queries only */
+    int backbone_hidden;     /* drafter: its target's hidden size (embedding_length_out) */
     ox_layer_cfg layers[OX_MAX_LAYERS];
 } ox_config;
 

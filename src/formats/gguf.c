@@ -229,7 +229,7 @@ static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t i
             return ox_errf(r->err, OX_E_FORMAT, "%s: tensor %s: dimension %u is negative", r->fname, t->name, d);
     }
     if ((rc = rd_u32(r, &type, t->name)) || (rc = rd_u64(r, &t->offset, t->name))) return rc;
-    if (!ox_type_known((int)type))
+    if (type >= OX_TYPE_GGML_END || !ox_type_known((int)type)) /* the engine's own formats are not ggml's */
         return ox_errf(r->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported ggml type %u (%s)", r->fname, t->name,
                        type, unsupported_type_name(type));
     t->type = (ox_type)type;

@@ -18,6 +18,7 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "formats/json.h"
+#include "formats/mlx.h"
 #include "formats/names.h"
 #include "formats/safetensors.h"
 
@@ -37,6 +38,8 @@ struct ox_model_files {
     aux_file aux[MAX_AUX];
     int n_aux;
     const char *stored_quant;   /* points into a safetensors' metadata */
+    ox_mlx_config mlx;          /* config.json's quantization block (dflt.bits 0: none) */
+    char mlx_what[48];          /* "bits 4, group 64" */
     char what[160];             /* "a.gguf, b.json, ..." for messages */
 };
 
@@ -120,6 +123,7 @@ void ox_files_free(ox_model_files *mf) {
     for (int i = 0; i < mf->n_gguf; i++) ox_gguf_free(mf->gguf[i]);
     for (int i = 0; i < mf->n_st; i++) ox_st_free(mf->st[i]);
     for (int i = 0; i < mf->n_aux; i++) free(mf->aux[i].base);
+    ox_mlx_config_free(&mf->mlx);
     free(mf->t);
     free(mf->by_name);
     free(mf->gguf);
@@ -137,7 +141,7 @@ static ox_tensor *add_tensor(ox_model_files *mf, const char *name, ox_err *err) 
     ox_tensor *t = &mf->t[mf->n];
     memset(t, 0, sizeof *t);
     if (!(t->name = strdup(name))) return ox_errf(err, OX_E_NOMEM, "out of memory for the tensor directory"), NULL;
-    t->scale_file = -1;
+    t->scale_file = t->bias_file = -1;
     mf->n++;
     return t;
 }
@@ -188,6 +192,64 @@ static int add_quant_pair(ox_model_files *mf, const ox_safetensors *st, const ox
     return 0;
 }
 
+/* A tensor by its file name in any of the safetensors files (MLX triples may straddle shards). */
+static const ox_st_tensor *find_st(const ox_model_files *mf, const char *name, const ox_safetensors **in) {
+    for (int k = 0; k < mf->n_st; k++) {
+        const ox_st_tensor *t = ox_st_find(mf->st[k], name);
+        if (t) return *in = mf->st[k], t;
+    }
+    return NULL;
+}
+
+/* NAME.weight (U32) + NAME.scales + NAME.biases -> one Q4_1 / Q8_A tensor (formats/mlx.h). */
+static int add_mlx_triple(ox_model_files *mf, const ox_safetensors *st, const ox_st_tensor *w, const char *internal,
+                          ox_err *err) {
+    const char *fn = ox_host_name(st->file);
+    char module[512], sname[520], bname[520];
+    snprintf(module, sizeof module, "%.*s", (int)(strlen(w->name) - 7), w->name);
+    snprintf(sname, sizeof sname, "%s.scales", module);
+    snprintf(bname, sizeof bname, "%s.biases", module);
+    if (!mf->mlx.dflt.bits)
+        return ox_errf(err, OX_E_MISSING, "%s: tensor %s is U32 (MLX-quantized) but no config.json with a quantization "
+                       "block is among the model files (%s)", fn, w->name, mf->what);
+    ox_mlx_q q = ox_mlx_config_for(&mf->mlx, module);
+    if (!q.bits)
+        return ox_errf(err, OX_E_CONFIG, "%s: tensor %s is MLX-quantized but the config's quantization.%s says it is not",
+                       fn, w->name, module);
+    const ox_safetensors *ss, *bs;
+    const ox_st_tensor *s = find_st(mf, sname, &ss), *b = find_st(mf, bname, &bs);
+    if (!s || !b)
+        return ox_errf(err, OX_E_MISSING, "%s: MLX tensor %s: %s is missing from the model files (%s)", fn, w->name,
+                       s ? bname : sname, mf->what);
+    uint64_t cols;
+    int rc = ox_mlx_check(fn, w, s, b, q, &cols, err);
+    if (rc) return rc;
+    ox_tensor *t = add_tensor(mf, internal, err);
+    if (!t) return err ? err->code : OX_E_NOMEM;
+    if ((rc = set_shape(t, w, fn, err))) return rc;
+    t->ne[0] = cols;
+    t->type = ox_mlx_type(q.bits);
+    t->file = st->file, t->offset = w->offset;
+    t->scale_file = ss->file, t->scale_offset = s->offset;
+    t->bias_file = bs->file, t->bias_offset = b->offset;
+    t->mlx_bits = q.bits, t->mlx_group = q.group, t->mlx_dtype = (int)s->dtype;
+    t->nbytes = w->nbytes + s->nbytes + b->nbytes;
+    return 0;
+}
+
+/* NAME.scales / NAME.biases of an MLX checkpoint: part of NAME.weight's triple. */
+static int is_mlx_part(const ox_model_files *mf, const ox_safetensors *st, const ox_st_tensor *s, ox_err *err) {
+    if (!ends_with(s->name, ".scales") && !ends_with(s->name, ".biases")) return 0;
+    char wname[520];
+    const ox_safetensors *ws;
+    snprintf(wname, sizeof wname, "%.*s.weight", (int)(strlen(s->name) - 7), s->name);
+    const ox_st_tensor *w = find_st(mf, wname, &ws);
+    if (w && w->dtype == OX_ST_U32) return 1;
+    if (!mf->mlx.dflt.bits) return 0; /* not an MLX checkpoint: an ordinary tensor */
+    return ox_errf(err, OX_E_FORMAT, "%s: MLX tensor %s has no U32 values tensor %s", ox_host_name(st->file), s->name,
+                   wname);
+}
+
 static int add_st_tensors(ox_model_files *mf, const ox_safetensors *st, ox_err *err) {
     const char *fn = ox_host_name(st->file);
     int quant = ox_st_meta(st, "oxinfer_quant") != NULL;
@@ -195,6 +257,11 @@ static int add_st_tensors(ox_model_files *mf, const ox_safetensors *st, ox_err *
     for (int i = 0; i < st->n_tensors; i++) {
         const ox_st_tensor *s = &st->tensors[i];
         const ox_st_tensor *sc = NULL;
+        if (!quant) {
+            int part = is_mlx_part(mf, st, s, err);
+            if (part < 0) return part;
+            if (part) continue; /* added with its .weight */
+        }
         if (quant) {
             if (ends_with(s->name, ".scales")) {
                 size_t k = strlen(s->name) - 7;
@@ -214,6 +281,11 @@ static int add_st_tensors(ox_model_files *mf, const ox_safetensors *st, ox_err *
         int m = ox_map_hf_name(s->name, name, sizeof name);
         if (m < 0) return ox_errf(err, OX_E_FORMAT, "%s: tensor name too long: %.60s...", fn, s->name);
         if (m > 0) continue; /* vision/audio towers */
+        if (!quant && s->dtype == OX_ST_U32 && ends_with(s->name, ".weight")) {
+            int rc = add_mlx_triple(mf, st, s, name, err);
+            if (rc) return rc;
+            continue;
+        }
         ox_type type;
         switch (s->dtype) {
         case OX_ST_F32: type = OX_F32; break;
@@ -325,6 +397,20 @@ static int build_config(ox_model_files *mf, ox_err *err) {
     return rc;
 }
 
+/* config.json's MLX quantization block, needed before the safetensors' tensors are added. */
+static int read_mlx_config(ox_model_files *mf, ox_err *err) {
+    int cj = ox_files_aux(mf, "config.json");
+    if (cj < 0) return 0;
+    ox_json *j = load_json(cj, err);
+    if (!j) return err ? err->code : OX_E_FORMAT;
+    int rc = ox_mlx_config_parse(j, ox_host_name(cj), &mf->mlx, err);
+    ox_json_free(j);
+    if (!rc && mf->mlx.dflt.bits)
+        snprintf(mf->mlx_what, sizeof mf->mlx_what, "bits %d, group %d%s", mf->mlx.dflt.bits, mf->mlx.dflt.group,
+                 mf->mlx.n ? ", per-module overrides" : "");
+    return rc;
+}
+
 static int check_splits(ox_model_files *mf, ox_err *err) {
     uint32_t count;
     if (ox_gguf_get_u32(mf->gguf[0], "general.split.count", &count, NULL) != 0) {
@@ -383,6 +469,7 @@ ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
     if (!rc && mf->n_gguf) rc = check_splits(mf, err);
     if (!rc && index_file >= 0) rc = match_shards(mf, index_file, err);
     for (int i = 0; i < mf->n_gguf && !rc; i++) rc = add_gguf_tensors(mf, mf->gguf[i], err);
+    if (!rc && mf->n_st) rc = read_mlx_config(mf, err);
     for (int i = 0; i < mf->n_st && !rc; i++) {
         rc = add_st_tensors(mf, mf->st[i], err);
         const char *q = ox_st_meta(mf->st[i], "oxinfer_quant");
@@ -417,6 +504,7 @@ const ox_tensor *ox_files_tensor(const ox_model_files *mf, int i) { return i >= 
 const struct ox_gguf *ox_files_gguf(const ox_model_files *mf) { return mf->n_gguf ? mf->gguf[0] : NULL; }
 const char *ox_files_stored_quant(const ox_model_files *mf) { return mf->stored_quant; }
 const char *ox_files_describe(const ox_model_files *mf) { return mf->what; }
+const char *ox_files_mlx(const ox_model_files *mf) { return mf->mlx.dflt.bits ? mf->mlx_what : NULL; }
 
 const ox_tensor *ox_files_find(const ox_model_files *mf, const char *name) {
     long i = ox_names_find(mf->t, (size_t)mf->n, sizeof *mf->t, offsetof(ox_tensor, name), mf->by_name, name);
@@ -439,6 +527,27 @@ int ox_files_aux(const ox_model_files *mf, const char *basename) {
 
 uint64_t ox_tensor_rows(const ox_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
+/* MLX rows: the packed words, scales and biases of the rows, repacked into dst. */
+static int read_mlx_rows(const ox_tensor *t, uint64_t row0, uint64_t nrows, void *dst, ox_err *err) {
+    ox_mlx_q q = {t->mlx_bits, t->mlx_group};
+    size_t es = ox_st_dtype_size((ox_st_dtype)t->mlx_dtype);
+    uint64_t wrow = t->ne[0] * (uint64_t)q.bits / 8, grow = t->ne[0] / (uint64_t)q.group * es; /* bytes per row */
+    size_t wb, gb, all;
+    if (wrow > SIZE_MAX || grow > SIZE_MAX || ox_mul_size((size_t)wrow, (size_t)nrows, &wb) ||
+        ox_mul_size((size_t)grow, (size_t)nrows, &gb) || ox_add_size(wb, gb, &all) || ox_add_size(all, gb, &all))
+        return ox_errf(err, OX_E_RANGE, "tensor %s: %llu rows do not fit in memory", t->name, (unsigned long long)nrows);
+    uint8_t *buf = malloc(all);
+    if (!buf) return ox_errf(err, OX_E_NOMEM, "tensor %s: out of memory (%zu bytes)", t->name, all);
+    int rc = ox_host_read(t->file, t->offset + row0 * wrow, wb, buf, err);
+    if (!rc) rc = ox_host_read(t->scale_file, t->scale_offset + row0 * grow, gb, buf + wb, err);
+    if (!rc) rc = ox_host_read(t->bias_file, t->bias_offset + row0 * grow, gb, buf + wb + gb, err);
+    if (!rc)
+        rc = ox_mlx_repack(q, (ox_st_dtype)t->mlx_dtype, (const uint32_t *)buf, buf + wb, buf + wb + gb, nrows, t->ne[0],
+                           dst, t->name, row0, err);
+    free(buf);
+    return rc;
+}
+
 int ox_tensor_read_rows(const ox_tensor *t, uint64_t row0, uint64_t nrows, void *dst, ox_err *err) {
     uint64_t rows = ox_tensor_rows(t), rb;
     if (row0 > rows || nrows > rows - row0)
@@ -449,6 +558,7 @@ int ox_tensor_read_rows(const ox_tensor *t, uint64_t row0, uint64_t nrows, void 
     if (nrows > SIZE_MAX || rb > SIZE_MAX || ox_mul_size((size_t)rb, (size_t)nrows, &total))
         return ox_errf(err, OX_E_RANGE, "tensor %s: %llu rows do not fit in memory", t->name, (unsigned long long)nrows);
     if (!nrows) return 0;
+    if (t->mlx_bits) return read_mlx_rows(t, row0, nrows, dst, err);
     if (t->scale_file < 0) return ox_host_read(t->file, t->offset + row0 * rb, total, dst, err);
 
     /* split values + scales: read scales aside, values into the tail of dst, then rebuild

@@ -1,7 +1,8 @@
 /* tensors.h — one tensor directory over every file of a model (GGUF splits, safetensors
  * shards + index, pre-quantized safetensors) with one internal naming: GGUF's
  * ("token_embd.weight", "blk.3.attn_q.weight", "per_layer_token_embd.weight", ...).
- * HF names with prefixes "model.language_model.", "model." or none are mapped to it;
+ * HF names with prefixes "model.language_model.", "model." or none are mapped to it (MLX
+ * quantized triples NAME.weight/.scales/.biases become one tensor, formats/mlx.h);
  * towers (vision/audio) are ignored.
  *
  * A model is given as a set of host-file handles; each is sniffed by content (GGUF magic,
@@ -27,6 +28,12 @@ typedef struct ox_tensor {
     /* pre-quantized safetensors (values and scales stored apart): */
     int scale_file;    /* -1 if not split */
     uint64_t scale_offset;
+    /* MLX affine (formats/mlx.h): packed values at file/offset, scales at scale_file/
+     * scale_offset, biases at bias_file/bias_offset; rows repacked to `type` when read */
+    int mlx_bits, mlx_group; /* bits 0: not MLX */
+    int mlx_dtype;           /* ox_st_dtype of the scales and biases */
+    int bias_file;
+    uint64_t bias_offset;
 } ox_tensor;
 
 typedef struct ox_model_files ox_model_files;
@@ -57,6 +64,8 @@ const struct ox_gguf *ox_files_gguf(const ox_model_files *mf);
 int ox_files_aux(const ox_model_files *mf, const char *basename); /* e.g. "tokenizer.json" */
 /* Precision recorded by a pre-quantized safetensors file ("q8"/"q4"), or NULL. */
 const char *ox_files_stored_quant(const ox_model_files *mf);
+/* The MLX quantization block of config.json ("bits 4, group 64"), or NULL if none. */
+const char *ox_files_mlx(const ox_model_files *mf);
 
 /* Added by the formats helper: */
 /* Rows of a tensor (ne[1] * ne[2] * ne[3]). */

@@ -2,7 +2,7 @@
  * rows of n values stored as f16 or Q8_0 (blocks of 32; n a multiple of 32), the query and
  * the output in f32. Each has a scalar reference (ox_*_ref, for tests) and a fast path
  * (SIMD128 in wasm, attn_simd128.c; elsewhere the reference). The f32 pair is ox_dot_f32 /
- * ox_axpy (kernels.h). */
+ * ox_axpy (kernels.h). The fast f16 kernels take finite values only (no Inf/NaN halves). */
 #ifndef OX_ATTN_H
 #define OX_ATTN_H
 

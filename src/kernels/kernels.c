@@ -5,6 +5,7 @@
 #include "kernels/kernels.h"
 #include "kernels/kernels_impl.h"
 #include "kernels/iq_tiles.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/pool.h"
 #include "kernels/prof.h"
 
@@ -89,9 +90,9 @@ static void tile_generic(const ox_matrix *W, const ox_act *a, int r0, int r1, fl
     }
 }
 
-/* Q4_1/Q5_1 dot against Q8_1, whose min term uses the fp16-rounded block sum s: the
- * dequantized activations would not reproduce that rounding, so these rare types run the
- * reference dot itself. */
+/* Q4_1/Q5_1/Q8_A dot against Q8_1, whose min term uses the fp16-rounded block sum s (Q8_A:
+ * the exact sum of the quants): the dequantized activations would not reproduce that, so
+ * these types run the reference dot itself where no SIMD tile has them. */
 static void tile_vec_dot_ref(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < a->n_tok; t++)
@@ -102,6 +103,7 @@ static void tile_vec_dot_ref(const ox_matrix *W, const ox_act *a, int r0, int r1
 static ox_tile_fn tile_for(ox_type t) {
     ox_tile_fn f = ox_iq_simd_tile(t);
     if (f) return f;
+    if ((f = ox_affine_simd_tile(t))) return f;
 #ifdef OX_HAVE_SIMD_TILES
     f = ox_simd_tile(t);
     if (f) return f;

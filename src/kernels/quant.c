@@ -12,6 +12,7 @@ _Static_assert(sizeof(ox_block_q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(ox_block_q5_1) == 24, "q5_1 block");
 _Static_assert(sizeof(ox_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(ox_block_q8_1) == 36, "q8_1 block");
+_Static_assert(sizeof(ox_block_q8_a) == 36, "q8_a block");
 _Static_assert(sizeof(ox_block_q2_K) == 84, "q2_K block");
 _Static_assert(sizeof(ox_block_q3_K) == 110, "q3_K block");
 _Static_assert(sizeof(ox_block_q4_K) == 144, "q4_K block");
@@ -60,6 +61,7 @@ static const type_info *info(ox_type t) {
         [OX_TQ1_0] = {"TQ1_0", OX_QK_K, sizeof(ox_block_tq1_0), OX_Q8_K},
         [OX_TQ2_0] = {"TQ2_0", OX_QK_K, sizeof(ox_block_tq2_0), OX_Q8_K},
         [OX_MXFP4] = {"MXFP4", OX_QK, sizeof(ox_block_mxfp4), OX_Q8_0},
+        [OX_Q8_A] = {"Q8_A", OX_QK, sizeof(ox_block_q8_a), OX_Q8_1},
     };
     if ((unsigned)t >= OX_TYPE_COUNT || !tab[t].name) return NULL;
     return &tab[t];
@@ -209,6 +211,11 @@ static void deq_q8_0(const ox_block_q8_0 *b, float *y) {
     for (int j = 0; j < 32; j++) y[j] = b->qs[j] * d;
 }
 
+static void deq_q8_a(const ox_block_q8_a *b, float *y) {
+    float d = F16(b->d), m = F16(b->m);
+    for (int j = 0; j < 32; j++) y[j] = b->qs[j] * d + m;
+}
+
 static void deq_q8_1(const ox_block_q8_1 *b, float *y) {
     float d = F16(b->d);
     for (int j = 0; j < 32; j++) y[j] = b->qs[j] * d;
@@ -318,6 +325,7 @@ void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
         case OX_Q5_1: deq_q5_1((const void *)p, dst); break;
         case OX_Q8_0: deq_q8_0((const void *)p, dst); break;
         case OX_Q8_1: deq_q8_1((const void *)p, dst); break;
+        case OX_Q8_A: deq_q8_a((const void *)p, dst); break;
         case OX_Q2_K: deq_q2_k((const void *)p, dst); break;
         case OX_Q3_K: deq_q3_k((const void *)p, dst); break;
         case OX_Q4_K: deq_q4_k((const void *)p, dst); break;
@@ -393,16 +401,32 @@ OX_NO_CONTRACT static void quant_q4_0(const float *x, ox_block_q4_0 *b) {
     }
 }
 
+/* The min/max fit of a 32-block with a min (Q4_1, Q8_A): d = range / levels and m = the min,
+ * stored as f16; returns 1/d (0 for a flat block) and the min. */
+OX_NO_CONTRACT static float fit_min_max(const float *x, int levels, ox_f16 *d16, ox_f16 *m16, float *mn) {
+    float mx;
+    minmax(x, 32, mn, &mx);
+    float d = (mx - *mn) / (float)levels;
+    *d16 = ox_f32_to_f16(d);
+    *m16 = ox_f32_to_f16(*mn);
+    return inv_or_zero(d);
+}
+
 OX_NO_CONTRACT static void quant_q4_1(const float *x, ox_block_q4_1 *b) {
-    float mn, mx;
-    minmax(x, 32, &mn, &mx);
-    float d = (mx - mn) / 15, id = inv_or_zero(d);
-    b->d = ox_f32_to_f16(d);
-    b->m = ox_f32_to_f16(mn);
+    float mn, id = fit_min_max(x, 15, &b->d, &b->m, &mn);
     for (int j = 0; j < 16; j++) {
         float x0 = (x[j] - mn) * id, x1 = (x[j + 16] - mn) * id;
         int q0 = trunc_q(x0 + 0.5f), q1 = trunc_q(x1 + 0.5f);
         b->qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
+    }
+}
+
+/* As quant_q4_1 with 255 levels (MLX's affine fit: the min as m, the range over 255 as d). */
+OX_NO_CONTRACT static void quant_q8_a(const float *x, ox_block_q8_a *b) {
+    float mn, id = fit_min_max(x, 255, &b->d, &b->m, &mn);
+    for (int j = 0; j < 32; j++) {
+        float v = (x[j] - mn) * id + 0.5f;
+        b->qs[j] = (uint8_t)(v >= 255.f ? 255 : v > 0.f ? (int)v : 0);
     }
 }
 
@@ -591,6 +615,7 @@ int ox_quantize_row(ox_type t, const float *src, void *dst, size_t n) {
         case OX_Q5_1: quant_q5_1(src, (void *)p); break;
         case OX_Q8_0: quant_q8_0(src, (void *)p); break;
         case OX_Q8_1: quant_q8_1(src, (void *)p); break;
+        case OX_Q8_A: quant_q8_a(src, (void *)p); break;
         case OX_Q2_K: quant_q2_k(src, (void *)p); break;
         case OX_Q3_K: quant_q3_k(src, (void *)p); break;
         case OX_Q4_K: {
@@ -635,6 +660,19 @@ static float dot_q4_1(const ox_block_q4_1 *w, const ox_block_q8_1 *a, size_t nb)
         for (int j = 0; j < 16; j++)
             s += (w[i].qs[j] & 0xF) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
         sum += s * (F16(w[i].d) * F16(a[i].d)) + F16(w[i].m) * F16(a[i].s);
+    }
+    return sum;
+}
+
+/* Unlike Q4_1's, the min term takes the exact integer sum of the activation quants, not the
+ * fp16-rounded s: with 8-bit values the min term is as large as the rest, and s's 2^-11 would
+ * be the dot's largest error. */
+static float dot_q8_a(const ox_block_q8_a *w, const ox_block_q8_1 *a, size_t nb) {
+    float sum = 0;
+    for (size_t i = 0; i < nb; i++) {
+        int s = 0, sa = 0;
+        for (int j = 0; j < 32; j++) s += w[i].qs[j] * a[i].qs[j], sa += a[i].qs[j];
+        sum += F16(a[i].d) * (s * F16(w[i].d) + sa * F16(w[i].m));
     }
     return sum;
 }
@@ -744,6 +782,7 @@ float ox_vec_dot_ref(ox_type t, const void *w, const void *a, size_t n) {
     case OX_Q5_1: return dot_q5_1(w, a, nb);
     case OX_Q8_0: return dot_q8_0(w, a, nb);
     case OX_Q8_1: return dot_q8_1(w, a, nb);
+    case OX_Q8_A: return dot_q8_a(w, a, nb);
     case OX_Q2_K: return dot_q2_k(w, a, nb);
     case OX_Q3_K: return dot_q3_k(w, a, nb);
     case OX_Q4_K:

@@ -2,8 +2,9 @@
  *
  * Type ids are ggml's (GGUF stores them), so a GGUF tensor's bytes are used as is.
  * Formats: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
- * the i-quants, TQ1_0/TQ2_0 and MXFP4 (their blocks in iq.h), plus the activation formats
- * Q8_1 and Q8_K used by the dots.
+ * the i-quants, TQ1_0/TQ2_0 and MXFP4 (their blocks in iq.h), the engine's Q8_A (8-bit affine,
+ * what MLX 8-bit checkpoints repack to; dotted like Q4_1 against Q8_1), plus the activation
+ * formats Q8_1 and Q8_K used by the dots.
  *
  * Dots follow llama.cpp: the activation vector is first quantized to the weight type's
  * "vec_dot type" (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants
@@ -23,7 +24,10 @@ typedef enum ox_type {
     OX_Q6_K = 14, OX_Q8_K = 15, OX_IQ2_XXS = 16, OX_IQ2_XS = 17, OX_IQ3_XXS = 18, OX_IQ1_S = 19,
     OX_IQ4_NL = 20, OX_IQ3_S = 21, OX_IQ2_S = 22, OX_IQ4_XS = 23, OX_IQ1_M = 29, OX_BF16 = 30,
     OX_TQ1_0 = 34, OX_TQ2_0 = 35, OX_MXFP4 = 39,
-    OX_TYPE_COUNT = 40
+    /* the engine's own formats, never read from a GGUF: ids far from ggml's */
+    OX_Q8_A = 64, /* 8-bit affine (MLX 8-bit checkpoints): d * q + m, q unsigned */
+    OX_TYPE_COUNT = 65,
+    OX_TYPE_GGML_END = 40 /* ids below this are ggml's */
 } ox_type;
 
 #define OX_QK 32    /* block of the legacy formats */
@@ -37,6 +41,7 @@ typedef struct { ox_f16 d; uint8_t qh[4]; uint8_t qs[OX_QK / 2]; } ox_block_q5_0
 typedef struct { ox_f16 d, m; uint8_t qh[4]; uint8_t qs[OX_QK / 2]; } ox_block_q5_1; /* 24 B */
 typedef struct { ox_f16 d; int8_t qs[OX_QK]; } ox_block_q8_0;                   /* 34 B  */
 typedef struct { ox_f16 d, s; int8_t qs[OX_QK]; } ox_block_q8_1;                /* 36 B  */
+typedef struct { ox_f16 d, m; uint8_t qs[OX_QK]; } ox_block_q8_a;               /* 36 B: d * qs[j] + m */
 typedef struct { uint8_t scales[OX_QK_K / 16]; uint8_t qs[OX_QK_K / 4]; ox_f16 d, dmin; } ox_block_q2_K; /* 84 B */
 typedef struct { uint8_t hmask[OX_QK_K / 8]; uint8_t qs[OX_QK_K / 4]; uint8_t scales[12]; ox_f16 d; } ox_block_q3_K; /* 110 B */
 typedef struct { ox_f16 d, dmin; uint8_t scales[12]; uint8_t qs[OX_QK_K / 2]; } ox_block_q4_K; /* 144 B */
@@ -66,7 +71,7 @@ void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n);
 
 /* Quantize n f32 values into blocks of type t. Supported targets: Q8_0, Q4_0 (the engine's
  * quantize-on-load and the fixture generator; bit-exact with ggml's *_ref quantizers),
- * Q8_1, Q8_K (activations), and for fixtures Q4_1, Q5_0, Q5_1, Q2_K..Q6_K (ggml's reference
+ * Q8_1, Q8_K (activations), Q8_A (min/max fit, as MLX's affine quantizer), and for fixtures Q4_1, Q5_0, Q5_1, Q2_K..Q6_K (ggml's reference
  * quantizers, need not be optimal, must be valid). Returns 0 or OX_E_UNSUPPORTED. */
 int ox_quantize_row(ox_type t, const float *src, void *dst, size_t n);
 

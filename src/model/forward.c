@@ -26,6 +26,7 @@ typedef struct acts {
     int *row_of;                                     /* token i -> index into uniq */
     uint8_t *stage;                                  /* one stored-format table row */
     float *hn;                                       /* final normed hidden */
+    float *lz;                                       /* LoRA: A x per row */
 } acts;
 
 typedef struct carve { uint8_t *base; size_t off; } carve;
@@ -36,8 +37,8 @@ static void *take(carve *cv, size_t bytes) {
 }
 
 /* The layout of one forward call's activations over n tokens and kv_len keys: pointers into
- * cv->base (NULL: sizes only, cv->off ends at the total). */
-static void layout_acts(const ox_config *c, size_t stage, int tasks, int n, int kv_len, carve *cv, acts *A) {
+ * cv->base (NULL: sizes only, cv->off ends at the total); lora: floats per token of LoRA scratch. */
+static void layout_acts(const ox_config *c, size_t stage, size_t lora, int tasks, int n, int kv_len, carve *cv, acts *A) {
     size_t H = (size_t)c->hidden, nh = (size_t)c->n_heads, LP = (size_t)c->n_layers * (size_t)c->ple_dim;
     size_t qw = 0, kw = 0, I = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -78,6 +79,7 @@ static void layout_acts(const ox_config *c, size_t stage, int tasks, int n, int 
     A->uniq = take(cv, N * sizeof(int32_t));
     A->row_of = take(cv, N * sizeof(int));
     A->stage = take(cv, stage);
+    A->lz = take(cv, N * lora * F);
 }
 
 static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 1; }
@@ -85,7 +87,7 @@ static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 
 size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len) {
     carve cv = {NULL, 0};
     acts A;
-    layout_acts(c, stage, tasks, n, kv_len, &cv, &A);
+    layout_acts(c, stage, 0, tasks, n, kv_len, &cv, &A);
     return cv.off;
 }
 
@@ -94,10 +96,10 @@ static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
     const ox_config *c = &s->m->c;
     size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
     carve cv = {NULL, 0};
-    layout_acts(c, stage, tasks_now(), n, kv_len, &cv, A);
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), tasks_now(), n, kv_len, &cv, A);
     cv.base = ox_scratch_get(&s->act, cv.off, err);
     if (!cv.base) return err ? err->code : OX_E_NOMEM;
-    layout_acts(c, stage, tasks_now(), n, kv_len, &cv, A);
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), tasks_now(), n, kv_len, &cv, A);
     return 0;
 }
 
@@ -203,19 +205,63 @@ static void add_rows(float *h, const float *d, size_t n) {
     for (size_t i = 0; i < n; i++) h[i] += d[i];
 }
 
-/* Expert e's block of `rows` rows in a stacked expert tensor. */
-static ox_matrix expert_view(const ox_matrix *M, int e, int rows) {
-    ox_matrix v = *M;
-    v.rows = rows;
-    v.data = (uint8_t *)M->data + (size_t)e * (size_t)rows * M->row_bytes;
-    return v;
+/* Expert e's block of `rows` rows in a stacked expert tensor: a view into the resident tensor,
+ * or, when it stays on the host, the block fetched into the weight cache (pinned until the
+ * caller releases it). */
+static int expert_view(ox_model *m, int l, const ox_matrix *M, int e, int rows, ox_matrix *v, ox_err *err) {
+    *v = *M;
+    v->rows = rows;
+    if (M->data) {
+        v->data = (uint8_t *)M->data + (size_t)e * (size_t)rows * M->row_bytes;
+        return 0;
+    }
+    const layer_w *w = &m->L[l];
+    for (int i = 0; i < w->n_host; i++) {
+        if (w->host[i].M != M) continue;
+        size_t bytes = (size_t)rows * M->row_bytes;
+        v->data = (void *)ox_wcache_get(m->wc, ox_wcache_key(m, l, i, e), 0, w->host[i].t, (uint64_t)e * (uint64_t)rows,
+                                        (uint64_t)rows, bytes, err);
+        return v->data ? 0 : (err ? err->code : OX_E_IO);
+    }
+    return ox_errf(err, OX_E_STATE, "layer %d: an expert tensor is neither resident nor on the host", l);
+}
+
+/* One expert on its m gathered rows A->xe: A->f = W_down (gelu(gate) * up), gate/up from the
+ * fused [gate | up] tensor or the split pair. */
+static int run_expert(ox_session *s, int l, const layer_w *w, int e, int m, acts *A, ox_err *err) {
+    int Ie = s->m->c.moe_ffn, H = s->m->c.hidden;
+    ox_matrix dn, gu, g, u;
+    int fused = w->exp_gate_up.rows > 0;
+    if (fused) {
+        TRY(expert_view(s->m, l, &w->exp_gate_up, e, 2 * Ie, &gu, err));
+        TRY(ox_matmul(&s->ws, &gu, A->xe, m, A->gu, err));
+    } else {
+        TRY(expert_view(s->m, l, &w->exp_gate, e, Ie, &g, err));
+        TRY(expert_view(s->m, l, &w->exp_up, e, Ie, &u, err));
+        const ox_matrix *Ws[2] = {&g, &u};
+        float *ys[2] = {A->gu, A->gu + (size_t)m * Ie};
+        TRY(ox_matmul_multi(&s->ws, Ws, 2, A->xe, m, ys, err));
+    }
+    for (int r = 0; r < m; r++) { /* fused rows: [gate | up]; split: all gates, then all ups */
+        const float *gr = A->gu + (size_t)r * (fused ? 2 * Ie : Ie);
+        const float *ur = fused ? gr + Ie : A->gu + (size_t)(m + r) * Ie;
+        ox_geglu(A->eact + (size_t)r * Ie, gr, ur, Ie);
+    }
+    TRY(expert_view(s->m, l, &w->exp_down, e, H, &dn, err));
+    return ox_matmul(&s->ws, &dn, A->eact, m, A->f, err);
 }
 
 /* Routed experts (docs/gemma4.md §2.5) into A->ye: router on the un-normed residual A->x,
- * experts on rms(x, pre_ffw_norm_2); tokens grouped per expert so each expert runs once. */
+ * experts on rms(x, pre_ffw_norm_2); tokens grouped per expert so each expert runs once, in
+ * id order (streamed experts: reads in file order). Each streamed expert is released once it
+ * has run. No prefetch of the next layer's experts: the router needs this layer's output, and
+ * in wasm host reads are synchronous on the forward's own thread (hostfile.h), so there is
+ * nothing to overlap them with. */
 static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *err) {
     const ox_config *c = &s->m->c;
-    int H = c->hidden, E = c->n_experts, K = c->top_k_experts, Ie = c->moe_ffn;
+    int H = c->hidden, E = c->n_experts, K = c->top_k_experts;
+    int l = (int)(w - s->m->L); /* w is this layer's entry of the model's table */
+    ox_wcache *wc = s->m->wc;
     float iH = 1.0f / sqrtf((float)H);
     for (int i = 0; i < n; i++) {
         float *a = A->a + (size_t)i * H;
@@ -254,23 +300,10 @@ static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *e
                     m++;
                 }
         if (!m) continue;
-        ox_matrix dn = expert_view(&w->exp_down, e, H);
-        int fused = w->exp_gate_up.data != NULL;
-        if (fused) {
-            ox_matrix gu = expert_view(&w->exp_gate_up, e, 2 * Ie);
-            TRY(ox_matmul(&s->ws, &gu, A->xe, m, A->gu, err));
-        } else {
-            ox_matrix g = expert_view(&w->exp_gate, e, Ie), u = expert_view(&w->exp_up, e, Ie);
-            const ox_matrix *Ws[2] = {&g, &u};
-            float *ys[2] = {A->gu, A->gu + (size_t)m * Ie};
-            TRY(ox_matmul_multi(&s->ws, Ws, 2, A->xe, m, ys, err));
-        }
-        for (int r = 0; r < m; r++) { /* fused rows: [gate | up]; split: all gates, then all ups */
-            const float *g = A->gu + (size_t)r * (fused ? 2 * Ie : Ie);
-            const float *u = fused ? g + Ie : A->gu + (size_t)(m + r) * Ie;
-            ox_geglu(A->eact + (size_t)r * Ie, g, u, Ie);
-        }
-        TRY(ox_matmul(&s->ws, &dn, A->eact, m, A->f, err));
+        ox_wcache_mark mk = wc ? ox_wcache_mark_now(wc) : (ox_wcache_mark){0, 0};
+        int rc = run_expert(s, l, w, e, m, A, err);
+        if (wc) ox_wcache_release(wc, mk);
+        if (rc) return rc;
         for (int r = 0; r < m; r++)
             ox_axpy(A->ye + (size_t)A->tok_of[r] * H, A->selw[A->slot_of[r]], A->f + (size_t)r * H, H);
     }
@@ -288,12 +321,15 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
     int H = c->hidden, nh = c->n_heads, hd = lc->head_dim, nkv = lc->n_kv_heads, kvw = nkv * hd;
     float eps = c->rms_eps;
     rms_rows(A->a, A->x, w->attn_norm, n, H, eps);
+    static const ox_lora_target QKV[3] = {OX_LORA_Q, OX_LORA_K, OX_LORA_V};
     if (lc->shared) {
         TRY(ox_matmul(&s->ws, &w->q, A->a, n, A->q, err));
+        ox_lora_add(s->m, l, QKV, 1, A->a, n, &A->q, A->lz);
     } else {
         const ox_matrix *Ws[3] = {&w->q, &w->k, &w->v};
         float *ys[3] = {A->q, A->k, A->v};
         TRY(ox_matmul_multi(&s->ws, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
+        ox_lora_add(s->m, l, QKV, lc->k_eq_v ? 2 : 3, A->a, n, ys, A->lz);
         if (lc->k_eq_v) memcpy(A->v, A->k, (size_t)n * kvw * sizeof(float));
     }
     for (int t = 0; t < n; t++) {
@@ -315,6 +351,7 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
     attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
     ox_pool_run(attn_task, &J, tasks);
     TRY(ox_matmul(&s->ws, &w->o, A->att, n, A->o, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_O}, 1, A->att, n, &A->o, A->lz);
     rms_rows(A->o, A->o, w->post_attn_norm, n, H, eps);
     add_rows(A->x, A->o, (size_t)n * H);
     return 0;
@@ -334,8 +371,10 @@ static int feed_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     const ox_matrix *Ws[2] = {&w->gate, &w->up};
     float *ys[2] = {A->g, A->u};
     TRY(ox_matmul_multi(&s->ws, Ws, 2, A->a, n, ys, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_GATE, OX_LORA_UP}, 2, A->a, n, ys, A->lz);
     for (int t = 0; t < n; t++) ox_geglu(A->g + (size_t)t * I, A->g + (size_t)t * I, A->u + (size_t)t * I, I);
     TRY(ox_matmul(&s->ws, &w->down, A->g, n, A->f, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_DOWN}, 1, A->g, n, &A->f, A->lz);
     if (c->moe) {
         rms_rows(A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
         TRY(moe_branch(s, w, n, A, err));
@@ -355,17 +394,41 @@ static int ple_inject(ox_session *s, int l, int n, acts *A, ox_err *err) {
     int H = c->hidden, P = c->ple_dim;
     size_t LP = (size_t)c->n_layers * P;
     TRY(ox_matmul(&s->ws, &w->ple_gate, A->x, n, A->pg, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_GATE}, 1, A->x, n, &A->pg, A->lz);
     for (int t = 0; t < n; t++)
         ox_geglu(A->pg + (size_t)t * P, A->pg + (size_t)t * P, A->ple + (size_t)t * LP + (size_t)l * P, P);
     TRY(ox_matmul(&s->ws, &w->ple_proj, A->pg, n, A->pu, err));
+    ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_PROJ}, 1, A->pg, n, &A->pu, A->lz);
     rms_rows(A->pu, A->pu, w->ple_post_norm, n, H, c->rms_eps);
     add_rows(A->x, A->pu, (size_t)n * H);
     return 0;
 }
 
+/* Point layer l's dense host matrices at their rows in the weight cache, fetching what is not
+ * there; drop_layer lets them go again (data NULL, pins released to mk). */
+static int fetch_layer(ox_model *m, int l, ox_wcache_mark *mk, ox_err *err) {
+    layer_w *w = &m->L[l];
+    *mk = ox_wcache_mark_now(m->wc);
+    for (int i = 0; i < w->n_host; i++) {
+        host_mat *h = &w->host[i];
+        if (h->experts) continue;
+        size_t bytes = (size_t)h->M->rows * h->M->row_bytes;
+        h->M->data = (void *)ox_wcache_get(m->wc, ox_wcache_key(m, l, i, 0), 1, h->t, 0, (uint64_t)h->M->rows, bytes, err);
+        if (!h->M->data) return err ? err->code : OX_E_IO;
+    }
+    return 0;
+}
+
+static void drop_layer(ox_model *m, int l, ox_wcache_mark mk) {
+    layer_w *w = &m->L[l];
+    for (int i = 0; i < w->n_host; i++)
+        if (!w->host[i].experts) w->host[i].M->data = NULL;
+    ox_wcache_release(m->wc, mk);
+}
+
 /* One decoder layer (docs/gemma4.md §2): attention, feed-forward, PLE, then the layer scale,
  * which multiplies the whole residual stream (§2.7). */
-static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
+static int layer_compute(ox_session *s, int l, int n, acts *A, ox_err *err) {
     const ox_config *c = &s->m->c;
     TRY(attention(s, l, n, A, err));
     TRY(feed_forward(s, l, n, A, err));
@@ -374,6 +437,18 @@ static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     if (scale != 1.0f)
         for (size_t i = 0; i < (size_t)n * c->hidden; i++) A->x[i] *= scale;
     return 0;
+}
+
+/* A layer with its streamed dense weights (load option stream 'all') fetched for it and let
+ * go after it, also on an error. */
+static int layer_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
+    ox_model *m = s->m;
+    if (!m->wc) return layer_compute(s, l, n, A, err);
+    ox_wcache_mark mk;
+    int rc = fetch_layer(m, l, &mk, err);
+    if (!rc) rc = layer_compute(s, l, n, A, err);
+    drop_layer(m, l, mk);
+    return rc;
 }
 
 /* One micro-batch: every token through every layer, appended to the caches. */

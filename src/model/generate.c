@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/draft_lookup.h"
+#include "model/drafter_mtp.h"
 
 struct ox_gen {
     ox_session *s;
@@ -35,6 +36,10 @@ struct ox_gen {
     float *scratch;         /* [vocab]: a row the sampler may modify */
     int32_t *text;          /* the drafter's view: session tokens + the pending one */
     int text_cap;
+    ox_mtp *mtp;            /* MTP drafter, or NULL: prompt lookup */
+    float *h, *hrows;       /* target hidden: of position h_pos; of a verify batch's rows */
+    int h_pos, hidden;
+    float draft_p_min;
     /* logprobs */
     int logprobs;
     int32_t top_ids[OX_GEN_TOP_MAX];
@@ -42,7 +47,7 @@ struct ox_gen {
 };
 
 void ox_gen_defaults(ox_gen_params *p) {
-    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1, .logprobs = -1};
+    *p = (ox_gen_params){.max_tokens = 256, .use_eos = 1, .logprobs = -1, .draft_p_min = 0.3f};
     ox_sampler_defaults(&p->sampler);
 }
 
@@ -92,6 +97,22 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     g->n_stops = n_eos + p->n_stop;
     g->draft_max = draft_max;
     if (draft_max) ox_lookup_init(&g->look, draft_max);
+    g->h_pos = -1;
+    g->draft_p_min = p->draft_p_min;
+    if (draft_max && p->drafter) {
+        g->hidden = c->hidden;
+        g->h = malloc((size_t)c->hidden * sizeof *g->h);
+        g->hrows = malloc((size_t)(draft_max + 1) * c->hidden * sizeof *g->hrows);
+        if (!g->h || !g->hrows) {
+            ox_gen_free(g);
+            ox_errf(err, OX_E_NOMEM, "generate: out of memory for the MTP drafter's hidden states");
+            return NULL;
+        }
+        if (!(g->mtp = ox_mtp_new(p->drafter, s, err))) {
+            ox_gen_free(g);
+            return NULL;
+        }
+    }
     g->logprobs = p->logprobs;
     return g;
 }
@@ -108,6 +129,9 @@ void ox_gen_free(ox_gen *g) {
     free(g->rows);
     free(g->scratch);
     free(g->text);
+    ox_mtp_free(g->mtp);
+    free(g->h);
+    free(g->hrows);
     free(g);
 }
 
@@ -265,12 +289,19 @@ static int speculate(ox_gen *g, ox_err *err) {
     }
     if (pos) memcpy(g->text, hist, (size_t)pos * sizeof *g->text);
     if (g->n_pending) g->text[pos] = g->pending[0];
-    int k = ox_lookup_draft(&g->look, g->text, pos + g->n_pending, tail, cap);
+    int k;
+    if (g->mtp) { /* the drafter starts from the pending token and the hidden state before it */
+        if (!g->n_pending || g->h_pos != pos - 1) return 0;
+        k = ox_mtp_draft(g->mtp, g->pending[0], g->h, cap, g->draft_p_min, tail, err);
+        if (k < 0) return k;
+    } else {
+        k = ox_lookup_draft(&g->look, g->text, pos + g->n_pending, tail, cap);
+    }
     if (k <= 0) return 0;
     int np = g->n_pending;
     memcpy(batch, g->pending, (size_t)np * sizeof *batch);
     memcpy(batch + np, tail, (size_t)k * sizeof *batch);
-    ox_forward_io io = {.tokens = batch, .n = np + k, .logits = g->rows, .all_logits = 1};
+    ox_forward_io io = {.tokens = batch, .n = np + k, .logits = g->rows, .all_logits = 1, .hidden = g->hrows};
     int rc = ox_forward(g->s, &io, err);
     if (rc) return rc;
     g->n_pending = 0;
@@ -295,6 +326,10 @@ static int speculate(ox_gen *g, ox_err *err) {
     g->counts.drafted += k;
     g->counts.accepted += kept;
     if ((rc = ox_session_truncate(g->s, pos + np + kept, err))) return rc;
+    if (g->mtp) { /* the last row kept: the hidden state before the new pending token */
+        memcpy(g->h, g->hrows + (size_t)(np + kept - 1) * g->hidden, (size_t)g->hidden * sizeof *g->h);
+        g->h_pos = pos + np + kept - 1;
+    }
     g->queue[g->q_n++] = final; /* a stop id here ends the generation when it is returned */
     g->pending[g->n_pending++] = final;
     return 1;
@@ -313,11 +348,12 @@ int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err) {
     }
     if (g->q_head < g->q_n) return emit(g, g->queue[g->q_head++], out, err);
     if (g->n_pending) {
-        ox_forward_io io = {.tokens = g->pending, .n = g->n_pending, .logits = g->logits};
+        ox_forward_io io = {.tokens = g->pending, .n = g->n_pending, .logits = g->logits, .hidden = g->h};
         int rc = ox_forward(g->s, &io, err);
         if (rc) return rc;
         g->n_pending = 0;
         g->counts.decoded++;
+        g->h_pos = ox_session_pos(g->s) - 1;
     }
     int pos = ox_session_pos(g->s);
     if (pos >= g->limit) return finish(g, OX_GEN_CONTEXT);

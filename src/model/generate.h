@@ -37,7 +37,10 @@
  * to plain decoding). The kept drafts and the one token after them (the replacement, or a
  * draw from the last row when every draft was kept) are queued; the session is truncated to
  * the kept ones, and the last token is pending as usual. Each later step returns the next
- * queued token without a forward. Drafts never reach past max_tokens or the context. */
+ * queued token without a forward. Drafts never reach past max_tokens or the context.
+ * With an MTP drafter, the drafts come from it instead: it needs the target's hidden state of
+ * the token before the pending one, which every step's forward keeps, so a step right after
+ * the prompt (or with nothing pending) runs plainly. */
 #ifndef OX_GENERATE_H
 #define OX_GENERATE_H
 
@@ -78,6 +81,13 @@ typedef struct ox_gen_params {
     ox_logits_filter filter;
     int draft_max;              /* speculative decoding with prompt-lookup drafts of at most this
                                    many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
+    const ox_model *drafter;    /* with draft_max: MTP drafts (drafter_mtp.h) of draft_max tokens
+                                   from this gemma4-assistant model instead of prompt lookup */
+    float draft_p_min;          /* MTP: a draft ends before a token the drafter gives less than this
+                                   probability (default 0.3: a random drafter, p ~ 0.01, then costs a
+                                   drafter step per token instead of a wider verify; drafts that
+                                   agree come with p ~ 0.9 on the synthetic agreeing drafter; not yet
+                                   tuned on a released assistant) */
     int logprobs;               /* -1: off; 0..OX_GEN_TOP_MAX: the chosen token's log-probability
                                    and that many alternatives (the model's distribution) */
 } ox_gen_params;
@@ -86,7 +96,7 @@ typedef struct ox_gen_params {
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no
- * speculation, no logprobs. */
+ * speculation (draft_p_min 0.3), no logprobs. */
 void ox_gen_defaults(ox_gen_params *p);
 
 typedef struct ox_gen ox_gen;

@@ -15,7 +15,8 @@
 
 #define LOAD_CHUNK (8u << 20) /* bytes per read while loading */
 
-enum role { ROLE_LINEAR, ROLE_KEEP_Q8, ROLE_STORED }; /* KEEP_Q8: Q8 under q4; STORED: never converted */
+/* KEEP_Q8: Q8 under q4; STORED: never converted; EXPERT: a stacked expert tensor, else as LINEAR */
+enum role { ROLE_LINEAR, ROLE_KEEP_Q8, ROLE_STORED, ROLE_EXPERT };
 
 typedef struct loader {
     ox_model *m;
@@ -25,6 +26,9 @@ typedef struct loader {
     int ws_tokens;          /* dry: size the matmul scratch for this many tokens (0: don't) */
     size_t ws_bytes;        /* dry: the largest matmul scratch of one weight at ws_tokens */
     uint64_t host_table_bytes; /* dry: bytes of the tables read per row through the host */
+    int layer;              /* the layer being walked, -1 for the global tensors */
+    uint64_t streamed;      /* bytes left on the host (load option stream) */
+    uint64_t unit, max_unit; /* transit bytes: this layer's dense host matrices + one expert; the largest */
     void *stage;            /* chunk staging for converted tensors */
     float *rowf;
     size_t stage_cap, rowf_cap;
@@ -134,6 +138,32 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
     return 0;
 }
 
+/* Does this matrix stay on the host (load option stream)? Layer weights only: the tied head
+ * (token_embd), the PLE projection and the routers (ROLE_STORED) are needed whole every token. */
+static int on_host(const loader *ld, enum role role) {
+    ox_stream st = ld->m->opts.stream;
+    if (ld->layer < 0) return 0;
+    return role == ROLE_EXPERT ? st != OX_STREAM_NONE : (role == ROLE_LINEAR && st == OX_STREAM_ALL);
+}
+
+static uint64_t align_up(uint64_t n) { return (n + OX_WCACHE_ALIGN - 1) & ~(uint64_t)(OX_WCACHE_ALIGN - 1); }
+
+/* Record a host matrix: its bytes (dry pass), or its place in the layer (real pass). */
+static int place_on_host(loader *ld, const ox_tensor *t, enum role role, uint64_t rows, uint64_t rb, ox_matrix *M) {
+    int E = role == ROLE_EXPERT ? ld->m->c.n_experts : 0;
+    if (ld->dry) {
+        ld->streamed += rows * rb;
+        ld->unit += align_up(E ? rows / (uint64_t)E * rb : rows * rb);
+        return 0;
+    }
+    layer_w *w = &ld->m->L[ld->layer];
+    if (w->n_host == OX_HOST_MATS)
+        return ox_errf(ld->err, OX_E_STATE, "%s: tensor %s: more than %d host matrices in layer %d", fname_of(t),
+                       t->name, OX_HOST_MATS, ld->layer);
+    w->host[w->n_host++] = (host_mat){M, t, E};
+    return 0;
+}
+
 /* A weight matrix: rows = product of ne[1..], cols = ne[0]. */
 static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, enum role role, ox_matrix *M) {
     const ox_tensor *t = ox_files_require(ld->m->mf, name, ld->err);
@@ -151,6 +181,15 @@ static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, en
         return ox_errf(ld->err, OX_E_CONFIG, "%s: tensor %s: too large", fname_of(t), name);
     uint64_t src_rb;
     if (ox_row_bytes(t->type, cols, &src_rb, ld->err)) return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
+    if (on_host(ld, role)) { /* read per use as stored: a conversion per read would cost more than the read */
+        if (to != t->type)
+            return ox_errf(ld->err, OX_E_UNSUPPORTED,
+                           "%s: tensor %s: streamed weights run as stored, but it is %s and quant asks for %s "
+                           "(use quant 'stored' or a quantized file)",
+                           fname_of(t), name, ox_type_name(t->type), ox_type_name(to));
+        *M = (ox_matrix){to, (int)rows, (int)cols, (size_t)rb, NULL};
+        return place_on_host(ld, t, role, rows, rb, M);
+    }
     if (ld->dry) {
         ld->resident += rows * rb;
         ld->total += rows * src_rb;
@@ -211,6 +250,8 @@ static int walk_layer(loader *ld, int l) {
     uint64_t H = (uint64_t)c->hidden, hd = (uint64_t)lc->head_dim, nh = (uint64_t)c->n_heads;
     uint64_t kvw = (uint64_t)lc->n_kv_heads * hd, I = (uint64_t)lc->ffn;
     char nm[128];
+    ld->layer = l;
+    ld->unit = 0;
 #define NAME(s) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), nm)
     TRY(take_vec(ld, NAME("attn_norm.weight"), H, 0, &w->attn_norm));
     TRY(take_mat(ld, NAME("attn_q.weight"), 2, (uint64_t[]){H, nh * hd}, ROLE_LINEAR, &w->q));
@@ -233,12 +274,12 @@ static int walk_layer(loader *ld, int l) {
         TRY(take_vec(ld, NAME("ffn_gate_inp.scale"), H, 0, &w->router_scale));
         TRY(take_vec(ld, NAME("ffn_down_exps.scale"), E, 0, &w->expert_scale));
         if (ox_files_find(m->mf, NAME("ffn_gate_up_exps.weight"))) {
-            TRY(take_mat(ld, nm, 3, (uint64_t[]){H, 2 * Ie, E}, ROLE_LINEAR, &w->exp_gate_up));
+            TRY(take_mat(ld, nm, 3, (uint64_t[]){H, 2 * Ie, E}, ROLE_EXPERT, &w->exp_gate_up));
         } else { /* gate and up experts as two tensors (docs/gemma4.md §3.2) */
-            TRY(take_mat(ld, NAME("ffn_gate_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_LINEAR, &w->exp_gate));
-            TRY(take_mat(ld, NAME("ffn_up_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_LINEAR, &w->exp_up));
+            TRY(take_mat(ld, NAME("ffn_gate_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_EXPERT, &w->exp_gate));
+            TRY(take_mat(ld, NAME("ffn_up_exps.weight"), 3, (uint64_t[]){H, Ie, E}, ROLE_EXPERT, &w->exp_up));
         }
-        TRY(take_mat(ld, NAME("ffn_down_exps.weight"), 3, (uint64_t[]){Ie, H, E}, ROLE_LINEAR, &w->exp_down));
+        TRY(take_mat(ld, NAME("ffn_down_exps.weight"), 3, (uint64_t[]){Ie, H, E}, ROLE_EXPERT, &w->exp_down));
         TRY(take_vec(ld, NAME("pre_ffw_norm_2.weight"), H, 0, &w->pre_ffw_norm_2));
         TRY(take_vec(ld, NAME("post_ffw_norm_1.weight"), H, 0, &w->post_ffw_norm_1));
         TRY(take_vec(ld, NAME("post_ffw_norm_2.weight"), H, 0, &w->post_ffw_norm_2));
@@ -253,6 +294,8 @@ static int walk_layer(loader *ld, int l) {
     TRY(take_vec(ld, NAME("layer_output_scale.weight"), 1, 1, &scale));
     w->out_scale = scale ? scale[0] : 1.0f;
 #undef NAME
+    if (ld->unit > ld->max_unit) ld->max_unit = ld->unit;
+    ld->layer = -1;
     return 0;
 }
 
@@ -275,6 +318,11 @@ static int walk(loader *ld) {
         TRY(take_mat(ld, "per_layer_model_proj.weight", 2, (uint64_t[]){H, LP}, ROLE_KEEP_Q8, &m->ple_model_proj));
         TRY(take_vec(ld, "per_layer_proj_norm.weight", (uint64_t)c->ple_dim, 0, &m->ple_proj_norm));
     }
+    if (c->assistant) {
+        uint64_t Hb = (uint64_t)c->backbone_hidden;
+        TRY(take_mat(ld, "nextn.pre_projection.weight", 2, (uint64_t[]){2 * Hb, H}, ROLE_LINEAR, &m->nextn_pre));
+        TRY(take_mat(ld, "nextn.post_projection.weight", 2, (uint64_t[]){H, Hb}, ROLE_LINEAR, &m->nextn_post));
+    }
     for (int l = 0; l < c->n_layers; l++) TRY(walk_layer(ld, l));
     return 0;
 }
@@ -283,6 +331,20 @@ static int check_config(const ox_config *c, ox_err *err) {
     if (c->n_layers <= 0 || c->n_layers > OX_MAX_LAYERS || c->hidden <= 0 || c->vocab <= 0)
         return ox_errf(err, OX_E_CONFIG, "model config: bad layer count / hidden / vocab");
     return 0;
+}
+
+/* After the dry pass: the weight cache for what stays on the host. */
+static int start_stream(ox_model *m, const loader *ld, ox_err *err) {
+    if (m->opts.stream < OX_STREAM_NONE || m->opts.stream > OX_STREAM_ALL)
+        return ox_errf(err, OX_E_RANGE, "stream %d is not one of none (0), experts (1), all (2)", (int)m->opts.stream);
+    if (!ld->streamed)
+        return ox_errf(err, OX_E_RANGE, "stream experts: the model has no routed experts (stream 'all' streams its layers)");
+    if (!m->opts.weight_cache)
+        return ox_errf(err, OX_E_RANGE, "streamed weights need a weight cache size (at least %llu bytes, one layer's)",
+                       (unsigned long long)ld->max_unit);
+    int n_keys = ox_wcache_key(m, m->c.n_layers, 0, 0);
+    m->wc = ox_wcache_new(m->opts.weight_cache, ld->max_unit, n_keys, err);
+    return m->wc ? 0 : (err ? err->code : OX_E_NOMEM);
 }
 
 ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *err) {
@@ -299,17 +361,27 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
     m->mf = mf;
     m->c = *ox_files_config(mf);
     if (opts) m->opts = *opts;
-    if (check_config(&m->c, err)) goto fail;
-    m->L = calloc((size_t)m->c.n_layers, sizeof *m->L);
-    if (!m->L) {
-        ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", m->c.n_layers);
+    const ox_config *c = &m->c;
+    if (check_config(c, err)) goto fail;
+    if (c->assistant != !!m->opts.drafter) {
+        ox_errf(err, OX_E_CONFIG, c->assistant ? "%s: a gemma4-assistant MTP drafter, not a model: load it as the drafter"
+                                               : "%s: not a gemma4-assistant MTP drafter (architecture gemma4)",
+                ox_files_describe(mf));
         goto fail;
     }
-    loader ld = {.m = m, .dry = 1, .err = err};
+    m->L = calloc((size_t)c->n_layers, sizeof *m->L);
+    if (!m->L) {
+        ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", c->n_layers);
+        goto fail;
+    }
+    loader ld = {.m = m, .dry = 1, .layer = -1, .err = err};
     if (walk(&ld)) goto fail_ld;
-    if (m->opts.max_resident && ld.resident > m->opts.max_resident) {
-        ox_errf(err, OX_E_NOMEM, "the model needs %llu bytes resident (weights), more than the limit of %llu",
-                (unsigned long long)ld.resident, (unsigned long long)m->opts.max_resident);
+    if (m->opts.stream != OX_STREAM_NONE && start_stream(m, &ld, err)) goto fail_ld;
+    uint64_t need = ld.resident + (m->wc ? m->opts.weight_cache : 0);
+    if (m->opts.max_resident && need > m->opts.max_resident) {
+        ox_errf(err, OX_E_NOMEM, "the model needs %llu bytes resident (weights%s), more than the limit of %llu",
+                (unsigned long long)need, m->wc ? " and the weight cache" : "",
+                (unsigned long long)m->opts.max_resident);
         goto fail_ld;
     }
     m->weight_bytes = ld.resident;
@@ -335,7 +407,7 @@ int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws
     if (rc) return rc;
     m.L = calloc((size_t)m.c.n_layers, sizeof *m.L);
     if (!m.L) return ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", m.c.n_layers);
-    loader ld = {.m = &m, .dry = 1, .ws_tokens = ws_tokens, .err = err};
+    loader ld = {.m = &m, .dry = 1, .layer = -1, .ws_tokens = ws_tokens, .err = err};
     rc = walk(&ld);
     free(m.L);
     if (rc) return rc;
@@ -347,6 +419,7 @@ int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws
 void ox_model_free(ox_model *m) {
     if (!m) return;
     for (int i = 0; i < m->n_allocs; i++) free(m->allocs[i]);
+    ox_wcache_free(m->wc);
     free(m->allocs);
     free(m->L);
     ox_files_free(m->mf);
@@ -357,7 +430,12 @@ const ox_config *ox_model_config(const ox_model *m) { return &m->c; }
 const ox_model_files *ox_model_files_of(const ox_model *m) { return m->mf; }
 
 void ox_model_stats_get(const ox_model *m, ox_model_stats *st) {
-    st->resident_bytes = m->weight_bytes + m->cache_bytes;
+    ox_wcache_stats ws = {0};
+    if (m->wc) ox_wcache_stats_get(m->wc, &ws);
+    st->resident_bytes = m->weight_bytes + m->cache_bytes + ws.held;
     st->host_bytes_read = m->host_bytes;
     st->rows_fetched = m->rows_fetched;
+    st->stream_bytes = ws.bytes_streamed;
+    st->stream_hits = ws.hits;
+    st->stream_misses = ws.misses;
 }

@@ -4,7 +4,8 @@
  * for bf16/f16/f32 checkpoints), norms as f32. The PLE table (per_layer_token_embd) is
  * never loaded: its rows are read through the host interface per forward call, one read
  * per needed row, on the calling thread. With tables_on_host the token-embedding lookups
- * go to the host too (the tied LM head still needs the table resident). */
+ * go to the host too (the tied LM head still needs the table resident). With stream, the
+ * chosen linear weights stay on the host and are read per use into a bounded cache. */
 #ifndef OX_MODEL_H
 #define OX_MODEL_H
 
@@ -28,12 +29,27 @@ typedef enum { OX_QUANTS(OX_QUANT_ENUM_) } ox_quant;
 /* Return nonzero from progress to abort the load (OX_E_ABORTED). */
 typedef int (*ox_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
+/* X(NAME, id, js name): which linear weights stay on the host and are read per use into the
+ * weight cache (model/weights_cache.h). The JS option loadModel({streamWeights}) takes the js names. */
+#define OX_STREAMS(X)                                                                            \
+    X(NONE, 0, "none")       /* every weight resident */                                         \
+    X(EXPERTS, 1, "experts") /* the routed experts of MoE layers */                              \
+    X(ALL, 2, "all")         /* every linear weight of the layers (token_embd, the PLE           \
+                                projection and the routers stay resident) */
+#define OX_STREAM_ENUM_(name, id, js) OX_STREAM_##name = id,
+typedef enum { OX_STREAMS(OX_STREAM_ENUM_) } ox_stream;
+#undef OX_STREAM_ENUM_
+
 typedef struct ox_load_opts {
     ox_quant quant;            /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
     int tables_on_host;        /* token-embedding lookups read from the host too */
     uint64_t max_resident;     /* 0 = no limit; else fail before allocating, saying how much is needed */
     ox_progress_fn progress;
     void *progress_ud;
+    ox_stream stream;          /* weights left on the host; they must be stored in the format they run in */
+    uint64_t weight_cache;     /* bytes for streamed weights (cache + transit), >= one layer's */
+    int drafter;               /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
+                                  without it must not be one */
 } ox_load_opts;
 
 typedef struct ox_model ox_model;
@@ -48,6 +64,8 @@ typedef struct ox_model_stats {
     uint64_t resident_bytes;   /* weights + caches held in memory */
     uint64_t host_bytes_read;  /* table rows read through the host after load */
     uint64_t rows_fetched;
+    uint64_t stream_bytes;     /* streamed weights read through the host (cache misses) */
+    uint64_t stream_hits, stream_misses;
 } ox_model_stats;
 void ox_model_stats_get(const ox_model *m, ox_model_stats *st);
 

@@ -6,8 +6,20 @@
 #include "model/model.h"
 #include "kernels/kernels.h"
 #include "model/kv.h"
+#include "model/lora.h"
+#include "model/weights_cache.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+/* A matrix left on the host (load option stream): *M has type and shape, data NULL except
+ * while a forward uses it. experts > 0: a stacked expert tensor, fetched one expert's block
+ * (rows / experts rows) at a time; 0: a dense matrix, fetched whole with its layer. */
+typedef struct host_mat {
+    ox_matrix *M;
+    const ox_tensor *t;
+    int experts;
+} host_mat;
+#define OX_HOST_MATS 12 /* per layer at most: q k v o gate up down ple_gate ple_proj + 3 expert tensors */
 
 /* One layer's weights (docs/gemma4.md §3.2 for the names); vectors as f32, matrices as stored
  * or converted on load. */
@@ -19,6 +31,8 @@ typedef struct layer_w {
     ox_matrix q, k, v, o, gate, up, down, ple_gate, ple_proj;
     ox_matrix router, exp_gate_up, exp_down; /* experts: E blocks of rows stacked */
     ox_matrix exp_gate, exp_up;              /* the split form (older GGUFs) instead of exp_gate_up */
+    host_mat host[OX_HOST_MATS];             /* its matrices left on the host, in load order */
+    int n_host;
 } layer_w;
 
 struct ox_model {
@@ -26,6 +40,7 @@ struct ox_model {
     ox_config c;
     ox_load_opts opts;
     ox_matrix embd, ple_model_proj;
+    ox_matrix nextn_pre, nextn_post; /* MTP drafter: [x | h] -> hidden, hidden -> target width */
     float *out_norm, *ple_proj_norm;
     const ox_tensor *t_embd, *t_ple;
     size_t embd_row_bytes, ple_row_bytes; /* rows as stored in the file */
@@ -33,7 +48,16 @@ struct ox_model {
     void **allocs; /* every weight allocation, freed together */
     int n_allocs, cap_allocs;
     uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
+    ox_wcache *wc;  /* streamed weights (NULL: everything resident) */
+    struct { const ox_lora *a; float scale; } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
+    int n_lora;
 };
+
+/* The cache key of block e (0 for a dense matrix) of layer l's host matrix i. */
+static inline int ox_wcache_key(const ox_model *m, int l, int i, int e) {
+    int E = m->c.moe && m->c.n_experts > 0 ? m->c.n_experts : 1;
+    return (l * OX_HOST_MATS + i) * E + e;
+}
 
 struct ox_session {
     ox_model *m;

@@ -85,6 +85,9 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
         if (any_f && !is_full(s, nkv - 1))
             return ox_errf(err, OX_E_CONFIG, "synth: KV-shared full layers need layer %d (n_kv-1) full", nkv - 1);
     }
+    if (s->assistant_of && (s->ple || s->kv_shared || s->moe || s->k_eq_v || s->assistant_of == s->hidden))
+        return ox_errf(err, OX_E_CONFIG, "synth: a drafter has no PLE, KV sharing, experts or k_eq_v, and a width "
+                       "other than its target's (%d)", s->assistant_of);
     if (s->moe && (s->n_experts <= 0 || s->top_k <= 0 || s->top_k > s->n_experts || s->moe_ffn <= 0))
         return ox_errf(err, OX_E_CONFIG, "synth: bad MoE shape (experts %d, top-k %d, width %d)", s->n_experts,
                        s->top_k, s->moe_ffn);
@@ -98,7 +101,7 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
 
 /* ------------------------------------------------------------------ tensor plan */
 
-enum { K_WEIGHT, K_NORM, K_ROPE };
+enum { K_WEIGHT, K_NORM, K_ROPE, K_EYE }; /* K_EYE: row r is the unit vector e_r */
 enum { IN_BOTH, GGUF_ONLY, HF_ONLY };
 
 typedef struct ptensor {
@@ -137,12 +140,61 @@ static ptensor *wmat(plan *p, const char *name, const char *hf, uint64_t cols, u
     return t;
 }
 
+/* The drafter (llama.cpp's gemma4-assistant tensors): its own token table (tied head), the
+ * pre-projection of [target embedding * sqrt(Hb) | target hidden] to its width, the
+ * post-projection of its final-normed state back to the target's width, and per layer the
+ * query side of attention (it reads the target's caches) and a dense feed-forward. */
+static void build_drafter_plan(const ox_synth *s, plan *p) {
+    uint64_t H = (uint64_t)s->hidden, V = (uint64_t)s->vocab, Hb = (uint64_t)s->assistant_of;
+    float sd = s->std, bg = s->branch_gain, qk = s->qk_norm_scale;
+    ptensor *t;
+#define W(n, h, c, r) wmat(p, n, h, c, r, sd, s->type)
+#define N(n, h, len, m, d) add(p, n, h, K_NORM, 1, len, 1, 1, m, d)
+    t = W("token_embd.weight", "embed_tokens.weight", H, V);
+    t->type = fit_type(s->embd_type, H);
+    /* agree: a sharp head, so the drafter is as sure of the target's token as a trained one
+     * would be on predictable text (its argmax is right, but over a large vocabulary the
+     * random cross terms would otherwise keep p(argmax) low) */
+    t = N("output_norm.weight", "norm.weight", H, 1, 0.1f);
+    if (s->agree) t->mean = 8, t->sd = 0;
+    t = W("nextn.pre_projection.weight", "pre_projection.weight", 2 * Hb, H);
+    if (s->agree) t->kind = K_EYE, t->type = OX_F32;
+    W("nextn.post_projection.weight", "post_projection.weight", H, Hb);
+    t = add(p, "rope_freqs.weight", "", K_ROPE, 1, (uint64_t)s->global_head_dim / 2, 1, 1, 0, 0);
+    t->where = GGUF_ONLY;
+    for (int l = 0; l < s->layers; l++) {
+        uint64_t hd = (uint64_t)head_dim_of(s, l), nh = (uint64_t)s->heads, I = (uint64_t)ffn_of(s, l);
+        char g[64], h[96];
+#define G(x) (snprintf(g, sizeof g, "blk.%d.%s", l, x), g)
+#define HF(x) (snprintf(h, sizeof h, "layers.%d.%s", l, x), h)
+        N(G("attn_norm.weight"), HF("input_layernorm.weight"), H, 1, 0.1f);
+        W(G("attn_q.weight"), HF("self_attn.q_proj.weight"), H, nh * hd);
+        W(G("attn_output.weight"), HF("self_attn.o_proj.weight"), nh * hd, H);
+        N(G("attn_q_norm.weight"), HF("self_attn.q_norm.weight"), hd, qk, 0.1f * qk);
+        N(G("post_attention_norm.weight"), HF("post_attention_layernorm.weight"), H, bg, 0.1f * bg);
+        N(G("layer_output_scale.weight"), HF("layer_scalar"), 1, 0.7f, 0.1f);
+        N(G("ffn_norm.weight"), HF("pre_feedforward_layernorm.weight"), H, 1, 0.1f);
+        W(G("ffn_gate.weight"), HF("mlp.gate_proj.weight"), H, I);
+        W(G("ffn_up.weight"), HF("mlp.up_proj.weight"), H, I);
+        W(G("ffn_down.weight"), HF("mlp.down_proj.weight"), I, H);
+        N(G("post_ffw_norm.weight"), HF("post_feedforward_layernorm.weight"), H, bg, 0.1f * bg);
+#undef G
+#undef HF
+    }
+#undef W
+#undef N
+}
+
 /* Every tensor of the model (at most 8 global + 32 per layer). 0, or OX_E_NOMEM. */
 static int build_plan(const ox_synth *s, plan *p, ox_err *err) {
     p->n = 0;
     p->cap = 8 + 32 * s->layers;
     p->t = malloc((size_t)p->cap * sizeof *p->t);
     if (!p->t) return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the tensor plan");
+    if (s->assistant_of) {
+        build_drafter_plan(s, p);
+        return 0;
+    }
     uint64_t H = (uint64_t)s->hidden, V = (uint64_t)s->vocab, P = (uint64_t)s->ple, L = (uint64_t)s->layers;
     float sd = s->std, bg = s->branch_gain, qk = s->qk_norm_scale;
     ptensor *t;
@@ -242,6 +294,10 @@ static void gen_row(const ox_synth *s, const ptensor *t, uint64_t key, uint64_t 
     if (t->kind == K_ROPE) { /* proportional RoPE: 1 for rotated pairs, 1e30 (no rotation) beyond */
         uint64_t rot = (uint64_t)(s->global_head_dim * s->partial_rotary / 2);
         for (uint64_t i = 0; i < n; i++) dst[i] = i < rot ? 1.0f : 1e30f;
+        return;
+    }
+    if (t->kind == K_EYE) {
+        for (uint64_t i = 0; i < n; i++) dst[i] = i == row ? 1.0f : 0.0f;
         return;
     }
     uint64_t st = key ^ mix64(row + 1);
@@ -660,11 +716,15 @@ static uint32_t file_type_of(ox_type t) { /* llama_ftype */
 static int gguf_fill(void *ud, int i, FILE *f, ox_err *err) { return emit(ud, i, f, err); }
 
 static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
-    const char *A = "gemma4.";
+    const char *A = s->assistant_of ? "gemma4-assistant." : "gemma4.";
     char k[128];
     int rc = 0, L = s->layers;
 #define KEY(x) (snprintf(k, sizeof k, "%s%s", A, x), k)
-    rc |= ox_gguf_w_str(w, "general.architecture", "gemma4");
+    rc |= ox_gguf_w_str(w, "general.architecture", s->assistant_of ? "gemma4-assistant" : "gemma4");
+    if (s->assistant_of) { /* as llama.cpp's converter writes a drafter: every block is a next-n layer */
+        rc |= ox_gguf_w_u32(w, KEY("embedding_length_out"), (uint32_t)s->assistant_of);
+        rc |= ox_gguf_w_u32(w, KEY("nextn_predict_layers"), (uint32_t)L);
+    }
     rc |= ox_gguf_w_str(w, "general.type", "model");
     char name[96];
     snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : "synthetic", L, s->hidden);
@@ -701,7 +761,7 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
     rc |= ox_gguf_w_f32(w, KEY("rope.freq_base_swa"), s->rope_base_swa);
     rc |= ox_gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)s->global_head_dim);
     rc |= ox_gguf_w_u32(w, KEY("rope.dimension_count_swa"), (uint32_t)s->head_dim);
-    if (s->softcap > 0) rc |= ox_gguf_w_f32(w, KEY("final_logit_softcapping"), s->softcap);
+    if (s->softcap > 0 && !s->assistant_of) rc |= ox_gguf_w_f32(w, KEY("final_logit_softcapping"), s->softcap);
     if (s->moe) {
         rc |= ox_gguf_w_u32(w, KEY("expert_count"), (uint32_t)s->n_experts);
         rc |= ox_gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)s->top_k);

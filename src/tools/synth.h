@@ -43,6 +43,11 @@ typedef struct ox_synth {
                                   (rope_freqs still comes from the config) */
     const char *vocab_path;    /* a trained vocab instead of the made-up one (format: synth.c,
                                   read_vocab); its token count must equal vocab */
+    int assistant_of;          /* > 0: a gemma4-assistant (MTP drafter) for a target of this hidden
+                                  size: queries only, no PLE, no KV sharing (synth.c, drafter plan) */
+    int agree;                 /* drafter: the pre-projection passes the target's token embedding
+                                  through, so with the target's seed it predicts what a target
+                                  whose residual stays near its input embedding predicts */
 } ox_synth;
 
 /* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */
@@ -52,6 +57,7 @@ int ox_synth_check(const ox_synth *s, ox_err *err);
 /* Parameter count (all tensors) and bytes the GGUF's tensor data takes. */
 uint64_t ox_synth_params(const ox_synth *s);
 
+/* A gemma4-assistant s (assistant_of > 0) writes a drafter GGUF as llama.cpp's converter does. */
 int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err);
 /* HF checkpoint dir (must exist): config.json, tokenizer.json, model.safetensors (or n_shards
  * model-0000i-of-0000n.safetensors + model.safetensors.index.json). dtype OX_F32 or OX_BF16. */

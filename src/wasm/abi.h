@@ -47,7 +47,10 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(host_read_calls, "host read calls, all files, since start (load included)")               \
     X(host_bytes_read_all, "bytes read through the host, all files, since start")              \
     X(heap_bytes, "bytes malloc holds for the engine now (everything: weights, caches, scratch)") \
-    X(wasm_bytes, "the wasm memory's size")
+    X(wasm_bytes, "the wasm memory's size")                                                     \
+    X(stream_bytes, "streamed weights (streamWeights) read through the host since load")       \
+    X(stream_hits, "streamed-weight fetches served by the weight cache")                       \
+    X(stream_misses, "streamed-weight fetches read through the host")
 
 /* ox_wasm_gen_new's parameters. NaN = the C default (ox_gen_defaults: temperature 1,
  * top_k 64, top_p 0.95, min_p 0, penalties off, penalty_window 64, max_tokens 256, eos 1). */
@@ -72,6 +75,8 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(grammar, "pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0") \
     X(n_grammar, "bytes of grammar")                                                            \
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
+    X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
+    X(draft_p_min, "MTP: a draft ends before a token the drafter gives less than this probability") \
     X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
@@ -137,9 +142,14 @@ OX_EXPORT int ox_wasm_threads(void);
 
 /* Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant
  * id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no
- * limit. Calls ox_js_progress while loading. Returns the engine, or NULL. */
+ * limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the
+ * streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL. */
 OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
-                                       double max_resident);
+                                       double max_resident, int stream, double weight_cache);
+/* Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles
+ * (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an
+ * earlier drafter; a failed load keeps it. Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant);
 /* The memory a load of these files would take (model/estimate.h), from their headers only,
  * into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget:
  * bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The
@@ -211,6 +221,14 @@ OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
  * token) and, if normalize, scaled to unit length. Runs in a session of its own. Returns the
  * hidden size, or < 0. */
 OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out);
+
+/* Attach n LoRA adapters (model/lora.h) in place of the attached ones: adapter i is read from
+ * counts[i] consecutive handles of files (one GGUF adapter, or adapter_config.json +
+ * adapter_model.safetensors) and scaled by scales[i]; n = 0 detaches all. The files are read only
+ * here. On error the previous adapters stay attached. Returns the modules patched, or < 0.
+ * Sessions' KV caches hold what the previous set computed: the caller truncates them. */
+OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales,
+                               int n);
 
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);

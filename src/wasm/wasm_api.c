@@ -15,18 +15,23 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
+#include "model/drafter_mtp.h"
 #include "model/embed.h"
 #include "model/estimate.h"
 #include "model/grammar.h"
+#include "model/lora.h"
 #include "model/tokenizer.h"
 
 #define API OX_EXPORT
 
 struct ox_wasm_engine {
     ox_model *m;
+    ox_model *drafter;       /* MTP drafter (ox_wasm_load_drafter), or NULL */
     ox_tokenizer *tok;
     char *info;              /* JSON, made once */
     ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
+    ox_lora *lora[OX_LORA_MAX]; /* the attached adapters, owned */
+    int n_lora;
 };
 
 struct ox_wasm_gen {
@@ -61,7 +66,8 @@ static void name_files(const int *files, int n) {
     else if (n > 1) ox_err_prefix(&last, "%s (+%d files)", ox_host_name(files[0]), n - 1);
 }
 
-API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident) {
+API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident,
+                                 int stream, double weight_cache) {
     last = (ox_err){0};
 #define OX_QUANT_NAME_(name, id, js) " " js
     if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) {
@@ -69,6 +75,10 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
         return NULL;
     }
 #undef OX_QUANT_NAME_
+    if (!(weight_cache >= 0 && weight_cache <= 9007199254740991.0)) {
+        ox_errf(&last, OX_E_RANGE, "weight cache of %.17g bytes is not a byte count", weight_cache);
+        return NULL;
+    }
     ox_wasm_engine *e = calloc(1, sizeof *e);
     if (!e) {
         ox_errf(&last, OX_E_NOMEM, "out of memory for the engine");
@@ -77,6 +87,8 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) goto fail;
     ox_load_opts o = {(ox_quant)quant, tables_on_host, (uint64_t)max_resident, progress, NULL};
+    o.stream = (ox_stream)stream;
+    o.weight_cache = (uint64_t)weight_cache;
     e->m = ox_model_load(mf, &o, &last); /* takes mf, also on failure */
     if (!e->m) goto fail;
     e->tok = ox_tokenizer_load(ox_model_files_of(e->m), &last);
@@ -138,13 +150,52 @@ API int ox_wasm_reserve(double bytes) {
     return 0;
 }
 
+API int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant) {
+    last = (ox_err){0};
+    if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) return ox_errf(&last, OX_E_RANGE, "drafter: quant %d is unknown", quant);
+    ox_model_files *mf = ox_files_open(files, n_files, &last);
+    ox_load_opts o = {.quant = (ox_quant)quant, .progress = progress, .drafter = 1};
+    ox_model *d = mf ? ox_model_load(mf, &o, &last) : NULL; /* takes mf */
+    if (d && ox_mtp_check(d, e->m, &last)) ox_model_free(d), d = NULL;
+    if (!d) {
+        name_files(files, n_files);
+        return last.code ? last.code : OX_E_STATE;
+    }
+    ox_model_free(e->drafter);
+    e->drafter = d;
+    return 0;
+}
+
 API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
+    ox_model_free(e->drafter);
+    for (int i = 0; i < e->n_lora; i++) ox_lora_free(e->lora[i]);
     ox_model_free(e->m);
     ox_grammar_vocab_free(e->gvocab);
     free(e->info);
     free(e);
+}
+
+API int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales, int n) {
+    last = (ox_err){0};
+    if (n < 0 || n > OX_LORA_MAX) return ox_errf(&last, OX_E_RANGE, "LoRA: %d adapters at once (at most %d)", n, OX_LORA_MAX);
+    ox_lora *next[OX_LORA_MAX] = {0};
+    float sc[OX_LORA_MAX];
+    int rc = 0, modules = 0;
+    for (int i = 0, at = 0; i < n && !rc; at += counts[i++]) {
+        sc[i] = (float)scales[i];
+        next[i] = ox_lora_load(e->m, files + at, counts[i], &last);
+        if (!next[i]) rc = last.code;
+        else modules += ox_lora_modules(next[i]);
+    }
+    if (!rc) rc = ox_model_set_lora(e->m, next, sc, n, &last);
+    ox_lora **drop = rc ? next : e->lora; /* on error the new ones go, else the old ones */
+    for (int i = 0; i < (rc ? n : e->n_lora); i++) ox_lora_free(drop[i]);
+    if (rc) return rc;
+    memcpy(e->lora, next, sizeof next);
+    e->n_lora = n;
+    return modules;
 }
 
 static int token_id(const ox_wasm_engine *e, const char *piece) {
@@ -232,6 +283,9 @@ API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     out[OX_WASM_STAT_host_bytes_read_all] = (double)ox_host_bytes_read();
     out[OX_WASM_STAT_heap_bytes] = (double)in_use();
     out[OX_WASM_STAT_wasm_bytes] = (double)__builtin_wasm_memory_size(0) * 65536.0;
+    out[OX_WASM_STAT_stream_bytes] = (double)st.stream_bytes;
+    out[OX_WASM_STAT_stream_hits] = (double)st.stream_hits;
+    out[OX_WASM_STAT_stream_misses] = (double)st.stream_misses;
     return OX_WASM_N_STATS;
 }
 
@@ -263,6 +317,7 @@ static int gen_params(const double *r, ox_gen_params *p) {
     PTR(stop_ids, p->stop_ids);
     SET(n_stop, p->n_stop, int);
     SET(draft_tokens, p->draft_max, int);
+    SET(draft_p_min, p->draft_p_min, float);
     SET(logprobs, p->logprobs, int);
 #undef SET
 #undef PTR
@@ -308,6 +363,15 @@ API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double 
         return NULL;
     }
     if (w->grammar) p.filter = (ox_logits_filter){w->grammar, grammar_mask, grammar_accept};
+    if (!isnan(params[OX_WASM_GP_mtp]) && params[OX_WASM_GP_mtp] != 0) {
+        if (!e->drafter) {
+            ox_grammar_free(w->grammar);
+            free(w);
+            ox_errf(&last, OX_E_STATE, "speculative method mtp: no MTP drafter is loaded (loadModel's drafter option)");
+            return NULL;
+        }
+        p.drafter = e->drafter;
+    }
     if (!(w->g = ox_gen_new(s, e->tok, &p, &last))) {
         ox_grammar_free(w->grammar);
         free(w);

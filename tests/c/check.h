@@ -21,9 +21,9 @@ static int check_pass_, check_fail_;
     "\"%s\" does not contain \"%s\"", (hay), (needle))
 /* e (an ox_err) holds code and its message names file and says what: the project's rule for
  * errors (the test includes err.h, for ox_err_code_name). */
-#define CHECK_ERR(e, code, file, what) do { \
-    CHECK_MSG((e).code == (code), "code %s, expected %s (%s): %s", ox_err_code_name((e).code), \
-              ox_err_code_name(code), (what), (e).msg); \
+#define CHECK_ERR(e, want, file, what) do { \
+    CHECK_MSG((e).code == (want), "code %s, expected %s (%s): %s", ox_err_code_name((e).code), \
+              ox_err_code_name(want), (what), (e).msg); \
     CHECK_STR_CONTAINS((e).msg, (file)); \
     CHECK_STR_CONTAINS((e).msg, (what)); } while (0)
 #define RUN(fn) do { fprintf(stderr, "-- %s\n", #fn); fn(); } while (0)

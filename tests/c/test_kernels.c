@@ -50,7 +50,7 @@ static int compare(const ox_matrix *W, const float *x, int n_tok, const float *y
     magnitudes(W, x, n_tok, mag);
     /* Q4_1/Q5_1 matmul runs ox_vec_dot_ref itself: compare it with a float64 dot of the
      * dequantized weights and Q8_1 activations instead, within Q8_1's fp16 block-sum rounding */
-    int q8_1 = ox_type_vec_dot(W->type) == OX_Q8_1;
+    int q8_1 = ox_type_vec_dot(W->type) == OX_Q8_1 && W->type != OX_Q8_A; /* Q8_A: exact activation sums */
     if (q8_1) {
         float *wr = malloc(sizeof(float) * W->cols), *ad = malloc(sizeof(float) * W->cols);
         void *aq = malloc(W->cols * 2 + 64);
@@ -79,7 +79,7 @@ static int compare(const ox_matrix *W, const float *x, int n_tok, const float *y
 }
 
 static const ox_type TYPES[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0, OX_Q8_1, OX_Q8_K,
-                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
+                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
 
 static void test_matmul_types(void) {
     ox_err e = {0};

@@ -341,6 +341,69 @@ static void test_errors(void) {
     ox_model_free(m);
 }
 
+/* With OX_KV_MODEL=<gguf> (the E2B bench file): sessions of 4K / 32K / 128K positions of each
+ * type reserved in full on that model allocate exactly ox_kv_bytes, and so does a real run of
+ * 1024 positions (past the ring); the table of KV bytes and resident bytes (weights + KV) for
+ * it and for the E4B geometry (its config with E4B's 42 layers, 2 KV heads, 18 KV-shared
+ * layers, 5 : 1 pattern), rings against keeping every position. */
+static ox_config e4b; /* big: not on the stack */
+static void test_real_geometry(void) {
+    const char *path = getenv("OX_KV_MODEL");
+    if (!path) return;
+    ox_model *m = load_path(path);
+    CHECK(m);
+    if (!m) return;
+    const ox_config *c = ox_model_config(m);
+    ox_model_stats st;
+    ox_model_stats_get(m, &st);
+    uint64_t weights = st.resident_bytes;
+    e4b = *c;
+    e4b.n_layers = 42, e4b.n_kv_heads = 2, e4b.n_kv_shared = 18, e4b.double_wide = 0;
+    for (int l = 0; l < 42; l++) e4b.layers[l].full = l % 6 == 5;
+    ox_err err = {0};
+    CHECK_MSG(ox_config_derive(&e4b, "e4b", &err) == 0, "%s", err.msg);
+    static const char *names[] = {"f32", "f16", "q8_0"};
+    static const int ctxs[] = {4096, 32768, 131072};
+    printf("| geometry | context | kvType | KV (rings) | KV (every position) | resident (weights + KV) |\n");
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < OX_KV_N_TYPES; k++) {
+                const ox_config *gc = g ? &e4b : c;
+                uint64_t want = ox_kv_bytes(gc, ctxs[i], (ox_kv_type)k), full = 0;
+                for (int l = 0; l < gc->n_layers; l++)
+                    if (!gc->layers[l].shared)
+                        full += 2ull * ctxs[i] * ox_kv_row_bytes((ox_kv_type)k, gc->layers[l].n_kv_heads, gc->layers[l].head_dim);
+                if (!g) { /* the real session, reserved to its full context */
+                    ox_session *s = ox_session_new_kv(m, ctxs[i], (ox_kv_type)k, &err);
+                    CHECK(s && !ox_session_reserve(s, ctxs[i], &err));
+                    ox_model_stats_get(m, &st);
+                    CHECK_MSG(st.resident_bytes - weights == want, "%d %s: %llu allocated, %llu said", ctxs[i], names[k],
+                              (unsigned long long)(st.resident_bytes - weights), (unsigned long long)want);
+                    ox_session_free(s);
+                }
+                char res[32] = "(no E4B file)";
+                if (!g) snprintf(res, sizeof res, "%.2f GiB", (weights + want) / 1073741824.0);
+                printf("| %s | %d | %s | %.1f MiB | %.1f MiB | %s |\n", g ? "E4B" : "E2B", ctxs[i], names[k],
+                       want / 1048576.0, full / 1048576.0, res);
+            }
+    printf("E2B weights resident: %.2f GiB\n", weights / 1073741824.0);
+    /* a real run past the ring: 1024 positions in micro-batches */
+    enum { N = 1024 };
+    int32_t *t = malloc(sizeof *t * N);
+    tokens_of(t, N, 5);
+    for (int k = 0; k < OX_KV_N_TYPES; k++) {
+        ox_session *s = ox_session_new_kv(m, 4096, (ox_kv_type)k, &err);
+        ox_forward_io io = {.tokens = t, .n = N};
+        CHECK_MSG(s && !ox_forward(s, &io, &err), "%s", err.msg);
+        ox_model_stats_get(m, &st);
+        CHECK_MSG(st.resident_bytes - weights == ox_kv_bytes(c, N, (ox_kv_type)k), "run of %d, %s: %llu allocated", N,
+                  names[k], (unsigned long long)(st.resident_bytes - weights));
+        ox_session_free(s);
+    }
+    free(t);
+    ox_model_free(m);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_kv_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -357,6 +420,7 @@ int main(void) {
         RUN(test_generate_wraps);
         RUN(test_types);
         RUN(test_errors);
+        RUN(test_real_geometry);
     }
     ox_model_free(model);
     char cmd[300];

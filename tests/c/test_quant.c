@@ -42,6 +42,7 @@ static void dec_block(ox_type t, const uint8_t *b, double *y) {
     } break;
     case OX_Q8_0: for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[2 + j]; break;
     case OX_Q8_1: for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[4 + j]; break;
+    case OX_Q8_A: for (int j = 0; j < 32; j++) y[j] = H(0) * b[4 + j] + H(2); break; /* d, m, u8 q[32] */
     case OX_Q2_K: { /* scales[16] qs[64] d dmin */
         const uint8_t *sc = b, *q = b + 16;
         double d = H(80), mn = H(82);
@@ -162,7 +163,7 @@ static void test_bf16(void) {
 /* ---------------------------------------------------------------- dequantize */
 
 static const ox_type QTYPES[] = {OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0, OX_Q8_1, OX_Q2_K,
-                                 OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_K};
+                                 OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_K, OX_Q8_A};
 #define NQ (int)(sizeof QTYPES / sizeof QTYPES[0])
 
 /* Random block bytes, then sane scales (fp16 fields in [-2, 2]) at the field offsets. */
@@ -172,7 +173,7 @@ static void random_block(ox_type t, uint8_t *b) {
     int offs[2] = {-1, -1};
     switch (t) {
     case OX_Q4_0: case OX_Q5_0: case OX_Q8_0: offs[0] = 0; break;
-    case OX_Q4_1: case OX_Q5_1: case OX_Q8_1: case OX_Q4_K: case OX_Q5_K: offs[0] = 0; offs[1] = 2; break;
+    case OX_Q4_1: case OX_Q5_1: case OX_Q8_1: case OX_Q8_A: case OX_Q4_K: case OX_Q5_K: offs[0] = 0; offs[1] = 2; break;
     case OX_Q2_K: offs[0] = 80; offs[1] = 82; break;
     case OX_Q3_K: offs[0] = 108; break;
     case OX_Q6_K: offs[0] = 208; break;
@@ -192,6 +193,7 @@ static void test_facts(void) {
     CHECK(ox_type_block_bytes(OX_Q8_K) == 292 && ox_type_block_elems(OX_Q2_K) == 256);
     CHECK(ox_type_vec_dot(OX_Q4_0) == OX_Q8_0 && ox_type_vec_dot(OX_Q5_1) == OX_Q8_1);
     CHECK(ox_type_vec_dot(OX_Q3_K) == OX_Q8_K && ox_type_vec_dot(OX_BF16) == OX_F32);
+    CHECK(ox_type_block_bytes(OX_Q8_A) == 36 && ox_type_vec_dot(OX_Q8_A) == OX_Q8_1 && strcmp(ox_type_name(OX_Q8_A), "Q8_A") == 0);
     CHECK(strcmp(ox_type_name(OX_Q5_K), "Q5_K") == 0);
     CHECK(ox_type_name((ox_type)4) == NULL && !ox_type_known(4) && !ox_type_known(-1) && !ox_type_known(99));
     uint64_t rb = 0;
@@ -304,7 +306,7 @@ static void test_roundtrip(void) {
     static const struct { ox_type t; double bound; } B[] = {
         {OX_Q8_0, 0.01}, {OX_Q8_1, 0.01}, {OX_Q8_K, 0.01}, {OX_Q4_0, 0.12}, {OX_Q4_1, 0.1},
         {OX_Q5_0, 0.06}, {OX_Q5_1, 0.05}, {OX_Q2_K, 0.45}, {OX_Q3_K, 0.25}, {OX_Q4_K, 0.12},
-        {OX_Q5_K, 0.06}, {OX_Q6_K, 0.03}};
+        {OX_Q5_K, 0.06}, {OX_Q6_K, 0.03}, {OX_Q8_A, 0.006}};
     float x[4096];
     for (size_t k = 0; k < sizeof B / sizeof B[0]; k++) {
         double worst = 0;
@@ -354,7 +356,7 @@ static void test_roundtrip(void) {
 
 static void test_vec_dot(void) {
     static const ox_type T[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
-                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
+                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
     enum { N = 1024 };
     static float x[N], a[N], wd[N], ad[N];
     static uint8_t w[N * 4], aq[N * 4];
@@ -375,7 +377,7 @@ static void test_vec_dot(void) {
             for (int i = 0; i < N; i++) { want += (double)wd[i] * ad[i]; mag += fabs((double)wd[i] * ad[i]); }
             double got = ox_vec_dot_ref(t, w, av, N);
             /* Q4_1/Q5_1 use the fp16-rounded block sum s of Q8_1: 2^-11 relative on the min term */
-            double tol = mag * ((at == OX_Q8_1) ? 2e-3 : 1e-5);
+            double tol = mag * ((at == OX_Q8_1 && t != OX_Q8_A) ? 2e-3 : 1e-5); /* Q8_A: exact sums */
             if (fabs(got - want) > tol) {
                 bad++;
                 fprintf(stderr, "%s rep %d: dot %.9g, dequantized %.9g\n", ox_type_name(t), rep, got, want);

@@ -11,9 +11,13 @@
 
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "tools/mlx_write.h"
 #include "tools/synth.h"
 #include "tools/gguf_write.h"
 #include "tools/safetensors_write.h"
+#include "tools/lora_write.h"
+#include "model/lora.h"
+#include "fuzz_models.h"
 
 static const char *out;
 
@@ -69,16 +73,7 @@ static void copy_edit(const char *src, const char *target, const char *name, con
 }
 static void copy(const char *src, const char *target, const char *name) { copy_edit(src, target, name, NULL, NULL); }
 
-/* The smallest model synth.c accepts, so the seeds stay a few tens of KB. */
-static ox_synth mini(const char *preset) {
-    ox_synth s;
-    ox_synth_preset(&s, preset, NULL);
-    s.hidden = 32, s.layers = 2, s.heads = 2, s.kv_heads = 1, s.head_dim = 16, s.global_head_dim = 32;
-    s.ffn = 64, s.ple = s.ple ? 16 : 0, s.vocab = 384, s.user_tokens = 4, s.swa_period = 2, s.kv_shared = 0;
-    s.window = 4, s.ctx = 64, s.global_kv_heads = 1, s.moe_ffn = 32, s.n_experts = 4, s.top_k = 2;
-    s.type = OX_Q8_0, s.embd_type = OX_Q8_0;
-    return s;
-}
+static ox_synth mini(const char *preset) { return fuzz_mini_synth(preset); }
 
 static void models(void) {
     ox_err e = {0};
@@ -155,7 +150,37 @@ static void models(void) {
         for (int k = 0; k < 2; k++) snprintf(p, sizeof p, "%s/%s", d, names[k]), remove(p);
         snprintf(p, sizeof p, "%s/model.safetensors", d), remove(p);
     }
+    /* an MLX 4-bit checkpoint of the mini model (fuzz_hf), its quantization block (fuzz_mlx) */
+    s = mini("tiny");
+    if (ox_synth_write_hf(&s, d, OX_BF16, 1, &e)) die(d, &e);
+    char q[4096], src[3][4200];
+    const char *sp[3];
+    snprintf(q, sizeof q, "%s/tmp-mlx", out);
+    mkdir(q, 0777);
+    for (int k = 0; k < 3; k++) snprintf(src[k], sizeof src[k], "%s/%s", d, k < 2 ? names[k] : "model.safetensors"), sp[k] = src[k];
+    ox_mlx_write_opts mo = {{4, 32}, "mlp.down_proj", {8, 32}, OX_ST_BF16};
+    if (ox_mlx_write(sp, 3, q, NULL, &mo, &e)) die(q, &e);
+    for (int k = 0; k < 3; k++) remove(src[k]);
+    size_t cn, sn;
+    snprintf(p, sizeof p, "%s/config.json", q);
+    char *cj = slurp(p, &cn);
+    put("fuzz_mlx", "mlx-config.json", cj, cn);
+    remove(p);
+    snprintf(p, sizeof p, "%s/model.safetensors", q);
+    char *st = slurp(p, &sn);
+    char *b = malloc(4 + cn + sn);
+    uint32_t n32 = (uint32_t)cn;
+    memcpy(b, &n32, 4), memcpy(b + 4, cj, cn), memcpy(b + 4 + cn, st, sn);
+    put("fuzz_hf", "mini-mlx4.bin", b, 4 + cn + sn);
+    free(cj), free(st), free(b);
+    remove(p);
+    snprintf(p, sizeof p, "%s/tokenizer.json", q), remove(p);
+    rmdir(q);
     rmdir(d);
+    put_s("fuzz_mlx", "overrides.json",
+          "{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"mode\": \"affine\", \"a.b\": {\"group_size\": 32,"
+          " \"bits\": 8}, \"c\": false, \"d\": true}}");
+    put_s("fuzz_mlx", "hf.json", "{\"quantization_config\": {\"group_size\": 32, \"bits\": 8}}");
 }
 
 /* Every metadata value type (nested arrays too) and one small tensor of every type. */
@@ -251,6 +276,39 @@ static void texts(void) {
     }
 }
 
+/* fuzz_lora: adapters for fuzz_lora_model(), GGUF (tag byte 0) and PEFT (tag 1, u32 config
+ * length, config, safetensors). */
+static void loras(void) {
+    ox_err e = {0};
+    ox_model *m = fuzz_lora_model();
+    if (!m) die("fuzz_lora_model", NULL);
+    ox_lora_spec sp = {.rank = 2, .alpha = 4, .std = 0.1f, .seed = 1, .targets = OX_LORA_ALL_TARGETS, .type = OX_F16};
+    char p[4096], d[4096];
+    snprintf(p, sizeof p, "%s/tmp-lora.gguf", out);
+    if (ox_lora_write_gguf(ox_model_config(m), &sp, p, &e)) die(p, &e);
+    size_t n;
+    char *b = slurp(p, &n), *o = malloc(n + 1);
+    o[0] = 0, memcpy(o + 1, b, n);
+    put("fuzz_lora", "mini.gguf", o, n + 1);
+    free(b), free(o), remove(p);
+    snprintf(d, sizeof d, "%s/tmp-peft", out);
+    mkdir(d, 0777);
+    sp.type = OX_BF16, sp.targets = 0x7;
+    if (ox_lora_write_peft(ox_model_config(m), &sp, d, &e)) die(d, &e);
+    size_t nc, ns;
+    snprintf(p, sizeof p, "%s/adapter_config.json", d);
+    char *cfg = slurp(p, &nc);
+    remove(p);
+    snprintf(p, sizeof p, "%s/adapter_model.safetensors", d);
+    char *st = slurp(p, &ns);
+    remove(p), rmdir(d);
+    uint32_t len = (uint32_t)nc;
+    o = malloc(5 + nc + ns);
+    o[0] = 1, memcpy(o + 1, &len, 4), memcpy(o + 5, cfg, nc), memcpy(o + 5 + nc, st, ns);
+    put("fuzz_lora", "mini-peft.bin", o, 5 + nc + ns);
+    free(o), free(cfg), free(st);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_corpus OUTDIR\n");
@@ -259,11 +317,13 @@ int main(int argc, char **argv) {
     out = argv[1];
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
-                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar"};
+                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
+                                    "fuzz_lora"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
     safetensors_small();
     texts();
+    loras();
     return 0;
 }

@@ -41,6 +41,7 @@ for (const build of ['st', 'mt']) {
     for (const e of abi.exports) {
       assert.equal(typeof M[`_${e.name}`], 'function', `${e.name} is not exported by dist/oxinfer-${build}`);
       // Module._name is a lazy JS wrapper; the wasm function behind it (minified name) has the arity
+      // (minified names may hold a '$': one more export made ox_wasm_embed's "$")
       const wasmName = new RegExp(`Module\\["_${e.name}"\\]=Module\\["asm"\\]\\["([\\w$]+)"\\]`).exec(glue)?.[1];
       const arity = M.asm[wasmName]?.length;
       assert.equal(arity, e.args.length, `${e.name}: ${arity} parameters in the wasm, ${e.args.length} in abi.h`);

@@ -10,7 +10,7 @@
 //   /shrinking/NAME answers the probe, then 416 for every range
 //   /hidden/NAME   206 without Content-Range (as a CORS server that does not expose it looks)
 //   /stall/NAME    accepts the connection and never answers
-//   /stallread/NAME answers the probe (bytes 0-0), never answers a read after it
+//   /stallread/NAME answers the probe (bytes 0-1), never answers a read after it
 //   /count/NAME    as /f, and GET /hits/NAME tells how many range requests /count/NAME had,
 //                  GET /bytes/NAME how many body bytes they asked for
 //   anything else  404

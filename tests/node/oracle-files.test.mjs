@@ -33,7 +33,7 @@ const SYNTH = ['--branch-gain', '0.1', '--qk-norm-scale', '0.5']; // as oracle.t
 const SEQ = { seqLen: 24, seqSeed: 7, topK: 20 };
 const TOL = 0.15; // quantized weights: llama.cpp also quantizes the activations
 const TIE = 1e-2;
-const KNOWN_BENCHLIKE = 'quantized benchlike files differ from llama.cpp by ~0.5 nats (own q8_0 too): under investigation';
+const KNOWN_BENCHLIKE = 'quantized benchlike files: random 10-layer weights amplify int8 activation-rounding flips (our own native and wasm engines differ by 0.67 nats on benchlike q8_0), so ~0.5 nats is not a verdict on the kernels';
 // recipe -> the ggml type most weight matrices get (inspect must list it);
 // imatrix: llama-quantize refuses the recipe without an importance matrix
 const FILES = [
@@ -44,11 +44,15 @@ const FILES = [
   { preset: 'tiny', recipe: 'IQ4_NL', main: 'IQ4_NL' },
   { preset: 'tiny', recipe: 'IQ3_XXS', main: 'IQ3_XXS', imatrix: true },
   { preset: 'tiny', recipe: 'IQ2_XXS', main: 'IQ2_XXS', imatrix: true },
-  // E2B structure (head 256/512, KV sharing, PLE) at small width.  Known
-  // open: every quantized benchlike file, our own `synth --type q8_0` as much
-  // as llama-quantize's, differs from llama.cpp by ~0.4-0.6 nats with a few
-  // argmax flips (F16: 1.5e-2), so these report without failing until that
-  // is understood (the tiny files above pass at ~0.1).
+  // E2B structure (head 256/512, KV sharing, PLE) at small width.  Every
+  // quantized benchlike file differs from llama.cpp by ~0.4-0.6 nats with a few
+  // argmax flips (F16: 7e-3).  Measured 2026-12-01: it is the fixture, not a
+  // kernel: our native (AVX2) and wasm (SIMD128) engines, whose kernels match
+  // their scalar references, differ from each other by 0.67 nats on benchlike
+  // q8_0 (0.0000 on F16 and on tiny q8_0), 0.47 on a 12-layer tiny; within one
+  // engine q8_0 vs F16 weights moves 0.45-0.66.  An f32 rounding difference
+  // flips an int8 activation rounding and ten random layers amplify it (see
+  // test_model's test_quant_vs_ref).  So these report without failing.
   { preset: 'benchlike', recipe: 'Q4_K_M', main: 'Q4_K', todo: KNOWN_BENCHLIKE },
   { preset: 'benchlike', recipe: 'IQ4_XS', main: 'IQ4_XS', todo: KNOWN_BENCHLIKE },
 ];

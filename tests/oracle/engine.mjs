@@ -7,9 +7,10 @@ import { ROOT } from '../../tools/serve.mjs';
 import { cli } from './fixtures.mjs';
 import { logSoftmax } from './llamacpp.mjs';
 
-// -> { vocab, pos: Array<Float64Array> } (full-vocab log-probs per position)
+// -> { vocab, pos: Array<Float64Array> } (full-vocab log-probs per position); file: a path or
+// the paths of one model (an HF directory's files)
 export function nativeLogprobs(file, tokens, { threads = 1 } = {}) {
-  const r = cli(['run', file, '--tokens', tokens.join(','), '--all', '--json', '--threads', String(threads)], { json: true });
+  const r = cli(['run', ...[file].flat(), '--tokens', tokens.join(','), '--all', '--json', '--threads', String(threads)], { json: true });
   if (!Array.isArray(r.positions) || r.positions.length !== tokens.length)
     throw new Error(`oxinfer run: expected ${tokens.length} positions, got ${r.positions?.length}`);
   const vocab = r.positions[0].top.length;

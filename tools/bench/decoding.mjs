@@ -9,12 +9,16 @@
 //   2. speculative decoding end to end: decode tok/s with and without prompt-lookup drafts on
 //      the trained demo model (a copy-heavy prompt: "repeat the story") and on a random-weight
 //      model (nothing is accepted: the cost of drafting that fails);
+//   2b. the MTP drafter end to end (synthetic gemma4-assistant drafters for the bench-preset
+//      target, oxinfer synth --assistant-of): decode tok/s with and without MTP drafts, on a
+//      random target + random drafter (nothing accepted: the cost of drafting) and on a quiet
+//      target whose drafter is built to agree (synth --agree: drafts accepted);
 //   3. constrained decoding: decode tok/s under a json_schema grammar against free decoding on a
 //      262,144-token vocabulary (the real E2B geometry when its file is cached, else a small
 //      model with that vocabulary).
 //
 //   options: --threads 2  --n-gen 64  --reps 3  --dir DIR (models; $OX_BENCH_DIR or
-//            ~/.cache/oxinfer-bench)  --no-write  --doc FILE  --only verify,spec,json (no doc)
+//            ~/.cache/oxinfer-bench)  --no-write  --doc FILE  --only verify,spec,mtp,json (no doc)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -108,6 +112,34 @@ async function endToEnd() {
   return out;
 }
 
+// 2b. decode tok/s with and without MTP drafts (4 per step)
+async function mtp() {
+  const drafterFlags = ['--preset', 'bench', '--type', 'q8_0', '--ple', '0', '--kv-shared', '0', '--hidden', '256', '--layers', '4', '--swa-period', '4', '--ffn', '1024', '--assistant-of', '1536'];
+  const cases = [
+    { label: 'random target, random drafter', target: synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']), drafter: synthModel('bench-drafter-q8_0', [...drafterFlags, '--seed', '77']) },
+    { label: 'quiet target, agreeing drafter', target: synthModel('bench-quiet-q8_0', ['--preset', 'bench', '--type', 'q8_0', '--branch-gain', '0.02']), drafter: synthModel('bench-drafter-agree-q8_0', [...drafterFlags, '--agree', '--branch-gain', '0.01']) },
+  ];
+  const out = [];
+  for (const c of cases) {
+    const model = await loadModel(c.target, { threads: THREADS, drafter: c.drafter });
+    const prompt = [2, ...Array.from({ length: 63 }, (_, i) => 1000 + ((i * 7) % 50))];
+    const speculative = { method: 'mtp', draftTokens: 4 };
+    await run(model, prompt, { maxTokens: 8, speculative });
+    const plain = [], spec = [];
+    let acc = { drafted: 0, accepted: 0 };
+    for (let r = 0; r < REPS; r++) {
+      plain.push((await run(model, prompt, {})).stats.decodeTokPerSec);
+      const s = (await run(model, prompt, { speculative })).stats;
+      spec.push(s.decodeTokPerSec);
+      acc = { drafted: acc.drafted + s.draftedTokens, accepted: acc.accepted + s.acceptedTokens };
+    }
+    const p = median(plain), q = median(spec);
+    out.push([c.label, fmt(p), fmt(q), `${fmt(q / p, 2)}×`, acc.drafted ? `${fmt((100 * acc.accepted) / acc.drafted, 0)} % of ${acc.drafted}` : 'no drafts']);
+    await model.unload();
+  }
+  return out;
+}
+
 // 3. decode tok/s under a json_schema grammar against free decoding on a 262k vocabulary
 async function constrained() {
   const e2b = path.join(DIR, 'e2b-q4_0.gguf');
@@ -133,6 +165,7 @@ const ONLY = args.only ? String(args.only).split(',') : null; // --only verify,s
 const want = (k) => !ONLY || ONLY.includes(k);
 const v = want('verify') ? await verifyCost() : { file: '', rows: [] };
 const e = want('spec') ? await endToEnd() : [];
+const mt = want('mtp') ? await mtp() : [];
 const c = want('json') ? await constrained() : { file: '', rows: [] };
 const md = [
   `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
@@ -144,6 +177,10 @@ const md = [
   '**Speculative decoding** (prompt lookup, up to 8 drafts, greedy):',
   '',
   markdownTable(['model, prompt', 'decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e),
+  '',
+  '**MTP drafter** (bench-preset target, a synthetic 4-layer gemma4-assistant drafter of width 256, 4 drafts per step, greedy):',
+  '',
+  markdownTable(['target, drafter', 'decode tok/s', 'with MTP drafts', 'speed-up', 'drafts kept'], mt),
   '',
   `**Constrained decoding** (${c.file}, 262,144-token vocabulary; decode tok/s, greedy, a JSON object with unbounded strings):`,
   '',

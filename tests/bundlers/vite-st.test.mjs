@@ -1,9 +1,8 @@
 // Smoke test of the packed package in a Vite 8 app: `npm pack`, install into a fresh app with
 // vite@8, `vite build`, serve the output with and without COOP/COEP, and generate in headless
 // Chromium (threaded and single-threaded builds): the recorded token stream, and a Jinja
-// template rendered in the bundled worker. Opt-in (it installs from the npm registry and takes
-// minutes): OX_VITE=1 node --test tests/node/api-vite.test.mjs
-// (The bundler matrix, vite dev and webpack, lives in tests/bundlers/.)
+// template rendered in the bundled worker. It installs vite@8 from the npm registry. (The
+// bundler matrix with vite dev, webpack and the cache is bundlers.test.mjs.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -13,7 +12,7 @@ import { startServer, ROOT } from '../../tools/serve.mjs';
 import { launchChromium, collectErrors } from '../oracle/browser.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
-const recorded = JSON.parse(fs.readFileSync(new URL('./api-streams.json', import.meta.url), 'utf8'));
+const recorded = JSON.parse(fs.readFileSync(new URL('../node/api-streams.json', import.meta.url), 'utf8'));
 const MAIN = `import { loadModel } from 'oxinfer-web';
 window.run = async (url) => {
   const m = await loadModel(url);
@@ -28,7 +27,7 @@ window.run = async (url) => {
 window.ready = true;
 `;
 
-test('the packed package works in a vite build, threaded and single-threaded', { skip: process.env.OX_VITE !== '1' && 'set OX_VITE=1 (installs vite@8 from the npm registry)', timeout: 600000 }, async () => {
+test('the packed package works in a vite build, threaded and single-threaded', { timeout: 600000 }, async () => {
   requireDist();
   const dir = tmpDir('vite');
   try {
