@@ -206,19 +206,13 @@ async function probeUrl(name, url, ctx) {
 }
 
 // A transport runs one Range GET: (url, range, signal) -> Promise<{status, header(name) ->
-// string|null, chunks: AsyncIterable<Uint8Array>, cancel(), fill?(into)}>. fetch() everywhere;
-// the Node helper thread uses node:http (js/reader_worker.js), which costs half the CPU per byte.
-// fill(into), where the body is a byte stream and `into` is not shared memory, reads the body
-// straight into into's buffer with a BYOB reader (a load then leaves no chunk per read for the
-// GC, which in Chromium let the renderer peak hundreds of MB above the wasm memory): -> {into:
-// the bytes (the buffer is transferred: a new view over it), got: their count, more when the
-// body is longer}, or null (use chunks).
+// string|null, chunks: AsyncIterable<Uint8Array>, cancel()}>. fetch() everywhere; the Node
+// helper thread uses node:http (js/reader_worker.js), which costs half the CPU per byte.
 export async function fetchTransport(url, range, signal) {
   const r = await fetch(url, { headers: { Range: range }, signal });
-  let reader = null;
+  const reader = r.body.getReader();
   const chunks = {
     async *[Symbol.asyncIterator]() {
-      reader = r.body.getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) return;
@@ -226,29 +220,11 @@ export async function fetchTransport(url, range, signal) {
       }
     },
   };
-  const fill = async (into) => {
-    if (!(into.buffer instanceof ArrayBuffer) || !r.body) return null;
-    try {
-      reader = r.body.getReader({ mode: 'byob' });
-    } catch {
-      return null; // not a byte stream
-    }
-    const at = into.byteOffset, len = into.length;
-    let buf = into.buffer, got = 0;
-    for (;;) {
-      const { done, value } = await reader.read(got < len ? new Uint8Array(buf, at + got, len - got) : new Uint8Array(1));
-      if (got < len && value) buf = value.buffer;
-      if (done) return { into: new Uint8Array(buf, at, len), got };
-      if (got >= len) return { into: new Uint8Array(buf, at, len), got: got + value.byteLength };
-      got += value.byteLength;
-    }
-  };
-  return { status: r.status, header: (h) => r.headers.get(h), chunks, fill, cancel: () => (reader ?? r.body)?.cancel().catch(() => {}) };
+  return { status: r.status, header: (h) => r.headers.get(h), chunks, cancel: () => reader.cancel().catch(() => {}) };
 }
 
 // One async Range read (the helper thread); fills `into` (a Uint8Array of exactly len bytes,
-// or a new one) from the response stream, so no second len-sized buffer is made. Returns the
-// bytes: `into`, or a view over its buffer transferred by the transport's fill.
+// or a new one) from the response stream, so no second len-sized buffer is made.
 export async function fetchRange(name, url, off, len, want, timeoutMs, into = new Uint8Array(len), transport = fetchTransport) {
   const what = `bytes ${off}-${off + len - 1}`;
   return bounded({ timeoutMs }, name, what, async (signal) => {
@@ -262,12 +238,7 @@ export async function fetchRange(name, url, off, len, want, timeoutMs, into = ne
     let got = 0;
     try {
       checkRangeResponse(name, r, off, len, want);
-      const f = r.fill ? await r.fill(into) : null;
-      if (f) {
-        into = f.into;
-        got = f.got;
-        if (got > len) throw new HostError('IO', `${name}: long body: more than ${len} bytes for ${what}`);
-      } else for await (const value of r.chunks) {
+      for await (const value of r.chunks) {
         if (got + value.length > len) throw new HostError('IO', `${name}: long body: more than ${len} bytes for ${what}`);
         into.set(value, got);
         got += value.length;

@@ -51,18 +51,14 @@ function fail(e, m) {
 }
 
 // a dropped window's buffer is reused once its fetch has settled (keep), or left to the GC
-// (also when a failed read left it transferred away)
 function dropWindow(w, keep = true) {
-  const reuse = () => w.buf.byteLength === CHUNK && spare.push(w.buf);
-  if (keep) w.p.then(reuse, reuse);
+  if (keep) w.p.then(() => spare.push(w.buf), () => spare.push(w.buf));
 }
 
 function addWindow(m, list, from) {
   const len = Math.min(CHUNK, m.want.size - from);
   const buf = spare.pop() ?? new Uint8Array(CHUNK);
-  const w = { off: from, len, buf, p: null };
-  // a BYOB read transfers the buffer: the window keeps the new view of it
-  w.p = fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len), transport).then((b) => ((w.buf = new Uint8Array(b.buffer)), b));
+  const w = { off: from, len, buf, p: fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len), transport) };
   w.p.catch(() => {}); // seen when a read needs this window
   list.push(w);
 }
