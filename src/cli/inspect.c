@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "host/hostfile.h"
 #include "kernels/quant.h"
+#include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "formats/tensors.h"
 
@@ -33,6 +34,39 @@ static void print_config(const ox_config *c, const char *stored) {
     }
 }
 
+/* A llama.cpp LoRA adapter GGUF (general.type "adapter") has no model config: its keys and
+ * tensor directory, the rank read off the lora_a shapes. 1 if f is one (printed), 0 if not. */
+static int inspect_adapter(int f) {
+    ox_gguf *g = ox_gguf_open(f, NULL);
+    const char *type = NULL, *arch = "?", *kind = "?";
+    if (!g || ox_gguf_get_str(g, "general.type", &type, NULL) || strcmp(type, "adapter")) {
+        ox_gguf_free(g);
+        return 0;
+    }
+    ox_gguf_get_str(g, "general.architecture", &arch, NULL);
+    ox_gguf_get_str(g, "adapter.type", &kind, NULL);
+    float alpha = 0;
+    int has_alpha = !ox_gguf_get_f32(g, "adapter.lora.alpha", &alpha, NULL);
+    uint64_t bytes = 0, rank = 0;
+    printf("files: %s\nadapter: %s for %s", ox_gguf_name(g), kind, arch);
+    if (has_alpha) printf(", alpha %g", alpha);
+    printf("\n\ntensors:\n  %-52s %-5s %-20s %12s\n", "name", "type", "shape (ne)", "bytes");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const ox_gguf_tensor *t = &g->tensors[i];
+        const char *tn = ox_type_name(t->type);
+        size_t nl = strlen(t->name);
+        if (nl > 7 && !strcmp(t->name + nl - 7, ".lora_a") && t->ne[1] > rank) rank = t->ne[1];
+        char shape[48];
+        snprintf(shape, sizeof shape, "[%llu, %llu]", (unsigned long long)t->ne[0], (unsigned long long)t->ne[1]);
+        printf("  %-52s %-5s %-20s %12llu\n", t->name, tn ? tn : "?", shape, (unsigned long long)t->nbytes);
+        bytes += t->nbytes;
+    }
+    printf("total: %llu tensors, rank %llu, %llu bytes (attach with `run --lora`, or model.setLora)\n",
+           (unsigned long long)g->n_tensors, (unsigned long long)rank, (unsigned long long)bytes);
+    ox_gguf_free(g);
+    return 1;
+}
+
 int cli_inspect(int argc, char **argv) {
     int *files = calloc((size_t)argc + 1, sizeof *files), n = 0, rc = 1;
     ox_err err = {0};
@@ -47,6 +81,10 @@ int cli_inspect(int argc, char **argv) {
     }
     if (!n) {
         fprintf(stderr, "usage: oxinfer inspect FILE...\n");
+        goto done;
+    }
+    if (n == 1 && inspect_adapter(files[0])) {
+        rc = 0;
         goto done;
     }
     if (!(mf = cli_files_open("inspect", files, n))) goto done;

@@ -57,6 +57,14 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+test('oxinfer inspect lists a GGUF adapter: kind, alpha, rank, its tensors', () => {
+  const out = cli(['inspect', loraB]);
+  assert.match(out, /^adapter: lora for gemma4, alpha 8$/m);
+  assert.match(out, /rank 4,/);
+  assert.match(out, /^ {2}blk\.0\.attn_v\.weight\.lora_a\s+F32\s+\[256, 4\]/m);
+  assert.doesNotMatch(out, /attn_k\.weight\.lora/); // --targets q,v,down
+});
+
 test('a GGUF adapter: the native logits with it, the KV cache recomputed', async () => {
   await model.logits(TOKENS); // fills the cache with the base's keys and values
   const r = await model.setLora([{ source: loraA, scale: 0.7 }]);
