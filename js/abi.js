@@ -72,13 +72,14 @@ export const genOut = Object.freeze(["token","bytes","nBytes","generated","decod
 /** ox_wasm_estimate (src/model/estimate.h): index i of the f64 record is field i.
  *   weights: resident weights
  *   embeddingsOnHost: table rows read through the host (PLE): not resident, not in total
+ *   weightCache: the streamed weights' cache bound (0: everything resident)
  *   kv: KV caches at the context
  *   scratch: activations and matmul scratch of a prefill micro-batch, token list, one generation
  *   runtime: in use before the load: the module, stacks, parsed headers, tokenizer
- *   total: weights + kv + scratch + runtime
+ *   total: weights + weight_cache + kv + scratch + runtime
  *   fileBytes: bytes the load reads
  *   context: positions (the fitted context with fit) */
-export const estimateFields = Object.freeze(["weights","embeddingsOnHost","kv","scratch","runtime","total","fileBytes","context"]);
+export const estimateFields = Object.freeze(["weights","embeddingsOnHost","weightCache","kv","scratch","runtime","total","fileBytes","context"]);
 
 /** Functions the wasm exports (Module._name), with argument and return kinds:
  * i32, u32, f32, f64, ptr (unsigned address), cstr (returned: address of a NUL-terminated UTF-8
@@ -91,7 +92,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_threads","ret":"i32","args":[],"doc":"Threads the pool runs on."},
   {"name":"ox_wasm_load","ret":"ptr","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"max_resident","kind":"f64"},{"name":"stream","kind":"i32"},{"name":"weight_cache","kind":"f64"}],"doc":"Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL."},
   {"name":"ox_wasm_load_drafter","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"}],"doc":"Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an earlier drafter; a failed load keeps it. Returns 0 or < 0."},
-  {"name":"ox_wasm_estimate","ret":"i32","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"n_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"},{"name":"budget","kind":"f64"},{"name":"fit","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"The memory a load of these files would take (model/estimate.h), from their headers only, into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget: bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The runtime part is the heap in use after the headers and the tokenizer are read (they are freed again). Returns OX_WASM_N_ESTIMATE, or < 0."},
+  {"name":"ox_wasm_estimate","ret":"i32","args":[{"name":"files","kind":"ptr"},{"name":"n_files","kind":"i32"},{"name":"quant","kind":"i32"},{"name":"tables_on_host","kind":"i32"},{"name":"stream","kind":"i32"},{"name":"weight_cache","kind":"f64"},{"name":"n_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"},{"name":"budget","kind":"f64"},{"name":"fit","kind":"i32"},{"name":"out","kind":"ptr"}],"doc":"The memory a load of these files would take (model/estimate.h), from their headers only, into out (OX_WASM_ESTIMATE). stream, weight_cache as for ox_wasm_load. n_ctx <= 0: the model's maximum; kv_type 0: f32; budget: bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The runtime part is the heap in use after the headers and the tokenizer are read (they are freed again). Returns OX_WASM_N_ESTIMATE, or < 0."},
   {"name":"ox_wasm_reserve","ret":"i32","args":[{"name":"bytes","kind":"f64"}],"doc":"Grow wasm memory now so that `bytes` of it in all are in use without growing again (a budgeted load grows once, before it allocates). Returns 0, or NOMEM when it cannot."},
   {"name":"ox_wasm_free","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Free an engine (its sessions must be freed first)."},
   {"name":"ox_wasm_info","ret":"cstr","args":[{"name":"e","kind":"ptr"}],"doc":"The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim, contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen, channelClose, quant}; token ids are -1 where the vocabulary lacks the piece."},

@@ -106,7 +106,7 @@ export interface LoadOptions {
 }
 
 /** estimateMemory's options: the load options that change the sums, and the context. */
-export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'kvType' | 'tablesOnHost' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
+export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'kvType' | 'tablesOnHost' | 'streamWeights' | 'weightCache' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
   /** Positions the session holds (default: the model's maximum). */
   context?: number;
 }
@@ -117,13 +117,16 @@ export interface MemoryEstimate {
   weights: number;
   /** tables read per token through the host (PLE): not resident, not in total */
   embeddingsOnHost: number;
+  /** the bound of the streamed weights' cache (`streamWeights`; 0 when all is resident):
+   *  streamed weights are not in `weights` */
+  weightCache: number;
   /** KV caches holding `context` positions */
   kv: number;
   /** a prefill micro-batch's activations and matmul scratch, the token list, one generation */
   scratch: number;
   /** in use before the load: the wasm module, stacks, the parsed headers, the tokenizer */
   runtime: number;
-  /** weights + kv + scratch + runtime */
+  /** weights + weightCache + kv + scratch + runtime */
   total: number;
   /** what the load reads from the files */
   fileBytes: number;

@@ -141,7 +141,7 @@ function sourcesOf(sources, call) {
  * header, metadata and tensor infos; safetensors headers and config.json): on a URL this is a
  * few range reads before any download. The sums are the C loader's and allocator's own
  * (src/model/estimate.h), run in an engine worker started for the call.
- * @returns {Promise<{weights: number, embeddingsOnHost: number, kv: number, scratch: number, runtime: number, total: number, fileBytes: number, context: number}>}
+ * @returns {Promise<{weights: number, embeddingsOnHost: number, weightCache: number, kv: number, scratch: number, runtime: number, total: number, fileBytes: number, context: number}>}
  */
 export async function estimateMemory(sources, opts = {}) {
   checked('estimateMemory', ESTIMATE_OPTIONS, opts);
@@ -158,7 +158,7 @@ export async function estimateMemory(sources, opts = {}) {
   try {
     await engine.call('init', { build: env.build, threads: env.threads, assets, host: opts.host, jinjaUrl: null });
     return await engine.call('estimate', {
-      sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, context: opts.context ?? 0,
+      sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, ...streamingOf(opts), context: opts.context ?? 0,
       kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
     });
   } catch (e) {
@@ -174,6 +174,12 @@ export async function estimateMemory(sources, opts = {}) {
 
 const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
 
+// streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
+function streamingOf(opts) {
+  const stream = STREAM[opts.streamWeights ?? 'none'];
+  return { stream, weightCache: stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0 };
+}
+
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
@@ -187,9 +193,7 @@ export async function loadModel(sources, opts = {}) {
   }
   const quant = QUANT[opts.quant ?? 'stored'];
   if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
-  // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
-  const stream = STREAM[opts.streamWeights ?? 'none'];
-  const weightCache = stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0;
+  const { stream, weightCache } = streamingOf(opts);
   for (const k of ['maxContext', 'maxResident'])
     if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);

@@ -94,6 +94,7 @@ export const LOAD_OPTIONS = {
 // estimateMemory(sources, opts): what loadModel would allocate, from the headers
 export const ESTIMATE_OPTIONS = {
   context: int(0), kvType: LOAD_OPTIONS.kvType, quant: LOAD_OPTIONS.quant, tablesOnHost: bool, threads: int(1, 64),
+  streamWeights: LOAD_OPTIONS.streamWeights, weightCache: LOAD_OPTIONS.weightCache,
   build: LOAD_OPTIONS.build, simd: LOAD_OPTIONS.simd, assetBase: LOAD_OPTIONS.assetBase, locateFile: fn,
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };

@@ -41,14 +41,14 @@ export class Engine {
   }
 
   // The memory a load of the open handles would take (src/model/estimate.h), from their
-  // headers: m {quant, tablesOnHost, context (0: the model's), kvType (0: f32), budget (bytes,
+  // headers: m {quant, tablesOnHost, stream (an id), weightCache, context (0: the model's), kvType (0: f32), budget (bytes,
   // 0: none), fit (lower the context to the budget)} -> {weights, embeddingsOnHost, kv,
-  // scratch, runtime, total, fileBytes, context}
+  // weightCache, scratch, runtime, total, fileBytes, context}
   estimateOpen(handles, m) {
     const { heap } = this;
     const n = estimateFields.length;
     const rec = heap.withInts(handles, (p) =>
-      heap.scoped(n * 8, (out) => (heap.check(heap.C.ox_wasm_estimate(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.context ?? 0, m.kvType ?? 0, m.budget ?? 0, m.fit ? 1 : 0, out)), heap.f64(out, n).slice())));
+      heap.scoped(n * 8, (out) => (heap.check(heap.C.ox_wasm_estimate(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.stream ?? 0, m.weightCache ?? 0, m.context ?? 0, m.kvType ?? 0, m.budget ?? 0, m.fit ? 1 : 0, out)), heap.f64(out, n).slice())));
     return Object.fromEntries(estimateFields.map((f, i) => [f, rec[i]]));
   }
 

@@ -37,13 +37,15 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     int tasks = rq->threads > 1 ? rq->threads : 1;
     uint64_t scratch = ox_forward_scratch_bytes(c, stage_bytes(&w), tasks, ub, ctx) + w.matmul_ws +
                        (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);
+    uint64_t wcache = opts && opts->stream != OX_STREAM_NONE ? opts->weight_cache : 0;
     *out = (ox_mem_estimate){
         .weights = w.resident,
+        .weight_cache = wcache,
         .embeddings_on_host = w.host_table_bytes,
         .kv = kv,
         .scratch = scratch,
         .runtime = rq->runtime,
-        .total = w.resident + kv + scratch + rq->runtime,
+        .total = w.resident + wcache + kv + scratch + rq->runtime,
         .file_bytes = w.file_bytes,
         .context = ctx,
     };

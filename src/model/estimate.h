@@ -11,11 +11,13 @@
  *                      not resident, not in total
  *   kv                 the KV caches holding `context` positions (model/kv.h ox_kv_bytes:
  *                      sliding layers a ring of the window)
+ *   weight_cache       the bound of the streamed weights' cache (load option stream; 0 when
+ *                      everything is resident): streamed weights are not in `weights`
  *   scratch            one prefill micro-batch's activations and matmul scratch at that
  *                      context, the session's token list, one generation's vocab buffers
  *   runtime            what the caller says is in use before the load (the wasm module, its
  *                      stacks, the parsed headers, the tokenizer): copied into total
- *   total              weights + kv + scratch + runtime */
+ *   total              weights + weight_cache + kv + scratch + runtime */
 #ifndef OX_ESTIMATE_H
 #define OX_ESTIMATE_H
 
@@ -30,7 +32,7 @@ typedef struct ox_mem_request {
 } ox_mem_request;
 
 typedef struct ox_mem_estimate {
-    uint64_t weights, embeddings_on_host, kv, scratch, runtime, total;
+    uint64_t weights, embeddings_on_host, weight_cache, kv, scratch, runtime, total;
     uint64_t file_bytes; /* what the load reads from the host */
     int context;
 } ox_mem_estimate;

@@ -98,10 +98,11 @@ typedef struct ox_wasm_gen ox_wasm_gen;
 #define OX_WASM_ESTIMATE(X)                                                                     \
     X(weights, "resident weights")                                                              \
     X(embeddings_on_host, "table rows read through the host (PLE): not resident, not in total") \
+    X(weight_cache, "the streamed weights' cache bound (0: everything resident)")               \
     X(kv, "KV caches at the context")                                                           \
     X(scratch, "activations and matmul scratch of a prefill micro-batch, token list, one generation") \
     X(runtime, "in use before the load: the module, stacks, parsed headers, tokenizer")        \
-    X(total, "weights + kv + scratch + runtime")                                                \
+    X(total, "weights + weight_cache + kv + scratch + runtime")                                 \
     X(file_bytes, "bytes the load reads")                                                       \
     X(context, "positions (the fitted context with fit)")
 #define OX_WASM_COUNT_(field, what) +1
@@ -151,12 +152,13 @@ OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int qu
  * earlier drafter; a failed load keeps it. Returns 0 or < 0. */
 OX_EXPORT int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant);
 /* The memory a load of these files would take (model/estimate.h), from their headers only,
- * into out (OX_WASM_ESTIMATE). n_ctx <= 0: the model's maximum; kv_type 0: f32; budget:
+ * into out (OX_WASM_ESTIMATE). stream, weight_cache as for ox_wasm_load. n_ctx <= 0: the
+ * model's maximum; kv_type 0: f32; budget:
  * bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The
  * runtime part is the heap in use after the headers and the tokenizer are read (they are
  * freed again). Returns OX_WASM_N_ESTIMATE, or < 0. */
-OX_EXPORT int ox_wasm_estimate(const int32_t *files, int n_files, int quant, int tables_on_host, int n_ctx,
-                               int kv_type, double budget, int fit, double *out);
+OX_EXPORT int ox_wasm_estimate(const int32_t *files, int n_files, int quant, int tables_on_host, int stream,
+                               double weight_cache, int n_ctx, int kv_type, double budget, int fit, double *out);
 /* Grow wasm memory now so that `bytes` of it in all are in use without growing again (a
  * budgeted load grows once, before it allocates). Returns 0, or NOMEM when it cannot. */
 OX_EXPORT int ox_wasm_reserve(double bytes);

@@ -109,8 +109,8 @@ extern unsigned char __heap_base; /* wasm-ld: the end of static data and the mai
 /* Bytes of wasm memory in use: static data and stack, then what malloc holds. */
 static uint64_t in_use(void) { return (uintptr_t)&__heap_base + (uint64_t)(unsigned)mallinfo().uordblks; }
 
-API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on_host, int n_ctx, int kv_type,
-                         double budget, int fit, double *out) {
+API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on_host, int stream, double weight_cache,
+                         int n_ctx, int kv_type, double budget, int fit, double *out) {
     last = (ox_err){0};
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) {
@@ -121,7 +121,8 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     int rc = tok ? 0 : last.code;
     ox_mem_estimate e;
     if (!rc) {
-        ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host};
+        ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .stream = (ox_stream)stream,
+                          .weight_cache = (uint64_t)weight_cache};
         ox_mem_request rq = {n_ctx, kv_type, ox_pool_threads(), in_use()};
         rc = ox_memory_budget(mf, &o, &rq, (uint64_t)budget, fit, &e, &last);
     }

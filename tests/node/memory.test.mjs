@@ -22,6 +22,7 @@ before(async () => {
   models.bench8 = synth(dir, { preset: 'benchlike', type: 'q8_0' });
   models.bench4 = synth(dir, { preset: 'benchlike', type: 'q4_0' });
   models.moe = synth(dir, { preset: 'moe', type: 'f32' });
+  models.moe8 = synth(dir, { preset: 'moe', type: 'q8_0' });
   server = await startServer({ 'bench.gguf': models.bench8 });
 });
 
@@ -35,20 +36,25 @@ const tokensOf = (n, vocab) => Array.from({ length: n }, (_, i) => (i === 0 ? 2 
 
 // Load at `context`, prefill context - 8 tokens and generate to the end: the weights and KV the
 // engine counts equal the estimate's, and the heap in use is within 10 % of its total.
-async function checkAgainstLoad(file, { context, quant, kvType, threads = 2 }) {
-  const label = `${path.basename(file)} quant ${quant ?? 'stored'} kv ${kvType ?? 'f32'} context ${context}`;
-  const est = await estimateMemory(file, { context, quant, kvType, threads });
+// Streamed weights (streamWeights): the cache counts at its bound, which an evicting run fills.
+async function checkAgainstLoad(file, { context, quant, kvType, threads = 2, streamWeights, weightCache }) {
+  const label = `${path.basename(file)} quant ${quant ?? 'stored'} kv ${kvType ?? 'f32'} context ${context}` +
+    (streamWeights ? ` stream ${streamWeights} cache ${weightCache}` : '');
+  const est = await estimateMemory(file, { context, quant, kvType, threads, streamWeights, weightCache });
   assert.equal(est.context, context, label);
-  assert.equal(est.total, est.weights + est.kv + est.scratch + est.runtime, label);
-  const model = await loadModel(file, { maxContext: context, quant, kvType, threads });
+  assert.equal(est.weightCache, streamWeights ? weightCache : 0, `${label}: weight cache`);
+  assert.equal(est.total, est.weights + est.weightCache + est.kv + est.scratch + est.runtime, label);
+  const model = await loadModel(file, { maxContext: context, quant, kvType, threads, streamWeights, weightCache });
   try {
     const loaded = await model.stats();
-    assert.equal(loaded.residentBytes, est.weights, `${label}: weights`);
+    if (!streamWeights) assert.equal(loaded.residentBytes, est.weights, `${label}: weights`);
+    else assert.ok(loaded.residentBytes >= est.weights && loaded.residentBytes <= est.weights + weightCache, `${label}: weights ${loaded.residentBytes}`);
     const prompt = tokensOf(context - 8, model.info.vocab);
     const { stats } = await collect(model.generate(prompt, { maxTokens: 100, temperature: 0, stopIds: [] }));
     assert.equal(stats.reason, 'context', `${label}: the generation ran to the end of the context`);
     const s = await model.stats();
-    assert.equal(s.residentBytes - est.weights, est.kv, `${label}: KV`);
+    if (!streamWeights) assert.equal(s.residentBytes - est.weights, est.kv, `${label}: KV`);
+    else assert.ok(s.streamMisses > 0, `${label}: the cache evicted`);
     const err = Math.abs(s.heapBytes - est.total) / s.heapBytes;
     assert.ok(err < 0.1, `${label}: heap in use ${s.heapBytes}, estimated ${est.total} (${(err * 100).toFixed(1)} %): ${JSON.stringify(est)}`);
     console.log(`# ${label}: heap ${s.heapBytes}, estimate ${JSON.stringify(est)}`);
@@ -66,6 +72,16 @@ test('estimate vs the heap in use after a load and a full-context generation', a
   await checkAgainstLoad(models.moe, { context: 96, quant: 'q4' });
   await checkAgainstLoad(models.bench8, { context: 700, kvType: 'q8_0' }); // rings on the sliding layers
   await checkAgainstLoad(models.tiny, { context: 400, kvType: 'f16' });
+  await checkAgainstLoad(models.moe8, { context: 96, streamWeights: 'experts', weightCache: 2 * MiB });
+});
+
+test('streamed weights leave the estimate\'s resident weights for its weight cache', async () => {
+  const all = await estimateMemory(models.moe8, { context: 96 });
+  const streamed = await estimateMemory(models.moe8, { context: 96, streamWeights: 'experts', weightCache: 2 * MiB });
+  assert.equal(all.weightCache, 0);
+  assert.equal(streamed.weightCache, 2 * MiB);
+  assert.ok(all.weights - streamed.weights > 2 * MiB, `the experts leave the weights: ${all.weights} -> ${streamed.weights}`);
+  assert.equal(streamed.kv, all.kv);
 });
 
 test('the estimate grows with the context by the KV caches and scratch only', async () => {
