@@ -178,7 +178,7 @@ export function procStatus(pid) {
       const m = new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s);
       return m ? Number(m[1]) * 1024 : NaN;
     };
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
   } catch {
     return null;
   }
