@@ -159,7 +159,8 @@ try {
     server.onReport = null;
     c.kill();
     await new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', r)));
-    fs.rmSync(profile, { recursive: true, force: true });
+    // the browser's child processes may still write to the profile for a moment after it exits
+    fs.rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
 }
 
