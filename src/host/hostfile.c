@@ -98,7 +98,14 @@ int ox_host_read(int file, uint64_t off, size_t len, void *dst, ox_err *err) {
     }
     uint8_t *p = dst;
     while (len > 0) {
+#ifdef __EMSCRIPTEN__
+        /* the wasm developer tools (NODERAWFS): Emscripten 3.1.6's pread drops the offset's
+         * high word, so past 2 GiB it read the wrong bytes; its lseek takes all 64 bits
+         * (host reads come from one thread at a time) */
+        ssize_t r = lseek(f->fd, (off_t)off, SEEK_SET) < 0 ? -1 : read(f->fd, p, len);
+#else
         ssize_t r = pread(f->fd, p, len, (off_t)off);
+#endif
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0)
             return ox_errf(err, OX_E_IO, "%s: read failed at offset %llu: %s", f->name,

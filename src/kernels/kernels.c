@@ -128,7 +128,7 @@ typedef struct {
     ox_act act[MAX_ACT];
     int n_act;
     int needs_deq[MAX_ACT];
-    size_t off_q[MAX_ACT], off_deq[MAX_ACT], off_q16[MAX_ACT], off_dT[MAX_ACT];
+    size_t off_q[MAX_ACT], off_deq[MAX_ACT], off_q16[MAX_ACT], off_dT[MAX_ACT], off_sT[MAX_ACT];
 } act_plan;
 
 static int act_index(act_plan *p, ox_type t) {
@@ -174,6 +174,8 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
             a->tok_pad = (int)tok_pad;
             p->off_dT[k] = off;
             overflow |= region(&off, nb_pad);
+            p->off_sT[k] = off;
+            overflow |= region(&off, nb_pad);
         }
     }
     if (overflow)
@@ -185,7 +187,7 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
 /* ggml's quantize_row_q8_0_ref, 8 lanes at a time: d = amax/127, q = roundf(x * (1/d)).
  * roundf (halves away from zero) is trunc(v + copysign(0.5, v)) for 0.5 <= |v| <= 127 (the
  * sum is exact there, or rounds without crossing an integer), and 0 below 0.5. */
-void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, size_t d_stride) {
+void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, int32_t *s, size_t d_stride) {
     const v8i abs_mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
     for (int b = 0; b < n / OX_QK; b++, x += OX_QK) {
         v8f v[4], m = splat8(0);
@@ -200,6 +202,7 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
         if (isinf(id)) id = 0; /* as ox_quantize_row */
         q[b].d = ox_f32_to_f16(dd);
         d[(size_t)b * d_stride] = ox_f16_to_f32(q[b].d);
+        int32_t sum = 0;
         for (int k = 0; k < 4; k++) {
             v8f s = v[k] * splat8(id);
             v8f half = (v8f)(((v8i)s & ~abs_mask) | (v8i)splat8(0.5f));
@@ -208,8 +211,10 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
             for (int l = 0; l < 8; l++) {
                 q[b].qs[8 * k + l] = (int8_t)r[l];
                 q16[b * OX_QK + 8 * k + l] = (int16_t)r[l];
+                sum += r[l];
             }
         }
+        s[(size_t)b * d_stride] = sum;
     }
 }
 
@@ -221,12 +226,15 @@ static void fill_act(ox_act *a, uint8_t *base, const act_plan *p, int k, const f
     if (a->type == OX_Q8_0) {
         int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
         float *dT = (float *)(base + p->off_dT[k]);
+        int32_t *sT = (int32_t *)(base + p->off_sT[k]);
         memset(dT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
+        memset(sT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
         for (int t = 0; t < a->n_tok; t++)
             ox_quantize_q8_0_act(x + (size_t)t * a->cols, a->cols, (ox_block_q8_0 *)(q + (size_t)t * a->q_stride),
-                                 q16 + (size_t)t * a->cols, dT + t, (size_t)a->tok_pad);
+                                 q16 + (size_t)t * a->cols, dT + t, sT + t, (size_t)a->tok_pad);
         a->q16 = q16;
         a->dT = dT;
+        a->sT = sT;
     } else {
         for (int t = 0; t < a->n_tok; t++)
             ox_quantize_row(a->type, x + (size_t)t * a->cols, q + (size_t)t * a->q_stride, (size_t)a->cols);

@@ -27,6 +27,7 @@ typedef struct ox_act {
      * rounded up to 4, padding 0, so one vector load gives a block's scale for 4 tokens;
      * 1 for a single token, so 4 blocks' scales are one load). */
     const float *dT;
+    const int32_t *sT; /* Q8_0 only: each block's sum of quants, laid out as dT (relaxed Q4_0) */
     int tok_pad;
 } ox_act;
 
@@ -56,7 +57,7 @@ static inline void ox_kblock_scales_k4(const uint8_t *s, ox_kblock *k) {
 /* Q8_0 activations of one row (n a multiple of 32): the same blocks as
  * ox_quantize_row(OX_Q8_0) (vectorized), plus the int16 copy of the quants and the block
  * scales as f32, d_stride floats apart. */
-void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, size_t d_stride);
+void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, int32_t *s, size_t d_stride);
 
 /* Computes y[t * W->rows + r] for every token t and rows r in [r0, r1). */
 typedef void (*ox_tile_fn)(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y);

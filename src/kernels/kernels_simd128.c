@@ -70,8 +70,44 @@ static inline v128_t legacy_d4(const uint8_t *blk, size_t bb) {
     return wasm_u32x4_extend_low_u16x8(wasm_v128_load64_zero(d));
 }
 
-/* one block widened and dotted at once (4 widened blocks alive together would spill) */
-static inline v128_t legacy_block_dot(const uint8_t *blk, const int16_t *a, int q4) {
+#ifdef __wasm_relaxed_simd__
+typedef int8_t i8x16_t __attribute__((vector_size(16)));
+/* the int8 activations (first operand) times unsigned quants as the 7-bit operand (0..127:
+ * the same result on every engine), pairs summed in int16 */
+static inline v128_t rdot(v128_t q, const int8_t *a8) {
+    return (v128_t)__builtin_wasm_relaxed_dot_i8x16_i7x16_s_i16x8((i8x16_t)wasm_v128_load(a8), (i8x16_t)q);
+}
+/* Q4_0 under relaxed SIMD: the nibbles stay unsigned (0..15) and are dotted with the int8
+ * activations; the -8 comes back once per block as 8 * the activations' sum (a->sT). The
+ * i16 sums (<= 4 * 15 * 128) cannot saturate. */
+#define Q4_UNSIGNED 1
+static inline void nibbles_q4_0(const uint8_t *blk, v128_t *lo, v128_t *hi) {
+    v128_t q = wasm_v128_load(blk + 2), m4 = wasm_i8x16_splat(0x0F);
+    *lo = wasm_v128_and(q, m4);
+    *hi = wasm_v128_and(wasm_u16x8_shr(q, 4), m4);
+}
+static inline v128_t dot_q4u(v128_t lo, v128_t hi, const int8_t *a8) {
+    return wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(rdot(lo, a8), rdot(hi, a8 + 16)));
+}
+#else
+#define Q4_UNSIGNED 0
+#endif
+
+/* the int8 quants of token t's activation block b */
+static inline const int8_t *act8(const ox_act *a, int t, int b) {
+    return ((const ox_block_q8_0 *)(a->q + (size_t)t * a->q_stride))[b].qs;
+}
+
+/* one block widened and dotted at once (4 widened blocks alive together would spill);
+ * Q4_UNSIGNED: without the -8 */
+static inline v128_t legacy_block_dot(const uint8_t *blk, const int16_t *a, const int8_t *a8, int q4) {
+#if Q4_UNSIGNED
+    if (q4) {
+        v128_t lo, hi;
+        nibbles_q4_0(blk, &lo, &hi);
+        return dot_q4u(lo, hi, a8);
+    }
+#endif
     v128_t w[4];
     if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
     return dot_block(w, a);
@@ -88,11 +124,22 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
             v128_t acc = wasm_f32x4_splat(0);
             for (int b = 0; b < nb; b++) {
                 const uint8_t *blk = row + b * bb;
-                v128_t w[4];
-                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
-                const int16_t *ab = a0 + b * OX_QK;
-                v128_t s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols),
-                                 dot_block(w, ab + 3 * cols));
+                v128_t s;
+#if Q4_UNSIGNED
+                if (q4) {
+                    v128_t lo, hi;
+                    nibbles_q4_0(blk, &lo, &hi);
+                    s = hsum4(dot_q4u(lo, hi, act8(a, t, b)), dot_q4u(lo, hi, act8(a, t + 1, b)),
+                              dot_q4u(lo, hi, act8(a, t + 2, b)), dot_q4u(lo, hi, act8(a, t + 3, b)));
+                    s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(a->sT + (size_t)b * tp + t), 3));
+                } else
+#endif
+                {
+                    v128_t w[4];
+                    if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+                    const int16_t *ab = a0 + b * OX_QK;
+                    s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols), dot_block(w, ab + 3 * cols));
+                }
                 v128_t scale = wasm_f32x4_mul(wasm_v128_load(a->dT + (size_t)b * tp + t), wasm_f32x4_splat(ox_legacy_d(blk)));
                 acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), scale));
             }
@@ -113,10 +160,16 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
             for (; b + 4 <= nb; b += 4) {
                 const uint8_t *blk = row + b * bb;
                 const int16_t *ab = at + b * OX_QK;
-                v128_t s0 = legacy_block_dot(blk, ab, q4), s1 = legacy_block_dot(blk + bb, ab + OX_QK, q4);
-                v128_t s2 = legacy_block_dot(blk + 2 * bb, ab + 2 * OX_QK, q4);
-                v128_t s3 = legacy_block_dot(blk + 3 * bb, ab + 3 * OX_QK, q4);
+                v128_t s0 = legacy_block_dot(blk, ab, act8(a, t, b), q4);
+                v128_t s1 = legacy_block_dot(blk + bb, ab + OX_QK, act8(a, t, b + 1), q4);
+                v128_t s2 = legacy_block_dot(blk + 2 * bb, ab + 2 * OX_QK, act8(a, t, b + 2), q4);
+                v128_t s3 = legacy_block_dot(blk + 3 * bb, ab + 3 * OX_QK, act8(a, t, b + 3), q4);
                 v128_t s = hsum4(s0, s1, s2, s3);
+                if (Q4_UNSIGNED && q4) {
+                    const int32_t *st = a->sT + t;
+                    v128_t sv = tp == 1 ? wasm_v128_load(st + b) : wasm_i32x4_make(st[b * tp], st[(b + 1) * tp], st[(b + 2) * tp], st[(b + 3) * tp]);
+                    s = wasm_i32x4_sub(s, wasm_i32x4_shl(sv, 3));
+                }
                 v128_t dw = f16x4_to_f32(legacy_d4(blk, bb));
                 v128_t dav = tp == 1 ? wasm_v128_load(da + b)
                                      : wasm_f32x4_make(da[b * tp], da[(b + 1) * tp], da[(b + 2) * tp], da[(b + 3) * tp]);
@@ -124,11 +177,11 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
             }
             for (; b < nb; b++) {
                 const uint8_t *blk = row + b * bb;
-                v128_t w[4];
-                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
                 float scale = ox_legacy_d(blk) * da[(size_t)b * tp];
-                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(dot_block(w, at + b * OX_QK)),
-                                                         wasm_f32x4_splat(scale)));
+                v128_t s = legacy_block_dot(blk, at + b * OX_QK, act8(a, t, b), q4);
+                if (Q4_UNSIGNED && q4) /* the -8 in one lane */
+                    s = wasm_i32x4_replace_lane(s, 0, wasm_i32x4_extract_lane(s, 0) - 8 * a->sT[(size_t)b * tp + t]);
+                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_splat(scale)));
             }
             y[(size_t)t * rows + r] = hsumf(acc);
         }
@@ -137,6 +190,9 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
 
 /* ---------------------------------------------------------------- K-quants */
 
+/* prefill (SIMD128; Q6_K at many tokens under relaxed SIMD too): the super-blocks of a row
+ * unpacked once (kernels_tile.h's driver) */
+
 /* the 16 quants at k->q[pos..pos+15] (one sub-block's), times that sub-block's scale */
 static inline void store_scaled(ox_kblock *k, int pos, v128_t v) {
     v128_t sc = wasm_i16x8_splat((int16_t)k->sc[pos / 16]);
@@ -144,6 +200,7 @@ static inline void store_scaled(ox_kblock *k, int pos, v128_t v) {
     wasm_v128_store(k->q + pos + 8, wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(v), sc));
 }
 
+#ifndef __wasm_relaxed_simd__
 /* Q4_K/Q5_K: sub-block 2i = low nibbles of qs[32i..32i+31], 2i+1 = high nibbles; Q5_K's
  * fifth bit of sub-block j is bit j of qh[l]. */
 static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock *k) {
@@ -161,6 +218,8 @@ static inline void unpack_q45_k(const uint8_t *qs, const uint8_t *qh, ox_kblock 
             store_scaled(k, 64 * i + 32 + 16 * h, hi);
         }
 }
+
+#endif
 
 /* Q6_K: per half of 128, quarter 0..3 = ql[l] low, ql[l+32] low, ql[l] high, ql[l+32]
  * high, with 2 high bits from qh[l] at shift 2*quarter; minus 32. */
@@ -204,48 +263,10 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
 }
 
 
-/* ---- one token, straight from the ggml blocks (decode): the quants are widened in
- * registers and dotted with the int16 activations per sub-block; the integer sub-block sums
- * are gathered 4 to a vector (hsum4) and multiplied by their integer scales, so the whole
- * super-block sum stays exact, as quant.c's. */
-
-/* The products of unsigned weight bytes (0..63) with the activations, as i32x4 partial sums:
- * dot16 of 16 bytes, dot32 of 2 x 16. SIMD128 widens the bytes to int16 and takes
- * i32x4.dot_i16x8 with the int16 copy of the activations (a16); relaxed SIMD takes
- * i16x8.relaxed_dot_i8x16_i7x16_s with the int8 activations (a8) and the weights as the
- * 7-bit operand (0..127: the same result on every engine; the pair sums, <= 2 * 63 * 128,
- * and dot32's 4-product sums, <= 4 * 31 * 128, fit int16: nothing saturates). */
-#ifdef __wasm_relaxed_simd__
-typedef int8_t i8x16_t __attribute__((vector_size(16)));
-static inline v128_t rdot(v128_t q, const int8_t *a8) {
-    return (v128_t)__builtin_wasm_relaxed_dot_i8x16_i7x16_s_i16x8((i8x16_t)wasm_v128_load(a8), (i8x16_t)q);
-}
-static inline v128_t dot16(v128_t q, const int16_t *a16, const int8_t *a8) {
-    return wasm_i32x4_extadd_pairwise_i16x8(rdot(q, a8));
-}
-static inline v128_t dot32(v128_t q0, v128_t q1, const int16_t *a16, const int8_t *a8) {
-    return wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(rdot(q0, a8), rdot(q1, a8 + 16)));
-}
-#else
-static inline v128_t dot16(v128_t q, const int16_t *a16, const int8_t *a8) {
-    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(q), wasm_v128_load(a16)),
-                          wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(q), wasm_v128_load(a16 + 8)));
-}
-static inline v128_t dot32(v128_t q0, v128_t q1, const int16_t *a16, const int8_t *a8) {
-    return wasm_i32x4_add(dot16(q0, a16, a8), dot16(q1, a16 + 16, a8 + 16));
-}
-#endif
-
 /* byte-wise (v >> n) & mask / (v << n) & mask with a 16-bit shift: the mask drops the bits
  * that crossed from the neighbouring byte */
 static inline v128_t shr_mask(v128_t v, int n, v128_t mask) { return wasm_v128_and(wasm_u16x8_shr(v, n), mask); }
 static inline v128_t shl_mask(v128_t v, int n, v128_t mask) { return wasm_v128_and(wasm_i16x8_shl(v, n), mask); }
-
-/* bytes 4g..4g+3 of v (unsigned) as i32x4 */
-static inline v128_t u8_group(v128_t v, int g) {
-    v128_t h = g < 2 ? wasm_u16x8_extend_low_u8x16(v) : wasm_u16x8_extend_high_u8x16(v);
-    return g % 2 ? wasm_u32x4_extend_high_u16x8(h) : wasm_u32x4_extend_low_u16x8(h);
-}
 
 static inline int32_t hsum_i32(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
@@ -262,27 +283,211 @@ static inline v128_t scales_k4(const uint8_t *s) {
                            ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4));
 }
 
+/* Q4_K/Q5_K quants of sub-blocks 2i (q[0], q[1]: elements 64i..64i+31) and 2i+1 (q[2], q[3]),
+ * unsigned bytes; Q5_K's fifth bit of sub-block j is bit j of qh[l], moved to bit 4 */
+static inline void quants_k45(const uint8_t *qs, const uint8_t *qh, int i, v128_t *q) {
+    const v128_t m4 = wasm_i8x16_splat(0x0F), b4 = wasm_i8x16_splat(0x10);
+    v128_t v0 = wasm_v128_load(qs + 32 * i), v1 = wasm_v128_load(qs + 32 * i + 16);
+    q[0] = wasm_v128_and(v0, m4), q[1] = wasm_v128_and(v1, m4), q[2] = shr_mask(v0, 4, m4), q[3] = shr_mask(v1, 4, m4);
+    if (qh) {
+        v128_t h0 = wasm_v128_load(qh), h1 = wasm_v128_load(qh + 16);
+        for (int k = 0; k < 2; k++) {
+            int n = 2 * i + k;
+            q[2 * k] = wasm_v128_or(q[2 * k], n <= 4 ? shl_mask(h0, 4 - n, b4) : shr_mask(h0, n - 4, b4));
+            q[2 * k + 1] = wasm_v128_or(q[2 * k + 1], n <= 4 ? shl_mask(h1, 4 - n, b4) : shr_mask(h1, n - 4, b4));
+        }
+    }
+}
+
+/* Q6_K quants of step (h, l), unsigned (0..63): q[j] holds elements 128h + 32j + l .. +15,
+ * sub-block 8h + l/16 + 2j */
+static inline void quants_q6_k(const ox_block_q6_K *b, int h, int l, v128_t *q) {
+    const v128_t m4 = wasm_i8x16_splat(0x0F), m6 = wasm_i8x16_splat(0x30);
+    v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
+    v128_t qh = wasm_v128_load(b->qh + 32 * h + l);
+    q[0] = wasm_v128_or(wasm_v128_and(ql0, m4), shl_mask(qh, 4, m6));
+    q[1] = wasm_v128_or(wasm_v128_and(ql1, m4), shl_mask(qh, 2, m6));
+    q[2] = wasm_v128_or(shr_mask(ql0, 4, m4), wasm_v128_and(qh, m6));
+    q[3] = wasm_v128_or(shr_mask(ql1, 4, m4), shr_mask(qh, 2, m6));
+}
+
+#ifdef __wasm_relaxed_simd__
+/* ---- relaxed SIMD: every token count from the ggml blocks, up to 4 tokens per pass over a
+ * row. i16x8.relaxed_dot_i8x16_i7x16_s multiplies the int8 activations by the unsigned
+ * quants as the 7-bit operand (0..63 <= 127: the same result on every engine); its pair sums
+ * (<= 2 * 63 * 128, and two of them for Q4_K/Q5_K's <= 31) fit int16. i32x4.dot_i16x8 of
+ * those with the sub-block's integer scale splatted applies the scale and widens at once,
+ * so each super-block's sum per lane stays an exact integer until d * a->d in f32. The
+ * quants are extracted once per pass and used for every token. */
+#define KT 4 /* tokens per pass */
+
+/* One super-block's integer sums (acc: sum sc_j (q . a)_j, m: sum mn_j bsum_j, NULL without
+ * mins) into the tokens' running sums, in the same float operations and order as the
+ * SIMD128 dots (ab->d * (d * isum) - ab->d * (dmin * msum), summed block by block), so both
+ * builds give the same logits: one token in a scalar, more in the lanes of *fv. */
+static inline __attribute__((always_inline)) void
+kfinish(const v128_t *acc, const v128_t *m, const ox_block_q8_K *const *ab, int b, const int T, float d, float dmin,
+        float *fs, v128_t *fv) {
+    if (T == 1) {
+        float ad = ab[0][b].d, v = ad * (d * (float)hsum_i32(acc[0]));
+        *fs += m ? v - ad * (dmin * (float)hsum_i32(m[0])) : v;
+        return;
+    }
+    const v128_t z = wasm_i32x4_splat(0);
+    v128_t ad = wasm_f32x4_make(ab[0][b].d, ab[1][b].d, T > 2 ? ab[2][b].d : 0, T > 3 ? ab[3][b].d : 0);
+    v128_t is = hsum4(acc[0], acc[1], T > 2 ? acc[2] : z, T > 3 ? acc[3] : z);
+    v128_t v = wasm_f32x4_mul(ad, wasm_f32x4_mul(wasm_f32x4_splat(d), wasm_f32x4_convert_i32x4(is)));
+    if (m) {
+        v128_t ms = hsum4(m[0], m[1], T > 2 ? m[2] : z, T > 3 ? m[3] : z);
+        v = wasm_f32x4_sub(v, wasm_f32x4_mul(ad, wasm_f32x4_mul(wasm_f32x4_splat(dmin), wasm_f32x4_convert_i32x4(ms))));
+    }
+    *fv = wasm_f32x4_add(*fv, v);
+}
+
+static inline void kstore(const int T, float fs, v128_t fv, float *out) {
+    if (T == 1) { out[0] = fs; return; }
+    float l[4];
+    wasm_v128_store(l, fv);
+    for (int t = 0; t < T; t++) out[t] = l[t];
+}
+
+static inline __attribute__((always_inline)) void
+ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_K *const *ab, const int T, float *out) {
+    float fs = 0;
+    v128_t fv = wasm_f32x4_splat(0);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + b * bb;
+        const ox_block_q4_K *b4 = (const ox_block_q4_K *)blk;
+        const ox_block_q5_K *b5 = (const ox_block_q5_K *)blk;
+        const uint8_t *scales = five ? b5->scales : b4->scales, *qs = five ? b5->qs : b4->qs;
+        const uint8_t *qh = five ? b5->qh : NULL;
+        v128_t sm = scales_k4(scales);
+        uint16_t sc[8] __attribute__((aligned(16)));
+        wasm_v128_store(sc, wasm_u16x8_extend_low_u8x16(sm));
+        v128_t mn = wasm_u16x8_extend_high_u8x16(sm); /* mn_j times bsums 2j and 2j+1 */
+        v128_t mn_lo = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3), mn_hi = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
+        v128_t acc[KT];
+        for (int t = 0; t < T; t++) acc[t] = wasm_i32x4_splat(0);
+        for (int i = 0; i < 4; i++) {
+            v128_t q[4];
+            quants_k45(qs, qh, i, q);
+            v128_t s0 = wasm_v128_load16_splat(sc + 2 * i), s1 = wasm_v128_load16_splat(sc + 2 * i + 1);
+            for (int t = 0; t < T; t++) {
+                const int8_t *a8 = ab[t][b].qs + 64 * i;
+                v128_t p0 = wasm_i16x8_add(rdot(q[0], a8), rdot(q[1], a8 + 16));
+                v128_t p1 = wasm_i16x8_add(rdot(q[2], a8 + 32), rdot(q[3], a8 + 48));
+                acc[t] = wasm_i32x4_add(acc[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, s0), wasm_i32x4_dot_i16x8(p1, s1)));
+            }
+        }
+        v128_t m[KT];
+        for (int t = 0; t < T; t++)
+            m[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums), mn_lo),
+                                  wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums + 8), mn_hi));
+        kfinish(acc, m, ab, b, T, ox_f16_fast(five ? b5->d : b4->d), ox_f16_fast(five ? b5->dmin : b4->dmin), &fs, &fv);
+    }
+    kstore(T, fs, fv, out);
+}
+
+/* Q6_K: the -32 offset applied once per super-block and token as 32 * sum_j sc_j bsum_j */
+static inline __attribute__((always_inline)) void
+ktile6_pass(const uint8_t *row, int nb, const ox_block_q8_K *const *ab, const int T, float *out) {
+    float fs = 0;
+    v128_t fv = wasm_f32x4_splat(0);
+    for (int b = 0; b < nb; b++) {
+        const ox_block_q6_K *blk = (const ox_block_q6_K *)row + b;
+        v128_t sc8 = wasm_v128_load(blk->scales);
+        v128_t sc_lo = wasm_i16x8_extend_low_i8x16(sc8), sc_hi = wasm_i16x8_extend_high_i8x16(sc8);
+        int16_t sc[16] __attribute__((aligned(16)));
+        wasm_v128_store(sc, sc_lo), wasm_v128_store(sc + 8, sc_hi);
+        v128_t acc[KT];
+        for (int t = 0; t < T; t++) acc[t] = wasm_i32x4_splat(0);
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l += 16) {
+                v128_t q[4], s[4];
+                quants_q6_k(blk, h, l, q);
+                for (int j = 0; j < 4; j++) s[j] = wasm_v128_load16_splat(sc + 8 * h + l / 16 + 2 * j);
+                for (int t = 0; t < T; t++) {
+                    const int8_t *a8 = ab[t][b].qs + 128 * h + l;
+                    v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[0], a8), s[0]), wasm_i32x4_dot_i16x8(rdot(q[1], a8 + 32), s[1]));
+                    p = wasm_i32x4_add(p, wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[2], a8 + 64), s[2]),
+                                                         wasm_i32x4_dot_i16x8(rdot(q[3], a8 + 96), s[3])));
+                    acc[t] = wasm_i32x4_add(acc[t], p);
+                }
+            }
+        for (int t = 0; t < T; t++) {
+            v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums), sc_lo),
+                                        wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums + 8), sc_hi));
+            acc[t] = wasm_i32x4_sub(acc[t], wasm_i32x4_shl(off, 5));
+        }
+        kfinish(acc, NULL, ab, b, T, ox_f16_fast(blk->d), 0, &fs, &fv);
+    }
+    kstore(T, fs, fv, out);
+}
+
+/* kind: 4 = Q4_K, 5 = Q5_K, 6 = Q6_K. Tokens in passes of 4, the rest in one pass of 1..3
+ * (each pass length its own unrolled copy). */
+static inline __attribute__((always_inline)) void
+ktile_pass(const uint8_t *row, int nb, int kind, const ox_block_q8_K *const *ab, const int T, float *out) {
+    if (kind == 6) ktile6_pass(row, nb, ab, T, out);
+    else ktile45_pass(row, nb, kind == 5 ? sizeof(ox_block_q5_K) : sizeof(ox_block_q4_K), kind == 5, ab, T, out);
+}
+
+static inline __attribute__((always_inline)) void ktile(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int kind) {
+    const int nb = W->cols / OX_QK_K;
+    for (int t0 = 0; t0 < a->n_tok; t0 += KT) {
+        const int T = a->n_tok - t0 < KT ? a->n_tok - t0 : KT;
+        const ox_block_q8_K *ab[KT];
+        for (int t = 0; t < T; t++) ab[t] = (const ox_block_q8_K *)(a->q + (size_t)(t0 + t) * a->q_stride);
+        for (int r = r0; r < r1; r++) {
+            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+            float out[KT];
+            switch (T) {
+            case 4: ktile_pass(row, nb, kind, ab, 4, out); break;
+            case 3: ktile_pass(row, nb, kind, ab, 3, out); break;
+            case 2: ktile_pass(row, nb, kind, ab, 2, out); break;
+            default: ktile_pass(row, nb, kind, ab, 1, out); break;
+            }
+            for (int t = 0; t < T; t++) y[(size_t)(t0 + t) * W->rows + r] = out[t];
+        }
+    }
+}
+static void ktile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 4); }
+static void ktile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 5); }
+static void ktile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 6); }
+#define OX_KTILE 1
+#define OX_KTILE_Q6_K_UNPACK 8 /* measured: from 8 tokens, unpacking once per row wins */
+
+#else
+/* ---- SIMD128, one token, straight from the ggml blocks (decode): the quants are widened in
+ * registers and dotted with the int16 activations per sub-block; the integer sub-block sums
+ * are gathered 4 to a vector (hsum4) and multiplied by their integer scales, so the whole
+ * super-block sum stays exact, as quant.c's. */
+
+/* the products of 16 unsigned weight bytes (0..63) with the int16 activations, as i32x4
+ * partial sums (dot32: of 2 x 16) */
+static inline v128_t dot16(v128_t q, const int16_t *a16) {
+    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(q), wasm_v128_load(a16)),
+                          wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(q), wasm_v128_load(a16 + 8)));
+}
+static inline v128_t dot32(v128_t q0, v128_t q1, const int16_t *a16) {
+    return wasm_i32x4_add(dot16(q0, a16), dot16(q1, a16 + 16));
+}
+
+/* bytes 4g..4g+3 of v (unsigned) as i32x4 */
+static inline v128_t u8_group(v128_t v, int g) {
+    v128_t h = g < 2 ? wasm_u16x8_extend_low_u8x16(v) : wasm_u16x8_extend_high_u8x16(v);
+    return g % 2 ? wasm_u32x4_extend_high_u16x8(h) : wasm_u32x4_extend_low_u16x8(h);
+}
+
 /* Q4_K / Q5_K super-block . Q8_K block: ab->d * (d * sum sc_j (q . a)_j - dmin * sum mn_j bsum_j) */
 static inline float dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs,
                             const uint8_t *qh, const int16_t *a, const ox_block_q8_K *ab) {
-    const v128_t m4 = wasm_i8x16_splat(0x0F), b4 = wasm_i8x16_splat(0x10);
     v128_t sm = scales_k4(scales), s[8];
     for (int i = 0; i < 4; i++) {
-        v128_t v0 = wasm_v128_load(qs + 32 * i), v1 = wasm_v128_load(qs + 32 * i + 16);
-        v128_t l0 = wasm_v128_and(v0, m4), l1 = wasm_v128_and(v1, m4), h0 = shr_mask(v0, 4, m4), h1 = shr_mask(v1, 4, m4);
-        if (qh) { /* fifth bit of sub-block j: bit j of qh[l], moved to bit 4 */
-            v128_t q0 = wasm_v128_load(qh), q1 = wasm_v128_load(qh + 16);
-            int n = 2 * i;
-            if (n <= 4) l0 = wasm_v128_or(l0, shl_mask(q0, 4 - n, b4)), l1 = wasm_v128_or(l1, shl_mask(q1, 4 - n, b4));
-            else l0 = wasm_v128_or(l0, shr_mask(q0, n - 4, b4)), l1 = wasm_v128_or(l1, shr_mask(q1, n - 4, b4));
-            n++;
-            if (n <= 4) h0 = wasm_v128_or(h0, shl_mask(q0, 4 - n, b4)), h1 = wasm_v128_or(h1, shl_mask(q1, 4 - n, b4));
-            else h0 = wasm_v128_or(h0, shr_mask(q0, n - 4, b4)), h1 = wasm_v128_or(h1, shr_mask(q1, n - 4, b4));
-        }
-        const int16_t *ai = a + 64 * i;
-        const int8_t *a8 = ab->qs + 64 * i;
-        s[2 * i] = dot32(l0, l1, ai, a8);
-        s[2 * i + 1] = dot32(h0, h1, ai + 32, a8 + 32);
+        v128_t q[4];
+        quants_k45(qs, qh, i, q);
+        s[2 * i] = dot32(q[0], q[1], a + 64 * i);
+        s[2 * i + 1] = dot32(q[2], q[3], a + 64 * i + 32);
     }
     v128_t sum = wasm_i32x4_add(wasm_i32x4_mul(hsum4(s[0], s[1], s[2], s[3]), u8_group(sm, 0)),
                                 wasm_i32x4_mul(hsum4(s[4], s[5], s[6], s[7]), u8_group(sm, 1)));
@@ -308,7 +513,6 @@ static float kdot_q5_k(const void *blk, const int16_t *a, const ox_block_q8_K *a
  * once as 32 * sum sc_j bsum_j. Step (h, l) makes sub-blocks 8h + l/16 + {0, 2, 4, 6}. */
 static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) {
     const ox_block_q6_K *b = blk;
-    const v128_t m4 = wasm_i8x16_splat(0x0F), m6 = wasm_i8x16_splat(0x30);
     v128_t sc = wasm_v128_load(b->scales);
     /* the scales in step order: bytes 4k..4k+3 = sub-blocks of step k */
     v128_t scs = wasm_i8x16_shuffle(sc, sc, 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
@@ -316,16 +520,10 @@ static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *a
     v128_t sum = wasm_i32x4_splat(0);
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
-            v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
-            v128_t qh = wasm_v128_load(b->qh + 32 * h + l);
+            v128_t q[4];
+            quants_q6_k(b, h, l, q);
             const int16_t *ap = a + 128 * h + l;
-            v128_t q0 = wasm_v128_or(wasm_v128_and(ql0, m4), shl_mask(qh, 4, m6));
-            v128_t q1 = wasm_v128_or(wasm_v128_and(ql1, m4), shl_mask(qh, 2, m6));
-            v128_t q2 = wasm_v128_or(shr_mask(ql0, 4, m4), wasm_v128_and(qh, m6));
-            v128_t q3 = wasm_v128_or(shr_mask(ql1, 4, m4), shr_mask(qh, 2, m6));
-            const int8_t *a8 = ab->qs + 128 * h + l;
-            v128_t s4 = hsum4(dot16(q0, ap, a8), dot16(q1, ap + 32, a8 + 32), dot16(q2, ap + 64, a8 + 64),
-                              dot16(q3, ap + 96, a8 + 96));
+            v128_t s4 = hsum4(dot16(q[0], ap), dot16(q[1], ap + 32), dot16(q[2], ap + 64), dot16(q[3], ap + 96));
             int k = 2 * h + l / 16;
             v128_t sck = k < 2 ? (k ? wasm_i32x4_extend_high_i16x8(sc16lo) : wasm_i32x4_extend_low_i16x8(sc16lo))
                                : (k == 3 ? wasm_i32x4_extend_high_i16x8(sc16hi) : wasm_i32x4_extend_low_i16x8(sc16hi));
@@ -337,11 +535,9 @@ static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *a
     return ab->d * (ox_f16_fast(b->d) * (float)(hsum_i32(sum) - 32 * hsum_i32(off)));
 }
 #define OX_KDOT_DIRECT 1
-/* Prefill too, where it measured faster than unpacking once per row (Q5_K: its unpacking
- * is slow; relaxed Q4_K: cheap dots per token); Q6_K keeps the unpacked int16 dots. */
+/* Q5_K's prefill too, where it measured faster than unpacking once per row (its unpacking
+ * is slow); Q4_K and Q6_K keep the unpacked int16 dots there. */
 #define OX_KDOT_ALL_Q5_K 1
-#ifdef __wasm_relaxed_simd__
-#define OX_KDOT_ALL_Q4_K 1
 #endif
 
 #include "kernels/kernels_tile.h"

@@ -6,12 +6,15 @@
  *   unpack_q6_k_quants(b, k)       Q6_K quants into k->q, scaled
  *   kblock_dot(k, a, ab, has_min)  one unpacked super-block . one token's Q8_K block
  *   tile_legacy(W, a, r0, r1, y, q4)  the Q8_0 (q4 = 0) / Q4_0 (q4 = 1) tile
- * and optionally (OX_KDOT_DIRECT) kdot_q4_k/q5_k/q6_k, the one-token direct dots.
+ * and optionally (OX_KDOT_DIRECT) kdot_q4_k/q5_k/q6_k, the one-token direct dots, or
+ * (OX_KTILE) ktile_q4_k/q5_k/q6_k, whole K-quant tiles for every token count that take the
+ * place of the driver here (but for Q6_K at OX_KTILE_Q6_K_UNPACK tokens and more).
  * All of it is static, in the architecture file's unit, so that kblock_dot and the unpackers
  * still inline into the driver. */
 #ifndef OX_KERNELS_TILE_H
 #define OX_KERNELS_TILE_H
 
+#ifndef OX_KTILE
 /* Q4_K and Q5_K. d and dmin are passed by address and read last, as the per-type copies
  * did: loaded first, they stayed live across the unpacking and GCC's code for it changed. */
 static inline void unpack_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs,
@@ -32,6 +35,8 @@ static void unpack_q5_k(const void *blk, ox_kblock *k) {
     unpack_k45(&b->d, &b->dmin, b->scales, b->qs, b->qh, k);
 }
 
+#endif
+
 static void unpack_q6_k(const void *blk, ox_kblock *k) {
     const ox_block_q6_K *b = blk;
     for (int j = 0; j < 16; j++) { k->sc[j] = b->scales[j]; k->mn[j] = 0; }
@@ -49,9 +54,6 @@ typedef float (*kdot_fn)(const void *blk, const int16_t *a, const ox_block_q8_K 
 #define kdot_q4_k NULL
 #define kdot_q5_k NULL
 #define kdot_q6_k NULL
-#endif
-#ifndef OX_KDOT_ALL_Q4_K
-#define OX_KDOT_ALL_Q4_K 0
 #endif
 #ifndef OX_KDOT_ALL_Q5_K
 #define OX_KDOT_ALL_Q5_K 0
@@ -87,8 +89,9 @@ static inline void tile_k(const ox_matrix *W, const ox_act *a, int r0, int r1, f
     }
 }
 
+#ifndef OX_KTILE
 static void tile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
-    tile_k(W, a, r0, r1, y, unpack_q4_k, kdot_q4_k, OX_KDOT_ALL_Q4_K, sizeof(ox_block_q4_K), 1);
+    tile_k(W, a, r0, r1, y, unpack_q4_k, kdot_q4_k, 0, sizeof(ox_block_q4_K), 1);
 }
 static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
     tile_k(W, a, r0, r1, y, unpack_q5_k, kdot_q5_k, OX_KDOT_ALL_Q5_K, sizeof(ox_block_q5_K), 1);
@@ -96,6 +99,14 @@ static void tile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float
 static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
     tile_k(W, a, r0, r1, y, unpack_q6_k, kdot_q6_k, 0, sizeof(ox_block_q6_K), 0);
 }
+#else
+#define tile_q4_k ktile_q4_k
+#define tile_q5_k ktile_q5_k
+static void tile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    if (a->n_tok >= OX_KTILE_Q6_K_UNPACK) tile_k(W, a, r0, r1, y, unpack_q6_k, NULL, 0, sizeof(ox_block_q6_K), 0);
+    else ktile_q6_k(W, a, r0, r1, y);
+}
+#endif
 
 static void tile_q8_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 0); }
 static void tile_q4_0(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_legacy(W, a, r0, r1, y, 1); }

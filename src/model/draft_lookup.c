@@ -3,7 +3,8 @@
 
 #include "model/draft_lookup.h"
 
-#define PAUSE_AFTER_MISS 4
+#define PAUSE_AFTER_MISS 4 /* steps; doubled per consecutive miss, up to 64 */
+#define PAUSE_MAX_SHIFT 4
 
 void ox_lookup_init(ox_lookup *L, int max_k) {
     memset(L, 0, sizeof *L);
@@ -45,5 +46,12 @@ void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
     L->accepted += (uint64_t)accepted;
     if (accepted == drafted && L->k < L->k_max) L->k++;
     else if (2 * accepted < drafted && L->k > L->k_min) L->k--;
-    if (accepted == 0) L->pause = PAUSE_AFTER_MISS;
+    if (accepted > 0) {
+        L->misses = 0;
+        return;
+    }
+    /* a rejected verify costs about a decode step: on text that does not repeat, consecutive
+     * misses back off exponentially, so they number O(log n) in n tokens */
+    L->pause = PAUSE_AFTER_MISS << (L->misses < PAUSE_MAX_SHIFT ? L->misses : PAUSE_MAX_SHIFT);
+    L->misses++;
 }

@@ -5,8 +5,9 @@
  *
  * The draft length adapts to how many drafted tokens the verifier accepted lately: it grows
  * after a fully accepted draft and shrinks after a mostly rejected one, between k_min and
- * k_max; after a draft with nothing accepted, the drafter pauses for a few steps, so a text
- * that does not repeat costs almost nothing. */
+ * k_max; after a draft with nothing accepted, the drafter pauses for a few steps (4, doubled
+ * for each further miss in a row up to 64, reset by an accepted token), so a text that does
+ * not repeat costs almost nothing. */
 #ifndef OX_DRAFT_LOOKUP_H
 #define OX_DRAFT_LOOKUP_H
 
@@ -16,6 +17,7 @@ typedef struct ox_lookup {
     int min_n, max_n;  /* n-gram lengths tried, longest first (defaults 2 and 4) */
     int k, k_min, k_max; /* the current draft length and its bounds (defaults 4, 1, 8) */
     int pause;         /* steps left without drafting */
+    int misses;        /* drafts in a row with nothing accepted */
     uint64_t drafted, accepted; /* totals, for stats */
 } ox_lookup;
 

@@ -44,6 +44,16 @@ static void test_adapt(void) {
     CHECK(paused >= 1);
     CHECK(ox_lookup_draft(&L, h, 5, out, 8) > 0); /* drafting again after the pause */
     CHECK(L.drafted == 26 && L.accepted == 16);
+    /* misses in a row: the pause doubles (4, 8, 16, 32, 64, 64), an accepted token resets it */
+    ox_lookup_init(&L, 6);
+    static const int want[] = {4, 8, 16, 32, 64, 64};
+    for (int i = 0; i < 6; i++) {
+        ox_lookup_update(&L, 1, 0);
+        CHECK_MSG(L.pause == want[i], "miss %d: pause %d, want %d", i + 1, L.pause, want[i]);
+    }
+    ox_lookup_update(&L, 2, 1);
+    ox_lookup_update(&L, 1, 0);
+    CHECK(L.pause == 4);
 }
 
 int main(void) {

@@ -164,6 +164,7 @@ static void test_q8_0_act(void) {
     static float x[N], d[64];
     static ox_block_q8_0 want[64], got[64];
     static int16_t q16[N];
+    static int32_t sums[64];
     int bad = 0;
     for (int rep = 0; rep < 200; rep++) {
         for (int i = 0; i < N; i++) x[i] = frand() * (float)(1 + rep % 7) * (rep % 11 == 0 ? 1e-30f : 1.0f);
@@ -175,10 +176,14 @@ static void test_q8_0_act(void) {
         if (rep == 5) memset(x, 0, sizeof x);
         if (rep == 6) for (int i = 0; i < 64; i++) x[i] = ldexpf(1, -140); /* 1/d overflows */
         ox_quantize_row(OX_Q8_0, x, want, N);
-        ox_quantize_q8_0_act(x, N, got, q16, d, 1);
+        ox_quantize_q8_0_act(x, N, got, q16, d, sums, 1);
         bad += memcmp(want, got, sizeof want) != 0;
         for (int i = 0; i < N; i++) bad += q16[i] != got[i / 32].qs[i % 32];
-        for (int b = 0; b < 64; b++) bad += d[b] != ox_f16_to_f32(got[b].d);
+        for (int b = 0; b < 64; b++) {
+            int32_t s = 0;
+            for (int i = 0; i < 32; i++) s += got[b].qs[i];
+            bad += d[b] != ox_f16_to_f32(got[b].d) || sums[b] != s;
+        }
     }
     CHECK_MSG(bad == 0, "%d mismatches with ox_quantize_row", bad);
     /* ox_f16_fast is ox_f16_to_f32 */
