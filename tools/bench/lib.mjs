@@ -199,6 +199,20 @@ function procList() {
   return out;
 }
 
+// The processes below `pid` (children, theirs, ...).
+export function descendants(pid) {
+  const ps = procList(), out = [];
+  const walk = (p) => {
+    for (const c of ps) {
+      if (c.ppid !== p) continue;
+      out.push(c.pid);
+      walk(c.pid);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
 // Renderer processes of the Chromium whose command line carries `marker`.
 export function rendererPids(marker) {
   const ps = procList();

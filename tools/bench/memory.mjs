@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, demoMounts } from '../serve.mjs';
-import { procStatus, rendererPids } from './lib.mjs';
+import { descendants, procStatus, rendererPids } from './lib.mjs';
 
 const MB = 1e6;
 
@@ -157,10 +157,16 @@ try {
     });
   } finally {
     server.onReport = null;
+    // the browser's child processes write to the profile until they have exited too
+    const tree = descendants(c.pid);
     c.kill();
     await new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', r)));
-    // the browser's child processes may still write to the profile for a moment after it exits
-    fs.rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+    for (let t = 0; t < 100 && tree.some((p) => fs.existsSync(`/proc/${p}`)); t++) await new Promise((r) => setTimeout(r, 100));
+    try {
+      fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    } catch (e) {
+      console.error(`bench:memory: ${profile} left behind: ${e.message}`);
+    }
   }
 }
 
