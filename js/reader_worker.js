@@ -50,16 +50,24 @@ function fail(e, m) {
   answer(ERROR_CODES[e.code] ?? ERROR_CODES.IO, bytes.length);
 }
 
-// a dropped window's buffer is reused once its fetch has settled (keep), or left to the GC
+// A dropped window's buffer is reused once its fetch has settled (keep), or left to the GC.
+// A window a read has awaited is settled: its buffer is free at once, so the next window
+// takes it and a scan holds AHEAD buffers (+ those of windows dropped in flight, at most
+// AHEAD spare ones).
 function dropWindow(w, keep = true) {
-  if (keep) w.p.then(() => spare.push(w.buf), () => spare.push(w.buf));
+  const free = () => spare.length < AHEAD && spare.push(w.buf);
+  if (!keep) return;
+  if (w.settled) free();
+  else w.p.then(free, free);
 }
 
 function addWindow(m, list, from) {
   const len = Math.min(CHUNK, m.want.size - from);
   const buf = spare.pop() ?? new Uint8Array(CHUNK);
-  const w = { off: from, len, buf, p: fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len), transport) };
-  w.p.catch(() => {}); // seen when a read needs this window
+  const w = { off: from, len, buf, settled: false, p: fetchRange(m.name, m.url, from, len, m.want, timeoutMs, buf.subarray(0, len), transport) };
+  // (first callback: it has run when a read's await of w.p resumes)
+  const settle = () => (w.settled = true);
+  w.p.then(settle, settle); // a failure is seen when a read needs this window
   list.push(w);
 }
 

@@ -178,7 +178,7 @@ export function procStatus(pid) {
       const m = new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s);
       return m ? Number(m[1]) * 1024 : NaN;
     };
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
   } catch {
     return null;
   }
@@ -196,6 +196,20 @@ function procList() {
       out.push({ pid: Number(d), ppid, cmd });
     } catch {}
   }
+  return out;
+}
+
+// The processes below `pid` (children, theirs, ...).
+export function descendants(pid) {
+  const ps = procList(), out = [];
+  const walk = (p) => {
+    for (const c of ps) {
+      if (c.ppid !== p) continue;
+      out.push(c.pid);
+      walk(c.pid);
+    }
+  };
+  walk(pid);
   return out;
 }
 
