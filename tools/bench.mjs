@@ -613,7 +613,10 @@ engine — the page's renderer process (its workers and wasm memory; a model Blo
 browser process and is not counted), the Node child process, or the native process
 (/usr/bin/time) — and, in brackets, the engine's wasm memory at the end (\`WebAssembly.Memory\`
 byteLength: ours from \`model.stats().wasmMemoryBytes\`, wllama's read from its worker) or,
-native, our weights + KV cache bytes. The ratio column is ours / wllama for the same file and
+native, our weights + KV cache bytes. The Chromium rows run under Playwright, whose DevTools session
+enables the Network domain in the page and its workers: the renderer then keeps the Range bodies
+it saw (about 200 MB on an E2B load) and loads from a URL slower; \`npm run bench:memory\` measures
+the peak and the load time of a tab without DevTools (the "Memory" section). The ratio column is ours / wllama for the same file and
 thread count (above 1: ours is faster).
 `;
 
