@@ -6,6 +6,7 @@
 //   /f/NAME        the file, with Range support (206), ETag and Last-Modified
 //   /norange/NAME  ignores Range (200 with the whole body)
 //   /short/NAME    206 whose body stops halfway (the connection is cut)
+//   /stallbody/NAME 206 whose body stops halfway (the connection stays open, silent)
 //   /changing/NAME ETag changes after the first request
 //   /shrinking/NAME answers the probe, then 416 for every range
 //   /hidden/NAME   206 without Content-Range (as a CORS server that does not expose it looks)
@@ -49,7 +50,7 @@ function serve(files) {
   const hits = new Map(); // per url
   const bytes = new Map(); // per url: range bytes
   const server = http.createServer((req, res) => {
-    const m = /^\/(f|norange|short|changing|shrinking|hidden|stall|stallread|count|hits|bytes)\/([^/]+)$/.exec(req.url);
+    const m = /^\/(f|norange|short|stallbody|changing|shrinking|hidden|stall|stallread|count|hits|bytes)\/([^/]+)$/.exec(req.url);
     const path = m && files[decodeURIComponent(m[2])];
     if (!path) {
       res.writeHead(404).end('not found');
@@ -86,12 +87,12 @@ function serve(files) {
     const len = last - first + 1;
     bytes.set(req.url, (bytes.get(req.url) ?? 0) + len);
     res.writeHead(206, { ...common, 'Content-Length': len, ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }) });
-    if (mode === 'short' && first > 0) {
+    if ((mode === 'short' || mode === 'stallbody') && first > 0) {
       const fd = fs.openSync(path, 'r');
       const half = Buffer.alloc(Math.max(1, len >> 1));
       fs.readSync(fd, half, 0, half.length, first);
       fs.closeSync(fd);
-      res.write(half, () => res.destroy());
+      res.write(half, () => mode === 'short' && res.destroy());
       return;
     }
     fs.createReadStream(path, { start: first, end: last }).pipe(res);
