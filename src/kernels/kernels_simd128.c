@@ -4,7 +4,8 @@
  * with the int16 copy of the Q8_0 activations (ox_act.q16) by i32x4.dot_i16x8: each
  * block's integer sum is exact, then scaled by d_w * d_a in f32 like ggml. Prefill takes
  * 4 tokens per pass over a weight row (the widening is shared, and the 4 per-token sums
- * are reduced into one vector whose lanes are the tokens, scaled by one vector multiply);
+ * are reduced into one vector whose lanes are the tokens, scaled by one vector multiply), and
+ * 2 or 3 left over in one pass too;
  * decode is one row x one token (multi-row decode passes measured slower under V8: its
  * SIMD register allocation spills). K-quant super-blocks are unpacked once per row to int16
  * quants times their integer sub-block scales (ox_kblock) and dotted with each token's
@@ -113,42 +114,54 @@ static inline v128_t legacy_block_dot(const uint8_t *blk, const int16_t *a, cons
     return dot_block(w, a);
 }
 
+/* Tokens t..t+T-1 (T = 2..4, a constant once inlined) in the lanes of one vector per row: each
+ * block widened once for all of them. A token's lane gets the same float operations whatever
+ * T is (the padding lanes of a->dT and a->sT are zero). */
+static inline __attribute__((always_inline)) void
+legacy_pass(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q4, int t, const int T) {
+    const int nb = W->cols / OX_QK, cols = W->cols, rows = W->rows, tp = a->tok_pad;
+    const size_t bb = q4 ? sizeof(ox_block_q4_0) : sizeof(ox_block_q8_0);
+    const int16_t *a0 = a->q16 + (size_t)t * cols;
+    const v128_t z = wasm_i32x4_splat(0);
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        v128_t acc = wasm_f32x4_splat(0);
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = row + b * bb;
+            v128_t s;
+#if Q4_UNSIGNED
+            if (q4) {
+                v128_t lo, hi;
+                nibbles_q4_0(blk, &lo, &hi);
+                s = hsum4(dot_q4u(lo, hi, act8(a, t, b)), dot_q4u(lo, hi, act8(a, t + 1, b)),
+                          T > 2 ? dot_q4u(lo, hi, act8(a, t + 2, b)) : z, T > 3 ? dot_q4u(lo, hi, act8(a, t + 3, b)) : z);
+                s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(a->sT + (size_t)b * tp + t), 3));
+            } else
+#endif
+            {
+                v128_t w[4];
+                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+                const int16_t *ab = a0 + b * OX_QK;
+                s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), T > 2 ? dot_block(w, ab + 2 * cols) : z,
+                          T > 3 ? dot_block(w, ab + 3 * cols) : z);
+            }
+            v128_t scale = wasm_f32x4_mul(wasm_v128_load(a->dT + (size_t)b * tp + t), wasm_f32x4_splat(ox_legacy_d(blk)));
+            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), scale));
+        }
+        float l[4];
+        wasm_v128_store(l, acc);
+        for (int k = 0; k < T; k++) y[(size_t)(t + k) * rows + r] = l[k];
+    }
+}
+
 static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q4) {
     const int nb = W->cols / OX_QK, cols = W->cols, rows = W->rows, tp = a->tok_pad;
     const size_t bb = q4 ? sizeof(ox_block_q4_0) : sizeof(ox_block_q8_0);
     int t = 0;
-    for (; t + 4 <= a->n_tok; t += 4) {
-        const int16_t *a0 = a->q16 + (size_t)t * cols;
-        for (int r = r0; r < r1; r++) {
-            const uint8_t *row = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-            v128_t acc = wasm_f32x4_splat(0);
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bb;
-                v128_t s;
-#if Q4_UNSIGNED
-                if (q4) {
-                    v128_t lo, hi;
-                    nibbles_q4_0(blk, &lo, &hi);
-                    s = hsum4(dot_q4u(lo, hi, act8(a, t, b)), dot_q4u(lo, hi, act8(a, t + 1, b)),
-                              dot_q4u(lo, hi, act8(a, t + 2, b)), dot_q4u(lo, hi, act8(a, t + 3, b)));
-                    s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(a->sT + (size_t)b * tp + t), 3));
-                } else
-#endif
-                {
-                    v128_t w[4];
-                    if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
-                    const int16_t *ab = a0 + b * OX_QK;
-                    s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols), dot_block(w, ab + 3 * cols));
-                }
-                v128_t scale = wasm_f32x4_mul(wasm_v128_load(a->dT + (size_t)b * tp + t), wasm_f32x4_splat(ox_legacy_d(blk)));
-                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), scale));
-            }
-            y[(size_t)t * rows + r] = wasm_f32x4_extract_lane(acc, 0);
-            y[(size_t)(t + 1) * rows + r] = wasm_f32x4_extract_lane(acc, 1);
-            y[(size_t)(t + 2) * rows + r] = wasm_f32x4_extract_lane(acc, 2);
-            y[(size_t)(t + 3) * rows + r] = wasm_f32x4_extract_lane(acc, 3);
-        }
-    }
+    for (; t + 4 <= a->n_tok; t += 4) legacy_pass(W, a, r0, r1, y, q4, t, 4);
+    /* 2 or 3 left (a speculative verify): one pass, not a decode pass per token */
+    if (a->n_tok - t == 3) legacy_pass(W, a, r0, r1, y, q4, t, 3), t += 3;
+    else if (a->n_tok - t == 2) legacy_pass(W, a, r0, r1, y, q4, t, 2), t += 2;
     for (; t < a->n_tok; t++) {
         const int16_t *at = a->q16 + (size_t)t * cols;
         const float *da = a->dT + t; /* block b's scale at da[b * tp] */

@@ -33,9 +33,12 @@ int ox_lookup_draft(ox_lookup *L, const int32_t *hist, int n, int32_t *out, int 
         if (len >= n) continue;
         int j = latest_match(hist, n, len);
         if (j < 0) continue;
-        int from = j + len, m = n - from < k ? n - from : k;
-        memcpy(out, hist + from, (size_t)m * sizeof *out);
-        return m;
+        /* what followed the match; where that runs into the present, the text repeats with
+         * period n - len - j and the draft copies on from itself (an overlapping LZ77 copy):
+         * a run of one token drafts k of it, not 1 */
+        int from = j + len;
+        for (int i = 0; i < k; i++) out[i] = from + i < n ? hist[from + i] : out[from + i - n];
+        return k;
     }
     return 0;
 }

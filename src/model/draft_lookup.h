@@ -1,6 +1,6 @@
 /* draft_lookup.h — prompt-lookup drafting: guess the next tokens by finding the text's
  * latest n-gram earlier in the text (prompt and generated tokens alike) and proposing what
- * followed it there. No model: it wins where the answer copies from its context (rewrite,
+ * followed it there (continued periodically where that reaches the present). No model: it wins where the answer copies from its context (rewrite,
  * quote, edit, code), and proposes nothing where the text does not repeat itself.
  *
  * The draft length adapts to how many drafted tokens the verifier accepted lately: it grows

@@ -18,11 +18,15 @@ static void test_match(void) {
     /* no repeated n-gram of 2+ tokens: no draft */
     int32_t h3[] = {1, 2, 3, 4, 5, 6, 7, 1};
     CHECK(ox_lookup_draft(&L, h3, 8, out, 16) == 0);
-    /* the draft stops at the end of the text, and at cap */
+    /* a continuation that reaches the end of the text goes on as the text repeats; cap holds */
     int32_t h4[] = {4, 5, 6, 4, 5};
     n = ox_lookup_draft(&L, h4, 5, out, 16);
-    CHECK(n == 3 && out[0] == 6 && out[1] == 4 && out[2] == 5);
+    CHECK(n == 4 && out[0] == 6 && out[1] == 4 && out[2] == 5 && out[3] == 6);
     CHECK(ox_lookup_draft(&L, h1, 9, out, 2) == 2);
+    /* a run of one token: k of it (the latest match is one token back) */
+    int32_t h5[] = {3, 9, 9, 9};
+    n = ox_lookup_draft(&L, h5, 4, out, 16);
+    CHECK(n == 4 && out[0] == 9 && out[1] == 9 && out[2] == 9 && out[3] == 9);
 }
 
 static void test_adapt(void) {

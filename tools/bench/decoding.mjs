@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // decoding.mjs — `npm run bench:decoding`: what the decoding features cost and win, in the wasm
-// engine under Node (threaded build, 2 threads), written to docs/benchmarks.md between the
-// `bench:decoding` markers.
+// engine (threaded build, 2 threads) under Node and, for 1 and 2, also in headless Chromium,
+// written to docs/benchmarks.md between the `bench:decoding` markers.
 //
 //   1. verify cost: one forward of 1 + k tokens (pending token + k drafts, every row's logits)
-//      against one decode step, k = 1..8 — measured by generating from a model whose logit
-//      bias makes every draft correct, so each forward verifies exactly k drafts;
+//      against one decode step, k = 1..8, on the bench preset's Q8_0 and Q4_K_M files, in Node
+//      and in headless Chromium (--no-chromium: Node only) — measured by generating from a
+//      model whose logit bias makes every draft correct, so each forward verifies exactly k drafts;
 //   2. speculative decoding end to end: decode tok/s with and without prompt-lookup drafts on
-//      the trained demo model (a copy-heavy prompt: "repeat the story") and on a random-weight
-//      model (nothing is accepted: the cost of drafting that fails);
+//      the trained demo model (a copy-heavy prompt: a story it told before in the chat, asked
+//      for again) and on a random-weight model (nothing is accepted: the cost of drafting that
+//      fails);
 //   2b. the MTP drafter end to end (synthetic gemma4-assistant drafters for the bench-preset
 //      target, oxinfer synth --assistant-of): decode tok/s with and without MTP drafts, on a
 //      random target + random drafter (nothing accepted: the cost of drafting) and on a quiet
@@ -17,7 +19,7 @@
 //      262,144-token vocabulary (the real E2B geometry when its file is cached, else a small
 //      model with that vocabulary).
 //
-//   options: --threads 2  --n-gen 64  --reps 3  --dir DIR (models; $OX_BENCH_DIR or
+//   options: --threads 2  --n-gen 64  --reps 3  --no-chromium  --dir DIR (models; $OX_BENCH_DIR or
 //            ~/.cache/oxinfer-bench)  --no-write  --doc FILE  --only verify,spec,mtp,json (no doc)
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,6 +29,7 @@ import { loadModel } from '../../js/index.js';
 import { schemaGrammar } from '../../js/schema.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic } from './lib.mjs';
+import { startServer, demoMounts } from '../serve.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((s) => s.trim().split(/\s+/)).map(([k, v]) => [k, v ?? true]));
@@ -57,60 +60,122 @@ async function run(model, prompt, opts) {
   return { stats, text };
 }
 
-// 1. ms per forward with k drafts all kept, over ms per plain decode step
-async function verifyCost() {
-  const file = synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']);
-  const model = await loadModel(file, { threads: THREADS });
+// 1. ms per forward with k drafts all kept, over ms per plain decode step. Runs in Node and in
+// a cross-origin-isolated Chromium page (serialized with toString: no closures).
+const DRAFTS = [1, 2, 3, 4, 6, 8];
+async function verifyCostIn(loadModel, source, threads, reps, nGen, drafts) {
+  const model = await loadModel(source, { threads });
   const prompt = [2, ...Array.from({ length: 31 }, (_, i) => 1000 + i)];
   const logitBias = { 300: 100 }; // one token wins every step: every n-gram draft of it is right
+  const run = async (opts) => {
+    let stats = null;
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], logitBias, ...opts })) if (ev.stats) stats = ev.stats;
+    return stats;
+  };
   const perForward = async (opts) => {
     const ms = [];
-    for (let r = 0; r < REPS; r++) {
-      const { stats } = await run(model, prompt, { logitBias, ...opts });
-      ms.push(stats.decodeMs / stats.decodeSteps);
+    for (let r = 0; r < reps; r++) {
+      const s = await run(opts);
+      ms.push(s.decodeMs / s.decodeSteps);
     }
-    return median(ms);
+    return ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
   };
-  await run(model, prompt, { maxTokens: 8 }); // warm-up
-  const base = await perForward({});
-  const rows = [['1 (plain decode)', fmt(base, 2), '1.00']];
-  for (const k of [1, 2, 3, 4, 6, 8]) {
-    const t = await perForward({ speculative: { draftTokens: k } });
-    rows.push([`${k + 1} (pending + ${k} drafts)`, fmt(t, 2), fmt(t / base, 2)]);
-  }
+  await run({ maxTokens: 8 }); // warm-up
+  const out = [[0, await perForward({})]];
+  for (const k of drafts) out.push([k, await perForward({ speculative: { draftTokens: k } })]);
+  const build = `${model.build}${model.simd ? ` ${model.simd}` : ''}`;
   await model.unload();
-  return { file, rows };
+  return { build, out };
 }
 
-// 2. decode tok/s with and without speculation
+// fn(loadModel, url, ...job.args) for each job {file, args} in one cross-origin-isolated page
+async function inChromium(jobs, fn) {
+  const { chromium } = await import('playwright-core');
+  const files = [...new Set(jobs.map((j) => j.file))];
+  const server = await startServer({ files: Object.fromEntries(files.map((f) => [`/m/${path.basename(f)}`, f])), mounts: { '/bench/': path.join(ROOT, 'tools', 'bench'), ...demoMounts() } });
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/bench/page.html`);
+    const out = [];
+    for (const j of jobs) {
+      out.push(await page.evaluate(async ({ body, url, rest }) => {
+        const { loadModel } = await import('/js/index.js');
+        return new Function('return ' + body)()(loadModel, url, ...rest);
+      }, { body: fn.toString(), url: `${server.url}/m/${path.basename(j.file)}`, rest: j.args }));
+    }
+    return out;
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+async function verifyCost() {
+  const files = [synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']), path.join(DIR, 'bench-q4_k_m.gguf')].filter((f) => fs.existsSync(f));
+  const node = [];
+  for (const f of files) node.push(await verifyCostIn(loadModel, f, THREADS, REPS, N_GEN, DRAFTS));
+  const web = args['no-chromium'] ? [] : await inChromium(files.map((file) => ({ file, args: [THREADS, REPS, N_GEN, DRAFTS] })), verifyCostIn);
+  const rows = [];
+  files.forEach((f, i) => {
+    const n = node[i].out, w = web[i]?.out;
+    n.forEach(([k, ms], j) => rows.push([path.basename(f), k ? `${k + 1} (pending + ${k} drafts)` : '1 (plain decode)', fmt(ms, 2), fmt(ms / n[0][1], 2),
+      w ? fmt(w[j][1], 2) : '—', w ? fmt(w[j][1] / w[0][1], 2) : '—']));
+  });
+  return { files, rows, builds: `Node: ${node[0]?.build}; Chromium: ${web[0]?.build ?? 'not run'}` };
+}
+
+// 2. decode tok/s with and without prompt-lookup drafts (8 at most), in Node or in the page
+// (serialized: no closures). copy: a chat that asks a question the model has answered before in
+// it (its greedy answer, then the same question again: the new answer repeats the old one);
+// else fixed ids.
+async function speculativeIn(loadModel, source, loadOpts, copy, reps, nGen) {
+  const model = await loadModel(source, loadOpts);
+  const run = async (prompt, opts) => {
+    let stats = null, text = '';
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], ...opts })) if (ev.stats) stats = ev.stats; else text += ev.text;
+    return { stats, text };
+  };
+  let prompt = [2, ...Array.from({ length: 63 }, (_, i) => 1000 + ((i * 7) % 50))];
+  if (copy) {
+    const q = 'Tell me a story about a owl.';
+    const turnEnd = await model.tokenize('<turn|>', { special: true });
+    const first = await run(await model.renderChat([{ role: 'user', content: q }]), { stopIds: turnEnd, maxTokens: 2 * nGen });
+    prompt = await model.renderChat([{ role: 'user', content: q }, { role: 'assistant', content: first.text }, { role: 'user', content: q }]);
+  }
+  await run(prompt, {}); // warm-up (a page's first generations run slower)
+  await run(prompt, { speculative: { draftTokens: 8 } });
+  const plain = [], spec = [];
+  let drafted = 0, accepted = 0;
+  for (let r = 0; r < reps; r++) {
+    plain.push((await run(prompt, {})).stats.decodeTokPerSec);
+    const s = (await run(prompt, { speculative: { draftTokens: 8 } })).stats;
+    spec.push(s.decodeTokPerSec);
+    drafted += s.draftedTokens;
+    accepted += s.acceptedTokens;
+  }
+  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  const resident = (await model.stats()).residentBytes;
+  await model.unload();
+  return { plain: median(plain), spec: median(spec), drafted, accepted, resident };
+}
+
 async function endToEnd() {
-  const out = [];
   const demo = path.join(ROOT, 'web', 'models', 'oxinfer-demo.gguf');
   const cases = [];
-  if (fs.existsSync(demo)) cases.push({ label: 'trained demo model, "repeat the story"', file: demo, copy: true });
-  cases.push({ label: 'random weights (bench preset Q8_0)', file: synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']), copy: false });
-  for (const c of cases) {
-    const model = await loadModel(c.file, { threads: THREADS });
-    let prompt;
-    if (c.copy) {
-      const story = 'The little fox ran to the river. The fox saw a fish in the water. The fish was red and the fox was happy. ';
-      prompt = await model.renderChat([{ role: 'user', content: `Repeat this story: ${story.repeat(2)}` }]);
-    } else prompt = [2, ...Array.from({ length: 63 }, (_, i) => 1000 + ((i * 7) % 50))];
-    await run(model, prompt, { maxTokens: 8 });
-    const plain = [], spec = [];
-    let acc = { drafted: 0, accepted: 0 };
-    for (let r = 0; r < REPS; r++) {
-      plain.push((await run(model, prompt, {})).stats.decodeTokPerSec);
-      const s = (await run(model, prompt, { speculative: { draftTokens: 8 } })).stats;
-      spec.push(s.decodeTokPerSec);
-      acc = { drafted: acc.drafted + s.draftedTokens, accepted: acc.accepted + s.acceptedTokens };
-    }
-    const p = median(plain), q = median(spec);
-    out.push([c.label, fmt(p), fmt(q), `${fmt(q / p, 2)}×`, acc.drafted ? `${fmt((100 * acc.accepted) / acc.drafted, 0)} % of ${acc.drafted}` : 'no drafts']);
-    await model.unload();
+  if (fs.existsSync(demo)) {
+    cases.push({ label: 'trained demo model, its question asked again', file: demo, opts: {}, copy: true });
   }
-  return out;
+  cases.push({ label: 'random weights (bench preset Q8_0)', file: synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']), opts: {}, copy: false });
+  const jobs = cases.map((c) => ({ file: c.file, args: [{ threads: THREADS, ...c.opts }, c.copy, REPS, N_GEN] }));
+  const node = [];
+  for (const j of jobs) node.push(await speculativeIn(loadModel, j.file, ...j.args));
+  const web = args['no-chromium'] ? [] : await inChromium(jobs, speculativeIn);
+  return cases.map((c, i) => [c.label, `${(node[i].resident / 1e6).toFixed(1)} MB`, ...cell(node[i]), ...(web[i] ? cell(web[i]) : ['—', '—', '—', '—'])]);
 }
+
+// decode tok/s, with drafts, speed-up, drafts kept
+const cell = (r) => [fmt(r.plain), fmt(r.spec), `${fmt(r.spec / r.plain, 2)}×`, r.drafted ? `${fmt((100 * r.accepted) / r.drafted, 0)} % of ${r.drafted}` : 'no drafts'];
 
 // 2b. decode tok/s with and without MTP drafts (4 per step)
 async function mtp() {
@@ -163,20 +228,20 @@ const t0 = Date.now();
 const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const ONLY = args.only ? String(args.only).split(',') : null; // --only verify,spec,json: print those
 const want = (k) => !ONLY || ONLY.includes(k);
-const v = want('verify') ? await verifyCost() : { file: '', rows: [] };
+const v = want('verify') ? await verifyCost() : { files: [], rows: [], builds: '' };
 const e = want('spec') ? await endToEnd() : [];
 const mt = want('mtp') ? await mtp() : [];
 const c = want('json') ? await constrained() : { file: '', rows: [] };
 const md = [
   `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
   '',
-  `**Verify cost** (${path.basename(v.file)}): one forward of the pending token plus k drafts (every row's logits), all drafts kept, against one decode step.`,
+  `**Verify cost**: one forward of the pending token plus k drafts (every row's logits), all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}).`,
   '',
-  markdownTable(['tokens per forward', 'ms per forward', 'relative to one decode step'], v.rows),
+  markdownTable(['model', 'tokens per forward', 'Node ms per forward', 'Node, relative to one decode step', 'Chromium ms per forward', 'Chromium, relative'], v.rows),
   '',
-  '**Speculative decoding** (prompt lookup, up to 8 drafts, greedy):',
+  `**Speculative decoding** (prompt lookup, up to 8 drafts, greedy, ${N_GEN} tokens), in Node and in Chromium. The copy-heavy prompt is a chat in which the user asks the trained demo model for a story it has told before in the same chat (its own greedy answer, then the question again): the new story repeats much of the old one. That model is 4.7 MB and runs from the CPU caches, compute-bound, so a forward of k tokens costs nearly k decode steps there; the verify table above is the cost on real-sized files.`,
   '',
-  markdownTable(['model, prompt', 'decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e),
+  markdownTable(['model, prompt', 'resident', 'Node decode tok/s', 'with drafts', 'speed-up', 'drafts kept', 'Chromium decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e),
   '',
   '**MTP drafter** (bench-preset target, a synthetic 4-layer gemma4-assistant drafter of width 256, 4 drafts per step, greedy):',
   '',
