@@ -274,6 +274,7 @@ ox_tile_fn ox_iq_simd_tile(ox_type t) {
     case OX_IQ4_NL: return tile_iq4_nl;
     case OX_MXFP4: return tile_mxfp4;
     case OX_BF16: return ox_tile_bf16;
+    case OX_F16: return ox_tile_f16;
     default: return NULL; /* TQ1_0: the generic path */
     }
 }

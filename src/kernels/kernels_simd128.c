@@ -12,6 +12,7 @@
  * int16 Q8_K quants: exact integer sums, then d and the min term in f32. */
 #ifdef __wasm_simd128__
 #include "kernels/kernels_impl.h"
+#include "kernels/iq_tiles.h" /* ox_tile_f16 */
 
 #include <wasm_simd128.h>
 
@@ -62,6 +63,28 @@ static inline v128_t f16x4_to_f32(v128_t h) {
     v128_t infnan = wasm_i32x4_eq(wasm_v128_and(h, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7c00));
     v = wasm_v128_bitselect(wasm_v128_or(mag, wasm_i32x4_splat(0x7f800000)), v, infnan);
     return wasm_v128_or(v, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
+}
+
+/* F16 weights (llama.cpp keeps a tensor or two F16 in its K-quant mixes; E2B's per-layer input
+ * projection is one): 256 of a row widened in registers (f16x4_to_f32) into a chunk, then
+ * dotted with each token's f32 activations, in the generic path's float order (the same
+ * results). That path converted one half at a time: 5 % of an E2B decode step. */
+void ox_tile_f16(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    float wf[256] __attribute__((aligned(16)));
+    for (int r = r0; r < r1; r++) {
+        const uint16_t *row = (const uint16_t *)((const uint8_t *)W->data + (size_t)r * W->row_bytes);
+        for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] = 0;
+        for (int c = 0; c < W->cols; c += 256) {
+            int n = W->cols - c < 256 ? W->cols - c : 256, i = 0;
+            for (; i + 8 <= n; i += 8) {
+                v128_t h = wasm_v128_load(row + c + i);
+                wasm_v128_store(wf + i, f16x4_to_f32(wasm_u32x4_extend_low_u16x8(h)));
+                wasm_v128_store(wf + i + 4, f16x4_to_f32(wasm_u32x4_extend_high_u16x8(h)));
+            }
+            for (; i < n; i++) wf[i] = ox_f16_to_f32(row[c + i]);
+            for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] += ox_dot_f32(wf, a->x + (size_t)t * a->cols + c, n);
+        }
+    }
 }
 
 /* the d fields (first 2 bytes) of 4 consecutive legacy blocks, bb bytes apart */

@@ -86,9 +86,8 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     }
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) goto fail;
-    ox_load_opts o = {(ox_quant)quant, tables_on_host, (uint64_t)max_resident, progress, NULL};
-    o.stream = (ox_stream)stream;
-    o.weight_cache = (uint64_t)weight_cache;
+    ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .max_resident = (uint64_t)max_resident,
+                      .progress = progress, .stream = (ox_stream)stream, .weight_cache = (uint64_t)weight_cache};
     e->m = ox_model_load(mf, &o, &last); /* takes mf, also on failure */
     if (!e->m) goto fail;
     e->tok = ox_tokenizer_load(ox_model_files_of(e->m), &last);
