@@ -12,7 +12,7 @@ void ox_lookup_init(ox_lookup *L, int max_k) {
     L->max_n = 4;
     L->k_max = max_k > 0 ? max_k : 8;
     L->k_min = 1;
-    L->k = L->k_max < 4 ? L->k_max : 4;
+    L->k = L->k_max < 2 ? L->k_max : 2; /* a first draft that fails costs little */
 }
 
 /* the latest j < n - len with hist[j..j+len) == the last len tokens, or -1 */
@@ -47,7 +47,7 @@ void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
     if (drafted <= 0) return;
     L->drafted += (uint64_t)drafted;
     L->accepted += (uint64_t)accepted;
-    if (accepted == drafted && L->k < L->k_max) L->k++;
+    if (accepted == drafted) L->k = 2 * L->k < L->k_max ? 2 * L->k : L->k_max;
     else if (2 * accepted < drafted && L->k > L->k_min) L->k--;
     if (accepted > 0) {
         L->misses = 0;
