@@ -14,6 +14,10 @@
 #define MAX_STACKS 256
 #define MAX_DEPTH 4096    /* scratch for stacks being expanded */
 #define MAX_EXPAND 512    /* rule references expanded without consuming a character */
+/* Stacks with a rule on top expanded in one step. Each is expanded once per step: rules that
+ * reach one another along several paths (`a ::= b | b`, `b ::= c | c`, ...) would otherwise
+ * be walked once per path, 2^depth times. */
+#define MAX_EXPANDED 1024
 #define CACHE_SLOTS 16
 
 struct ox_grammar_vocab {
@@ -83,6 +87,7 @@ struct ox_grammar {
     int n_stops;
     gstate st;
     gset tmp[2];
+    gset expanded;  /* the step's stacks already expanded (see MAX_EXPANDED) */
     uint32_t *scratch;
     uint32_t sp;
     int32_t *lv;    /* the walk's state id after each byte of the current token */
@@ -266,16 +271,22 @@ static int set_copy(ox_grammar *g, gset *dst, const gset *src) {
     return 0;
 }
 
-static int set_add(ox_grammar *g, gset *s, const uint32_t *st, uint32_t len) {
+/* Adds st to s unless it is there already: 1 if added, 0 if there, <0 past max. */
+static int set_insert(ox_grammar *g, gset *s, const uint32_t *st, uint32_t len, uint32_t max, const char *what) {
     RECORDS(s, k, l, rec) if (l == len && !memcmp(rec, st, (size_t)len * sizeof *st)) return 0;
-    if (s->count >= MAX_STACKS) return ox_errf(g->err, OX_E_RANGE, "grammar: more than %d open parses at once (the grammar is too ambiguous)", MAX_STACKS);
+    if (s->count >= max) return ox_errf(g->err, OX_E_RANGE, "grammar: more than %u %s at once (the grammar is too ambiguous)", max, what);
     int rc = set_reserve(g, s, len + 1);
     if (rc) return rc;
     s->d[s->n++] = len;
     memcpy(s->d + s->n, st, (size_t)len * sizeof *st);
     s->n += len;
     s->count++;
-    return 0;
+    return 1;
+}
+
+static int set_add(ox_grammar *g, gset *s, const uint32_t *st, uint32_t len) {
+    int rc = set_insert(g, s, st, len, MAX_STACKS, "open parses");
+    return rc < 0 ? rc : 0;
 }
 
 /* Add the stacks that st reaches without consuming input: a rule reference at the top is
@@ -286,6 +297,8 @@ static int expand(ox_grammar *g, gset *out, const uint32_t *st, uint32_t n, int 
     const ox_gelem *e = &g->r.el[pos];
     if (e->type != GE_RULE) return set_add(g, out, st, n);
     if (depth > MAX_EXPAND) return ox_errf(g->err, OX_E_RANGE, "grammar: rules nested deeper than %d", MAX_EXPAND);
+    int fresh = set_insert(g, &g->expanded, st, n, MAX_EXPANDED, "rule expansions in one step");
+    if (fresh <= 0) return fresh; /* its stacks are in out already, or a limit */
     int has_next = !ox_gelem_ends(e + 1);
     uint32_t base = n - 1 + (uint32_t)has_next;
     if (g->sp + base + 1 > MAX_DEPTH) return ox_errf(g->err, OX_E_RANGE, "grammar: parse stacks deeper than %d", MAX_DEPTH);
@@ -334,6 +347,7 @@ static int chars_meet(const ox_grammar *g, const ox_gelem *e, uint32_t lo, uint3
 /* the stacks of in whose top matches (a code point, or a control token), moved past it */
 static int advance(ox_grammar *g, const gset *in, int is_token, uint32_t what, gset *out) {
     out->n = out->count = 0;
+    g->expanded.n = g->expanded.count = 0;
     RECORDS(in, k, len, rec) {
         if (!len) continue;
         uint32_t top = rec[len - 1];
@@ -524,6 +538,7 @@ static int start(ox_grammar *g) {
     /* root is entered as the reference the element array has for it: a one-element stack
      * whose top is a synthetic GE_RULE element at index n_el (see ox_grammar_new) */
     root[0] = g->r.n_el;
+    g->expanded.n = g->expanded.count = 0;
     return expand(g, s, root, 1, 0);
 }
 
@@ -534,6 +549,7 @@ void ox_grammar_free(ox_grammar *g) {
     free(g->st.set.d);
     free(g->tmp[0].d);
     free(g->tmp[1].d);
+    free(g->expanded.d);
     free(g->scratch);
     free(g->lv);
     intern_clear(&g->in);

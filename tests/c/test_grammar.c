@@ -147,6 +147,14 @@ static void test_sentences(const ox_grammar_vocab *v) {
     /* ambiguity: both parses stay open */
     CHECK(sentence(v, "root ::= \"a\" \"b\"? | \"ab\" \"c\"", "abc"));
     CHECK(sentence(v, "root ::= \"a\" \"b\"? | \"ab\" \"c\"", "ab"));
+    /* rules reaching one another along 2^48 paths: each stack is expanded once per step (this
+     * walked every path before: a fuzzer timeout) */
+    char dag[2048];
+    int n = snprintf(dag, sizeof dag, "root ::= r0 \"b\"\n");
+    for (int i = 0; i < 48; i++) n += snprintf(dag + n, sizeof dag - (size_t)n, "r%d ::= r%d | r%d\n", i, i + 1, i + 1);
+    snprintf(dag + n, sizeof dag - (size_t)n, "r48 ::= \"a\"+\n");
+    CHECK(sentence(v, dag, "aab"));
+    CHECK(!sentence(v, dag, "b"));
 }
 
 static void test_tokens(const ox_grammar_vocab *v) {
