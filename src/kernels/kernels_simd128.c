@@ -496,13 +496,17 @@ static void ktile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, floa
 #define OX_KTILE_Q6_K_UNPACK 8 /* measured: from 8 tokens, unpacking once per row wins */
 
 #else
-/* ---- SIMD128, one token, straight from the ggml blocks (decode): the quants are widened in
- * registers and dotted with the int16 activations per sub-block; the integer sub-block sums
- * are gathered 4 to a vector (hsum4) and multiplied by their integer scales, so the whole
- * super-block sum stays exact, as quant.c's. */
+/* ---- SIMD128, 1 to 4 tokens straight from the ggml blocks (decode and short verify passes):
+ * the quants are extracted once and widened in registers, dotted with each token's int16
+ * activations per sub-block; the integer sub-block sums are gathered 4 to a vector (hsum4)
+ * and multiplied by their integer scales, so the whole super-block sum stays exact, as
+ * quant.c's. A token gets the same operations whatever the number of tokens (T, a constant
+ * once inlined): its result has the same bits as when it is decoded alone. */
+#define KD 4 /* tokens per direct pass */
 
 /* the products of 16 unsigned weight bytes (0..63) with the int16 activations, as i32x4
- * partial sums (dot32: of 2 x 16) */
+ * partial sums (dot32: of 2 x 16); with several tokens the widening of q is the same
+ * expression for each, computed once */
 static inline v128_t dot16(v128_t q, const int16_t *a16) {
     return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(q), wasm_v128_load(a16)),
                           wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(q), wasm_v128_load(a16 + 8)));
@@ -517,64 +521,128 @@ static inline v128_t u8_group(v128_t v, int g) {
     return g % 2 ? wasm_u32x4_extend_high_u16x8(h) : wasm_u32x4_extend_low_u16x8(h);
 }
 
-/* Q4_K / Q5_K super-block . Q8_K block: ab->d * (d * sum sc_j (q . a)_j - dmin * sum mn_j bsum_j) */
-static inline float dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs,
-                            const uint8_t *qh, const int16_t *a, const ox_block_q8_K *ab) {
-    v128_t sm = scales_k4(scales), s[8];
+/* Q4_K / Q5_K super-block . T tokens' Q8_K blocks (a[t], ab[t]):
+ * ab->d * (d * sum sc_j (q . a)_j - dmin * sum mn_j bsum_j). (Summing the sub-blocks per
+ * half, fewer sums live, measured no faster at 4 tokens and slower at 1.) */
+static inline __attribute__((always_inline)) void
+dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+        const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
+    v128_t sm = scales_k4(scales), s[KD][8], sum[KD];
     for (int i = 0; i < 4; i++) {
         v128_t q[4];
         quants_k45(qs, qh, i, q);
-        s[2 * i] = dot32(q[0], q[1], a + 64 * i);
-        s[2 * i + 1] = dot32(q[2], q[3], a + 64 * i + 32);
+        for (int t = 0; t < T; t++) {
+            s[t][2 * i] = dot32(q[0], q[1], a[t] + 64 * i);
+            s[t][2 * i + 1] = dot32(q[2], q[3], a[t] + 64 * i + 32);
+        }
     }
-    v128_t sum = wasm_i32x4_add(wasm_i32x4_mul(hsum4(s[0], s[1], s[2], s[3]), u8_group(sm, 0)),
-                                wasm_i32x4_mul(hsum4(s[4], s[5], s[6], s[7]), u8_group(sm, 1)));
+    for (int t = 0; t < T; t++)
+        sum[t] = wasm_i32x4_add(wasm_i32x4_mul(hsum4(s[t][0], s[t][1], s[t][2], s[t][3]), u8_group(sm, 0)),
+                                wasm_i32x4_mul(hsum4(s[t][4], s[t][5], s[t][6], s[t][7]), u8_group(sm, 1)));
     /* mins: bsums pairwise (the 16-element sums of each 32-element sub-block) . mn */
     v128_t mn16 = wasm_u16x8_extend_high_u8x16(sm);
-    v128_t bs0 = wasm_v128_load(ab->bsums), bs1 = wasm_v128_load(ab->bsums + 8);
-    v128_t m = wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs0), wasm_u32x4_extend_low_u16x8(mn16)),
-                              wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs1), wasm_u32x4_extend_high_u16x8(mn16)));
-    return ab->d * (ox_f16_fast(*d) * (float)hsum_i32(sum)) - ab->d * (ox_f16_fast(*dmin) * (float)hsum_i32(m));
-}
-
-static float kdot_q4_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) {
-    const ox_block_q4_K *b = blk;
-    return dot_k45(&b->d, &b->dmin, b->scales, b->qs, NULL, a, ab);
-}
-
-static float kdot_q5_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) {
-    const ox_block_q5_K *b = blk;
-    return dot_k45(&b->d, &b->dmin, b->scales, b->qs, b->qh, a, ab);
+    v128_t mn_lo = wasm_u32x4_extend_low_u16x8(mn16), mn_hi = wasm_u32x4_extend_high_u16x8(mn16);
+    for (int t = 0; t < T; t++) {
+        v128_t bs0 = wasm_v128_load(ab[t]->bsums), bs1 = wasm_v128_load(ab[t]->bsums + 8);
+        v128_t m = wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs0), mn_lo),
+                                  wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs1), mn_hi));
+        out[t] = ab[t]->d * (ox_f16_fast(*d) * (float)hsum_i32(sum[t])) - ab[t]->d * (ox_f16_fast(*dmin) * (float)hsum_i32(m));
+    }
 }
 
 /* Q6_K: the unsigned 6-bit quants (0..63) dotted per sub-block of 16, the -32 offset applied
  * once as 32 * sum sc_j bsum_j. Step (h, l) makes sub-blocks 8h + l/16 + {0, 2, 4, 6}. */
-static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) {
-    const ox_block_q6_K *b = blk;
+static inline __attribute__((always_inline)) void
+dot_q6_k(const ox_block_q6_K *b, const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
     v128_t sc = wasm_v128_load(b->scales);
     /* the scales in step order: bytes 4k..4k+3 = sub-blocks of step k */
     v128_t scs = wasm_i8x16_shuffle(sc, sc, 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
     v128_t sc16lo = wasm_i16x8_extend_low_i8x16(scs), sc16hi = wasm_i16x8_extend_high_i8x16(scs);
-    v128_t sum = wasm_i32x4_splat(0);
+    v128_t sum[KD];
+    for (int t = 0; t < T; t++) sum[t] = wasm_i32x4_splat(0);
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             v128_t q[4];
             quants_q6_k(b, h, l, q);
-            const int16_t *ap = a + 128 * h + l;
-            v128_t s4 = hsum4(dot16(q[0], ap), dot16(q[1], ap + 32), dot16(q[2], ap + 64), dot16(q[3], ap + 96));
             int k = 2 * h + l / 16;
             v128_t sck = k < 2 ? (k ? wasm_i32x4_extend_high_i16x8(sc16lo) : wasm_i32x4_extend_low_i16x8(sc16lo))
                                : (k == 3 ? wasm_i32x4_extend_high_i16x8(sc16hi) : wasm_i32x4_extend_low_i16x8(sc16hi));
-            sum = wasm_i32x4_add(sum, wasm_i32x4_mul(s4, sck));
+            for (int t = 0; t < T; t++) {
+                const int16_t *ap = a[t] + 128 * h + l;
+                v128_t s4 = hsum4(dot16(q[0], ap), dot16(q[1], ap + 32), dot16(q[2], ap + 64), dot16(q[3], ap + 96));
+                sum[t] = wasm_i32x4_add(sum[t], wasm_i32x4_mul(s4, sck));
+            }
         }
     /* the offset: 32 * sum_j sc_j * bsums_j, in natural sub-block order */
-    v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab->bsums), wasm_i16x8_extend_low_i8x16(sc)),
-                                wasm_i32x4_dot_i16x8(wasm_v128_load(ab->bsums + 8), wasm_i16x8_extend_high_i8x16(sc)));
-    return ab->d * (ox_f16_fast(b->d) * (float)(hsum_i32(sum) - 32 * hsum_i32(off)));
+    v128_t sclo = wasm_i16x8_extend_low_i8x16(sc), schi = wasm_i16x8_extend_high_i8x16(sc);
+    for (int t = 0; t < T; t++) {
+        v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t]->bsums), sclo),
+                                    wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t]->bsums + 8), schi));
+        out[t] = ab[t]->d * (ox_f16_fast(b->d) * (float)(hsum_i32(sum[t]) - 32 * hsum_i32(off)));
+    }
 }
+
+/* one super-block . T tokens (kind 4 = Q4_K, 5 = Q5_K, 6 = Q6_K) */
+static inline __attribute__((always_inline)) void
+kdot_t(const uint8_t *blk, int kind, const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
+    const ox_block_q4_K *b4 = (const ox_block_q4_K *)blk;
+    const ox_block_q5_K *b5 = (const ox_block_q5_K *)blk;
+    if (kind == 6) dot_q6_k((const ox_block_q6_K *)blk, a, ab, T, out);
+    else if (kind == 5) dot_k45(&b5->d, &b5->dmin, b5->scales, b5->qs, b5->qh, a, ab, T, out);
+    else dot_k45(&b4->d, &b4->dmin, b4->scales, b4->qs, NULL, a, ab, T, out);
+}
+
+/* the one-token dots, the decode path */
+static inline float kdot1(const void *blk, int kind, const int16_t *a, const ox_block_q8_K *ab) {
+    float out;
+    kdot_t(blk, kind, &a, &ab, 1, &out);
+    return out;
+}
+static float kdot_q4_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) { return kdot1(blk, 4, a, ab); }
+static float kdot_q5_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) { return kdot1(blk, 5, a, ab); }
+static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *ab) { return kdot1(blk, 6, a, ab); }
+
+/* Tokens t0..t0+T-1 (T = 2..KD) . one row of nb super-blocks, each token's super-blocks summed
+ * in order from 0 as the one-token path sums them */
+static inline __attribute__((always_inline)) void
+krow_pass(const uint8_t *row, int nb, int kind, const ox_act *a, int t0, const int T, float *out) {
+    const size_t bb = kind == 6 ? sizeof(ox_block_q6_K) : kind == 5 ? sizeof(ox_block_q5_K) : sizeof(ox_block_q4_K);
+    float sum[KD] = {0};
+    for (int b = 0; b < nb; b++) {
+        const int16_t *at[KD];
+        const ox_block_q8_K *ab[KD];
+        for (int t = 0; t < T; t++) {
+            at[t] = a->q16 + (size_t)(t0 + t) * a->cols + b * OX_QK_K;
+            ab[t] = (const ox_block_q8_K *)(a->q + (size_t)(t0 + t) * a->q_stride) + b;
+        }
+        float part[KD];
+        kdot_t(row + b * bb, kind, at, ab, T, part);
+        for (int t = 0; t < T; t++) sum[t] += part[t];
+    }
+    for (int t = 0; t < T; t++) out[t] = sum[t];
+}
+
+/* each pass length its own unrolled copy */
+static inline __attribute__((always_inline)) void krow(const uint8_t *row, int nb, int kind, const ox_act *a, int t0, int T, float *out) {
+    switch (T) {
+    case 4: krow_pass(row, nb, kind, a, t0, 4, out); break;
+    case 3: krow_pass(row, nb, kind, a, t0, 3, out); break;
+    default: krow_pass(row, nb, kind, a, t0, 2, out); break;
+    }
+}
+static void krow_q4_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) { krow(row, nb, 4, a, t0, T, out); }
+static void krow_q5_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) { krow(row, nb, 5, a, t0, T, out); }
+/* Q6_K up to 3 (measured: 4 tokens' sums spill, slower than unpacking) */
+static void krow_q6_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) {
+    if (T == 3) krow_pass(row, nb, 6, a, t0, 3, out);
+    else krow_pass(row, nb, 6, a, t0, 2, out);
+}
+#define OX_KROW_MAX_K45 KD
+#define OX_KROW_MAX_Q6_K 3
 #define OX_KDOT_DIRECT 1
-/* Q5_K's prefill too, where it measured faster than unpacking once per row (its unpacking
- * is slow); Q4_K and Q6_K keep the unpacked int16 dots there. */
+/* Q5_K's prefill too (4 tokens per direct row, the rest one), where it measured faster than
+ * unpacking once per row (its unpacking is slow); Q4_K and Q6_K keep the unpacked int16 dots
+ * there. */
 #define OX_KDOT_ALL_Q5_K 1
 #endif
 

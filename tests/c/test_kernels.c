@@ -1,5 +1,6 @@
 /* test_kernels.c — fast kernels against the scalar references: matmul for every weight
- * type (1..9 tokens, odd row counts, 1 and 2 threads, fused multi), the row kernels, and
+ * type (1..9 tokens, odd row counts, 1 and 2 threads, fused multi; K-quant outputs the same
+ * bits whatever the token count), the row kernels, and
  * the matmul argument checks. */
 #include "check.h"
 #include "kernels/kernels.h"
@@ -115,6 +116,35 @@ static void test_matmul_types(void) {
         CHECK(ox_matmul(&ws, &W, x, 13, y, &e) == 0);
         CHECK(compare(&W, x, 13, y, "big") == 0);
         free(x); free(y); free(W.data);
+    }
+    ox_scratch_free(&ws);
+    ox_pool_shutdown();
+}
+
+/* A token's outputs do not depend on how many tokens share the call (a speculative verify
+ * pass against the decode step: greedy output must be the same tokens): the K-quant tiles
+ * give the same bits for 1 to 9 tokens, each path (one-token dot, direct rows of 2 to 4,
+ * unpacked super-blocks) summing in the same order. */
+static void test_matmul_token_count(void) {
+    ox_err e = {0};
+    ox_scratch ws = {0};
+    static const ox_type K[] = {OX_Q4_K, OX_Q5_K, OX_Q6_K};
+    CHECK(ox_pool_init(2, &e) == 0);
+    for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
+        enum { ROWS = 37, COLS = 768, MAXT = 9 };
+        ox_matrix W = make_matrix(K[k], ROWS, COLS);
+        static float x[COLS * MAXT], y[ROWS * MAXT], y1[ROWS];
+        for (int i = 0; i < COLS * MAXT; i++) x[i] = frand() * (1 + i % 3);
+        int bad = 0;
+        for (int n_tok = 2; n_tok <= MAXT; n_tok++) {
+            CHECK(ox_matmul(&ws, &W, x, n_tok, y, &e) == 0);
+            for (int t = 0; t < n_tok; t++) {
+                CHECK(ox_matmul(&ws, &W, x + (size_t)t * COLS, 1, y1, &e) == 0);
+                bad += memcmp(y1, y + (size_t)t * ROWS, sizeof y1) != 0;
+            }
+        }
+        CHECK_MSG(bad == 0, "%s: %d tokens' outputs differ from the token alone", ox_type_name(K[k]), bad);
+        free(W.data);
     }
     ox_scratch_free(&ws);
     ox_pool_shutdown();
@@ -331,6 +361,7 @@ int main(void) {
 #endif
     RUN(test_q8_0_act);
     RUN(test_matmul_types);
+    RUN(test_matmul_token_count);
     RUN(test_matmul_multi);
     RUN(test_rmsnorm);
     RUN(test_rope);
