@@ -389,6 +389,46 @@ static inline void kstore(const int T, float fs, v128_t fv, float *out) {
     for (int t = 0; t < T; t++) out[t] = l[t];
 }
 
+/* The steps of a super-block: unrolled for one token (decode), where V8 then issues the
+ * step's loads early, which measured faster streaming from memory; a loop for more tokens
+ * (verify, prefill), where the unrolled body spills (measured 13-25 % faster as a loop). */
+#define KSTEPS(n, step)                                                                                                \
+    do {                                                                                                               \
+        if (T == 1)                                                                                                    \
+            for (int i = 0; i < (n); i++) step;                                                                        \
+        else                                                                                                           \
+            _Pragma("clang loop unroll(disable)") for (int i = 0; i < (n); i++) step;                                  \
+    } while (0)
+
+/* Q4_K/Q5_K step i: sub-blocks 2i and 2i+1 of block b, each token's scaled sums into acc[t] */
+static inline __attribute__((always_inline)) void ksteps45(const uint8_t *qs, const uint8_t *qh, int i, const uint16_t *sc,
+                                                            const ox_block_q8_K *const *ab, int b, const int T, v128_t *acc) {
+    v128_t q[4];
+    quants_k45(qs, qh, i, q);
+    v128_t s0 = wasm_v128_load16_splat(sc + 2 * i), s1 = wasm_v128_load16_splat(sc + 2 * i + 1);
+    for (int t = 0; t < T; t++) {
+        const int8_t *a8 = ab[t][b].qs + 64 * i;
+        v128_t p0 = wasm_i16x8_add(rdot(q[0], a8), rdot(q[1], a8 + 16));
+        v128_t p1 = wasm_i16x8_add(rdot(q[2], a8 + 32), rdot(q[3], a8 + 48));
+        acc[t] = wasm_i32x4_add(acc[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, s0), wasm_i32x4_dot_i16x8(p1, s1)));
+    }
+}
+
+/* Q6_K step (h, l): sub-blocks 8h + l/16 + {0, 2, 4, 6} of block b */
+static inline __attribute__((always_inline)) void ksteps6(const ox_block_q6_K *blk, int h, int l, const int16_t *sc,
+                                                           const ox_block_q8_K *const *ab, int b, const int T, v128_t *acc) {
+    v128_t q[4], s[4];
+    quants_q6_k(blk, h, l, q);
+    for (int j = 0; j < 4; j++) s[j] = wasm_v128_load16_splat(sc + 8 * h + l / 16 + 2 * j);
+    for (int t = 0; t < T; t++) {
+        const int8_t *a8 = ab[t][b].qs + 128 * h + l;
+        v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[0], a8), s[0]), wasm_i32x4_dot_i16x8(rdot(q[1], a8 + 32), s[1]));
+        p = wasm_i32x4_add(p, wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[2], a8 + 64), s[2]),
+                                             wasm_i32x4_dot_i16x8(rdot(q[3], a8 + 96), s[3])));
+        acc[t] = wasm_i32x4_add(acc[t], p);
+    }
+}
+
 static inline __attribute__((always_inline)) void
 ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_K *const *ab, const int T, float *out) {
     float fs = 0;
@@ -406,17 +446,7 @@ ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_
         v128_t mn_lo = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3), mn_hi = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
         v128_t acc[KT];
         for (int t = 0; t < T; t++) acc[t] = wasm_i32x4_splat(0);
-        for (int i = 0; i < 4; i++) {
-            v128_t q[4];
-            quants_k45(qs, qh, i, q);
-            v128_t s0 = wasm_v128_load16_splat(sc + 2 * i), s1 = wasm_v128_load16_splat(sc + 2 * i + 1);
-            for (int t = 0; t < T; t++) {
-                const int8_t *a8 = ab[t][b].qs + 64 * i;
-                v128_t p0 = wasm_i16x8_add(rdot(q[0], a8), rdot(q[1], a8 + 16));
-                v128_t p1 = wasm_i16x8_add(rdot(q[2], a8 + 32), rdot(q[3], a8 + 48));
-                acc[t] = wasm_i32x4_add(acc[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, s0), wasm_i32x4_dot_i16x8(p1, s1)));
-            }
-        }
+        KSTEPS(4, ksteps45(qs, qh, i, sc, ab, b, T, acc));
         v128_t m[KT];
         for (int t = 0; t < T; t++)
             m[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums), mn_lo),
@@ -439,19 +469,7 @@ ktile6_pass(const uint8_t *row, int nb, const ox_block_q8_K *const *ab, const in
         wasm_v128_store(sc, sc_lo), wasm_v128_store(sc + 8, sc_hi);
         v128_t acc[KT];
         for (int t = 0; t < T; t++) acc[t] = wasm_i32x4_splat(0);
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l += 16) {
-                v128_t q[4], s[4];
-                quants_q6_k(blk, h, l, q);
-                for (int j = 0; j < 4; j++) s[j] = wasm_v128_load16_splat(sc + 8 * h + l / 16 + 2 * j);
-                for (int t = 0; t < T; t++) {
-                    const int8_t *a8 = ab[t][b].qs + 128 * h + l;
-                    v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[0], a8), s[0]), wasm_i32x4_dot_i16x8(rdot(q[1], a8 + 32), s[1]));
-                    p = wasm_i32x4_add(p, wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[2], a8 + 64), s[2]),
-                                                         wasm_i32x4_dot_i16x8(rdot(q[3], a8 + 96), s[3])));
-                    acc[t] = wasm_i32x4_add(acc[t], p);
-                }
-            }
+        KSTEPS(4, ksteps6(blk, i >> 1, (i & 1) * 16, sc, ab, b, T, acc));
         for (int t = 0; t < T; t++) {
             v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums), sc_lo),
                                         wasm_i32x4_dot_i16x8(wasm_v128_load(ab[t][b].bsums + 8), sc_hi));
