@@ -26,7 +26,10 @@ static int usage(void) {
             "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
             "  --vocab-file F a trained vocab (see src/tools/synth.c, read_vocab) instead of the made-up one\n"
             "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
-            "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n");
+            "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
+            "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"
+            "                 and vocab, widened by --hidden/--ffn/--layers without changing its outputs\n"
+            "                 (extra layers add nothing): a bench model as slow per token as a real one\n");
     return 2;
 }
 
@@ -42,6 +45,11 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "oxinfer synth: %s\n", err.msg);
         return 2;
     }
+    for (int i = 0; i + 1 < argc; i++) /* the source's shapes first: the flags below widen them */
+        if (!strcmp(argv[i], "--widen") && ox_synth_widen_base(&s, argv[i + 1], &err)) {
+            fprintf(stderr, "oxinfer synth: %s: %s\n", ox_err_code_name(err.code), err.msg);
+            return 1;
+        }
     static const struct { const char *flag; size_t off; } ints[] = {
 #define I(f, m) {f, offsetof(ox_synth, m)}
         I("--hidden", hidden), I("--layers", layers), I("--heads", heads), I("--kv-heads", kv_heads),
@@ -83,6 +91,7 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--chat-tokens")) s.chat_tokens = 1;
         else if (!strcmp(a, "--assistant-of") && v) s.assistant_of = atoi(v), i++;
         else if (!strcmp(a, "--agree")) s.agree = 1;
+        else if (!strcmp(a, "--widen") && v) i++;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) out = v, i++;
         else return usage();
     }

@@ -26,6 +26,7 @@
 #include "formats/safetensors.h"
 #include "tools/gguf_write.h"
 #include "tools/safetensors_write.h"
+#include "tools/synth_widen.h"
 
 /* ------------------------------------------------------------------ presets */
 
@@ -344,19 +345,26 @@ typedef struct writer_ctx {
     float *f;
     uint8_t *out;
     size_t f_cap, out_cap;
-    float *vals;         /* the current tensor's values from values_dir */
+    float *vals;         /* the current tensor's values from values_dir or the widened source */
+    ox_widen *widen;     /* s->widen, open */
 } writer_ctx;
 
 #define GEN_CHUNK (4u << 20)
 
-/* Tensor t's values from s->values_dir into x->vals (the demo model's tensors are small). */
+/* room for tensor t's values in x->vals (trained tensors are small: the demo model's, or a
+ * widened model's matrices) */
+static int alloc_values(writer_ctx *x, const ptensor *t, ox_err *err) {
+    free(x->vals);
+    x->vals = malloc((size_t)(t->ne[0] * t->ne[1] * t->ne[2]) * sizeof(float));
+    return x->vals ? 0 : ox_errf(err, OX_E_NOMEM, "synth: out of memory for the values of %s", t->name);
+}
+
+/* Tensor t's values from s->values_dir into x->vals. */
 static int load_values(writer_ctx *x, const ptensor *t, ox_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.f32", x->s->values_dir, t->name);
     uint64_t n = t->ne[0] * t->ne[1] * t->ne[2];
-    free(x->vals);
-    x->vals = malloc((size_t)n * sizeof(float));
-    if (!x->vals) return ox_errf(err, OX_E_NOMEM, "synth: out of memory for %s", path);
+    if (alloc_values(x, t, err)) return err ? err->code : OX_E_NOMEM;
     FILE *f = fopen(path, "rb");
     if (!f) return ox_errf(err, OX_E_IO, "synth: cannot open %s (tensor %s)", path, t->name);
     size_t got = fread(x->vals, sizeof(float), (size_t)n, f);
@@ -391,8 +399,15 @@ static int emit(writer_ctx *x, int i, FILE *fp, ox_err *err) {
     }
     if (!x->f || !x->out) return ox_errf(err, OX_E_NOMEM, "synth: out of memory generating %s", t->name);
     uint64_t key = name_key(x->s->seed, t->name);
-    int trained = x->s->values_dir && t->kind != K_ROPE;
-    if (trained && load_values(x, t, err)) return err ? err->code : OX_E_IO;
+    int trained = 0;
+    if (t->kind != K_ROPE && x->s->values_dir) {
+        if (load_values(x, t, err)) return err ? err->code : OX_E_IO;
+        trained = 1;
+    } else if (t->kind != K_ROPE && x->widen) {
+        if (alloc_values(x, t, err)) return err ? err->code : OX_E_NOMEM;
+        trained = ox_widen_values(x->widen, t->name, t->ne[0], t->ne[1] * t->ne[2], x->vals, err);
+        if (trained < 0) return trained;
+    }
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         uint64_t nr = rows - r0 < per ? rows - r0 : per;
         gen_job J = {x->s, t, type, key, r0, nr, rb, x->f, trained ? x->vals : NULL, x->out, 0};
@@ -410,6 +425,7 @@ static void writer_ctx_free(writer_ctx *x) {
     free(x->f);
     free(x->out);
     free(x->vals);
+    ox_widen_close(x->widen);
 }
 
 /* ------------------------------------------------------------------ vocab */
@@ -571,7 +587,52 @@ static int read_vocab(const ox_synth *s, vocab *v, ox_err *err) {
     return 0;
 }
 
-static int build_vocab(const ox_synth *s, vocab *v, ox_err *err) {
+/* The vocab of a GGUF (a widened model's source): tokens, types, scores and merges as stored. */
+static int vocab_from_gguf(const ox_gguf *g, int N, vocab *v, ox_err *err) {
+    const ox_gguf_value *tok, *type, *merges, *score = ox_gguf_find(g, "tokenizer.ggml.scores");
+    if (ox_gguf_get_arr(g, "tokenizer.ggml.tokens", &tok, err) || ox_gguf_get_arr(g, "tokenizer.ggml.token_type", &type, err) ||
+        ox_gguf_get_arr(g, "tokenizer.ggml.merges", &merges, err))
+        return err ? err->code : OX_E_MISSING;
+    const char *name = ox_gguf_name(g);
+    if (tok->v.arr.n != (uint64_t)N || type->v.arr.n != (uint64_t)N || merges->v.arr.n > (uint64_t)N)
+        return ox_errf(err, OX_E_FORMAT, "%s: %llu tokens and %llu types for a vocab of %d (and at most as many merges)", name,
+                       (unsigned long long)tok->v.arr.n, (unsigned long long)type->v.arr.n, N);
+    if (vocab_alloc(v, N)) {
+        vocab_free(v);
+        return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
+    }
+    int rc = 0;
+    v->byte_first = 0, v->user_first = N;
+    for (int i = 0; !rc && i < N; i++) {
+        const ox_gguf_str *str = ox_gguf_arr_str(tok, (uint64_t)i);
+        int64_t ty;
+        double sc = 0;
+        if (!str || ox_gguf_arr_i64(type, (uint64_t)i, &ty) || (score && ox_gguf_arr_f64(score, (uint64_t)i, &sc)))
+            rc = ox_errf(err, OX_E_FORMAT, "%s: token %d is malformed", name, i);
+        else if (has(v, str->s)) rc = ox_errf(err, OX_E_FORMAT, "%s: token %d (%s) appears twice", name, i, str->s);
+        else if (push(v, str->s, (int)ty)) rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
+        if (rc) break;
+        v->score[i] = (float)sc;
+        if (!strcmp(str->s, "<0x00>")) v->byte_first = i;
+        if (ty == TOK_USER && v->user_first == N) v->user_first = i;
+    }
+    for (uint64_t i = 0; !rc && i < merges->v.arr.n; i++) {
+        const ox_gguf_str *m = ox_gguf_arr_str(merges, i);
+        if (!m || !(v->merges[v->n_merges] = malloc(m->len + 1))) {
+            rc = ox_errf(err, m ? OX_E_NOMEM : OX_E_FORMAT, "%s: merge %llu is malformed (or out of memory)", name, (unsigned long long)i);
+            break;
+        }
+        memcpy(v->merges[v->n_merges++], m->s, m->len + 1);
+    }
+    static const char *fixed[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>"}; /* the ids put_meta writes */
+    for (int i = 0; !rc && i < 5; i++)
+        if (strcmp(v->tok[i], fixed[i])) rc = ox_errf(err, OX_E_FORMAT, "%s: token %d must be %s", name, i, fixed[i]);
+    if (rc) vocab_free(v);
+    return rc;
+}
+
+static int build_vocab(const ox_synth *s, const ox_widen *widen, vocab *v, ox_err *err) {
+    if (widen) return vocab_from_gguf(ox_widen_gguf(widen), s->vocab, v, err);
     if (s->vocab_path) return read_vocab(s, v, err);
     int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0);
     if (vocab_alloc(v, N)) goto oom;
@@ -675,14 +736,19 @@ static void writer_end(vocab *v, plan *p, writer_ctx *x) {
 /* What the GGUF and the HF writers start from: the vocab, the tensor plan and a writer
  * context with room for every tensor. On failure nothing is left allocated. */
 static int writer_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_err *err) {
-    int rc = build_vocab(s, v, err);
-    if (rc) return rc;
+    *x = (writer_ctx){.s = s};
+    if (s->widen && !(x->widen = ox_widen_open(s, err))) return err ? err->code : OX_E_IO;
+    int rc = build_vocab(s, x->widen, v, err);
+    if (rc) {
+        ox_widen_close(x->widen);
+        return rc;
+    }
     *p = (plan){0};
     if ((rc = build_plan(s, p, err))) {
         vocab_free(v);
+        ox_widen_close(x->widen);
         return rc;
     }
-    *x = (writer_ctx){.s = s};
     x->t = calloc((size_t)p->n, sizeof *x->t);
     x->type = calloc((size_t)p->n, sizeof *x->type);
     if (!x->t || !x->type) {
@@ -715,7 +781,7 @@ static uint32_t file_type_of(ox_type t) { /* llama_ftype */
 
 static int gguf_fill(void *ud, int i, FILE *f, ox_err *err) { return emit(ud, i, f, err); }
 
-static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
+static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v, float eps) {
     const char *A = s->assistant_of ? "gemma4-assistant." : "gemma4.";
     char k[128];
     int rc = 0, L = s->layers;
@@ -727,7 +793,8 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
     }
     rc |= ox_gguf_w_str(w, "general.type", "model");
     char name[96];
-    snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : "synthetic", L, s->hidden);
+    snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : s->widen ? "oxinfer-widened" : "synthetic",
+             L, s->hidden);
     rc |= ox_gguf_w_str(w, "general.name", name);
     rc |= ox_gguf_w_u32(w, "general.file_type", file_type_of(s->type));
     rc |= ox_gguf_w_u32(w, "general.quantization_version", 2);
@@ -748,7 +815,7 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v) {
     rc |= ox_gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)s->heads);
     rc |= kv_same ? ox_gguf_w_u32(w, KEY("attention.head_count_kv"), kvh[0])
                   : ox_gguf_w_arr(w, KEY("attention.head_count_kv"), OX_GGUF_U32, kvh, (uint64_t)L);
-    rc |= ox_gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), s->eps);
+    rc |= ox_gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), eps);
     rc |= ox_gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)s->global_head_dim);
     rc |= ox_gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)s->global_head_dim);
     rc |= ox_gguf_w_u32(w, KEY("attention.key_length_swa"), (uint32_t)s->head_dim);
@@ -800,7 +867,7 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
         rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory");
         goto done;
     }
-    if (put_meta(w, s, &v)) {
+    if (put_meta(w, s, &v, x.widen ? ox_widen_eps(x.widen) : s->eps)) {
         rc = ox_errf(err, OX_E_NOMEM, "synth: %s: cannot add metadata", path);
         goto done;
     }
@@ -916,6 +983,7 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
     int rc = ox_synth_check(s, err);
     if (rc) return rc;
     if (dtype != OX_F32 && dtype != OX_BF16) return ox_errf(err, OX_E_UNSUPPORTED, "synth: HF dtype must be F32 or BF16");
+    if (s->widen) return ox_errf(err, OX_E_UNSUPPORTED, "synth: --widen writes GGUF only");
     if (n_shards < 1 || n_shards > 99) return ox_errf(err, OX_E_RANGE, "synth: shards must be in 1..99");
     vocab v;
     plan p;

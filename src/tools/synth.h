@@ -48,10 +48,28 @@ typedef struct ox_synth {
     int agree;                 /* drafter: the pre-projection passes the target's token embedding
                                   through, so with the target's seed it predicts what a target
                                   whose residual stays near its input embedding predicts */
+    const char *widen;         /* a trained GGUF to widen (ox_synth_widen_base): its weights and
+                                  vocab, zero-padded to hidden/ffn, and layers past its own that
+                                  add nothing to the residual */
 } ox_synth;
 
 /* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */
 int ox_synth_preset(ox_synth *s, const char *name, ox_err *err);
+/* A model that computes what the trained GGUF `src` computes but reads far more weights per
+ * token: a bench model where speculative drafts are accepted as on trained text and a decode
+ * step streams real-sized matrices. Sets s to the tiny preset with src's shapes and
+ * s->widen = src; then raise hidden, ffn and layers. At write time:
+ *   - src's weights fill the top-left corner of each matrix, zeros elsewhere (padded hidden
+ *     channels stay exactly 0 through every layer; padded FFN units have zero gate and up rows);
+ *   - RMSNorm over the wider hidden sees mean(x^2) scaled by d/D: eps is scaled by d/D and the
+ *     hidden-wide norm weights by sqrt(d/D), so every norm gives src's values; the embedding
+ *     is scaled by sqrt(d/D) too (its sqrt(D) input scale then gives src's sqrt(d)), which the
+ *     final norm's sqrt(D/d) undoes in the tied head;
+ *   - the extra layers have random weights but zero post-attention and post-FFN norm weights
+ *     and a layer scale of 1: they add exactly 0 to the residual.
+ * src must be a gemma4 GGUF without PLE, experts, KV sharing or k_eq_v (the trained demo
+ * model is one). Logits match src's to float rounding (tests/c/test_model.c). */
+int ox_synth_widen_base(ox_synth *s, const char *src, ox_err *err);
 /* Check the shapes are consistent (and loadable by llama.cpp's KV-sharing rule). */
 int ox_synth_check(const ox_synth *s, ox_err *err);
 /* Parameter count (all tensors) and bytes the GGUF's tensor data takes. */

@@ -778,6 +778,52 @@ static void test_embed(void) {
     ox_model_free(m);
 }
 
+/* A widened model (synth --widen) computes its source's logits: hidden 2x, FFN 2x and 3 extra
+ * layers give the same log-probs to float rounding (a missed norm or embedding scale, or an
+ * extra layer that adds to the residual, moves them by far more); and a source it cannot widen
+ * is a clear error. */
+static void test_widen(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    s.ple = 0, s.kv_shared = 0, s.double_wide = 0;
+    const char *src = fixture("widen_src.gguf", &s);
+    ox_synth w;
+    ox_err err = {0};
+    CHECK(src && ox_synth_widen_base(&w, src, &err) == 0);
+    w.hidden = 2 * s.hidden, w.ffn = 2 * s.ffn, w.layers = s.layers + 3;
+    w.type = w.embd_type = w.ple_type = w.ple_proj_type = OX_F32;
+    const char *wide = fixture("widen_out.gguf", &w);
+    ox_model *a = open1(src, NULL), *b = open1(wide, NULL);
+    CHECK(a && b);
+    if (a && b) {
+        CHECK(ox_model_config(b)->hidden == 2 * s.hidden && ox_model_config(b)->n_layers == s.layers + 3);
+        enum { N = 24 };
+        int32_t t[N];
+        seq(t, N, s.vocab);
+        float *la = engine_logits(a, t, N, N), *lb = engine_logits(b, t, N, 1);
+        CHECK(la && lb);
+        if (la && lb) {
+            double d = max_dlogp(la, NULL, lb, N, s.vocab);
+            CHECK_MSG(d < 2e-4, "widened model's log-probs differ by %g", d);
+        }
+        free(la), free(lb);
+    }
+    ox_model_free(a), ox_model_free(b);
+
+    /* a source with per-layer embeddings cannot be widened; nor can hidden shrink */
+    ox_synth p = preset("tiny", OX_F32);
+    const char *ple = fixture("widen_ple.gguf", &p);
+    err = (ox_err){0};
+    CHECK(ple && ox_synth_widen_base(&w, ple, &err) != 0);
+    CHECK_ERR(err, OX_E_UNSUPPORTED, "widen_ple.gguf", "per-layer embeddings");
+    CHECK(ox_synth_widen_base(&w, src, &err) == 0);
+    w.hidden = s.hidden / 2;
+    char out[300];
+    path_of(out, sizeof out, "widen_bad.gguf");
+    err = (ox_err){0};
+    CHECK(ox_synth_write_gguf(&w, out, &err) != 0);
+    CHECK_ERR(err, OX_E_CONFIG, "widen_src.gguf", "hidden >=");
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_model_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -796,6 +842,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_progress);
     RUN(test_split_experts);
+    RUN(test_widen);
     cleanup();
     ox_pool_shutdown();
     return check_summary("test_model");
