@@ -75,7 +75,8 @@ export interface LoadOptions {
    *  and through `onWarning`. */
   build?: 'auto' | 'mt' | 'st';
   /** 'auto' (default): the relaxed-SIMD build where the engine validates relaxed SIMD
-   *  (Chromium does; Node 20 with --experimental-wasm-relaxed-simd), else plain SIMD128. */
+   *  (Chromium and Node do: on Node 20/21 loadModel turns on V8's relaxed-SIMD flag for the
+   *  process, js/features.js enableRelaxedSimd), else plain SIMD128. */
   simd?: 'auto' | 'relaxed' | 'simd128';
   onProgress?: (p: LoadProgress | DownloadProgress) => void;
   /** Keep URL sources in the model cache (OPFS / a Node directory): downloaded in the

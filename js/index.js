@@ -3,7 +3,7 @@
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
 import { kvType as KV_TYPE, quant as QUANT, stream as STREAM } from './abi.js';
 import { engineAssets } from './assets.js';
-import { relaxedSimd } from './features.js';
+import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
@@ -78,13 +78,14 @@ export async function chooseEngine(opts = {}) {
   return { build, threads, note };
 }
 
-// 'relaxed' where this engine runs relaxed SIMD and the relaxed build is there (in Node: its
-// files; in a page the package ships both), else 'simd128'; opts.simd forces one.
+// 'relaxed' where this engine runs relaxed SIMD (Node 20/21: once enableRelaxedSimd has set
+// V8's flag) and the relaxed build is there (in Node: its files; in a page the package ships
+// both), else 'simd128'; opts.simd forces one.
 async function simdBuild(build, opts) {
   const want = opts.simd ?? 'auto';
   if (want === 'simd128') return want;
-  const can = relaxedSimd();
-  if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD (Node 20 needs --experimental-wasm-relaxed-simd)');
+  const can = relaxedSimd() || (isNode && (await enableRelaxedSimd()));
+  if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD');
   if (!can) return 'simd128';
   if (isNode && !locatedElsewhere(opts)) {
     const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);

@@ -2,7 +2,8 @@
 // uses it (it fails validation where relaxed SIMD is off, validates where it is on) while the
 // SIMD128 builds validate without it, and the kernel test (every weight type's fast matmul
 // against the scalar reference) passes on the relaxed tiles. Node 20 runs relaxed SIMD only
-// with --experimental-wasm-relaxed-simd, so the checks that need it run in a child process.
+// with --experimental-wasm-relaxed-simd (loadModel sets it for its process), so the checks that
+// need it run in a child process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -23,9 +24,14 @@ function withFlag(code) {
 const validate = (file) =>
   `import { readFileSync } from 'node:fs'; process.stdout.write(String(WebAssembly.validate(readFileSync(${JSON.stringify(file)}))));`;
 
-test('relaxedSimd() follows the engine', () => {
+test('relaxedSimd() follows the engine; enableRelaxedSimd() turns it on in Node 20', () => {
   assert.equal(relaxedSimd(), false, 'Node 20 without the flag has no relaxed SIMD');
   assert.equal(withFlag(`import { relaxedSimd } from './js/features.js'; process.stdout.write(String(relaxedSimd()));`), 'true');
+  const enable = `import { relaxedSimd, enableRelaxedSimd } from './js/features.js';
+    const before = relaxedSimd(), on = await enableRelaxedSimd();
+    process.stdout.write(JSON.stringify([before, on, relaxedSimd()]));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', enable], { cwd: root, encoding: 'utf8' });
+  assert.deepEqual(JSON.parse(out), [false, true, true]);
 });
 
 for (const build of ['mt', 'st']) {
@@ -48,22 +54,23 @@ test('the kernel test passes on the relaxed tiles', { skip: !existsSync(`${root}
   assert.ok(Number(m[1]) > 1000);
 });
 
-test('loadModel picks the relaxed build where relaxed SIMD runs; its K-quant logits match the SIMD128 build', { timeout: 600000 }, async () => {
+test('loadModel picks the relaxed build in plain Node 20 (and with simd: simd128 the other); its K-quant logits match the SIMD128 build', { timeout: 600000 }, async () => {
   const { synth, tmpDir } = await import('../oracle/fixtures.mjs');
   const file = synth(tmpDir('relaxed'), { preset: 'tiny', type: 'q4_k', extra: ['--embd-type', 'q6_k'] });
   const script = path.join(tmpDir('relaxed-run'), 'run.mjs');
   fs.writeFileSync(script, `
     import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'index.js')).href)};
     const tokens = [2, 40, 41, 300, 301, 302, 77, 78];
-    const a = await loadModel(${JSON.stringify(file)}, { threads: 2 });
     const b = await loadModel(${JSON.stringify(file)}, { threads: 2, simd: 'simd128' });
+    const a = await loadModel(${JSON.stringify(file)}, { threads: 2 });
     const la = await a.logits(tokens, { all: true }), lb = await b.logits(tokens, { all: true });
     let d = 0;
     for (let i = 0; i < la.length; i++) d = Math.max(d, Math.abs(la[i] - lb[i]));
     process.stdout.write(JSON.stringify({ a: a.simd, b: b.simd, d }));
     await a.unload(); await b.unload();`);
-  // (a file, not -e: the engine's worker thread cannot take --input-type)
-  const out = execFileSync(process.execPath, [FLAG, script], { cwd: root, encoding: 'utf8' });
+  // (a file, not -e: the engine's worker thread cannot take --input-type); no flag: loadModel
+  // sets it, and the engine's worker threads see it
+  const out = execFileSync(process.execPath, [script], { cwd: root, encoding: 'utf8' });
   const r = JSON.parse(out);
   assert.equal(r.a, 'relaxed');
   assert.equal(r.b, 'simd128');
