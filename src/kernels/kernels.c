@@ -218,43 +218,73 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
     }
 }
 
-static void fill_act(ox_act *a, uint8_t *base, const act_plan *p, int k, const float *x) {
+/* Where activation k's quantized forms go (the scratch regions of the plan), writable. */
+typedef struct act_out {
+    ox_act *a;
+    uint8_t *q;
+    int16_t *q16;  /* Q8_0, Q8_K */
+    float *dT;     /* Q8_0 */
+    int32_t *sT;   /* Q8_0 */
+    float *deq;    /* NULL unless a generic tile dequantizes */
+} act_out;
+
+/* Point a at its regions and clear what is shared by its tokens (the padding lanes of the
+ * legacy scale and sum tables must be 0). */
+static act_out act_setup(ox_act *a, uint8_t *base, const act_plan *p, int k, const float *x) {
+    act_out o = {.a = a};
     a->x = x;
-    if (a->type == OX_F32) return;
-    uint8_t *q = base + p->off_q[k];
-    a->q = q;
+    if (a->type == OX_F32) return o;
+    a->q = o.q = base + p->off_q[k];
+    if (a->type == OX_Q8_0 || a->type == OX_Q8_K) a->q16 = o.q16 = (int16_t *)(base + p->off_q16[k]);
     if (a->type == OX_Q8_0) {
-        int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
-        float *dT = (float *)(base + p->off_dT[k]);
-        int32_t *sT = (int32_t *)(base + p->off_sT[k]);
-        memset(dT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
-        memset(sT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
-        for (int t = 0; t < a->n_tok; t++)
-            ox_quantize_q8_0_act(x + (size_t)t * a->cols, a->cols, (ox_block_q8_0 *)(q + (size_t)t * a->q_stride),
-                                 q16 + (size_t)t * a->cols, dT + t, sT + t, (size_t)a->tok_pad);
-        a->q16 = q16;
-        a->dT = dT;
-        a->sT = sT;
-    } else {
-        for (int t = 0; t < a->n_tok; t++)
-            ox_quantize_row(a->type, x + (size_t)t * a->cols, q + (size_t)t * a->q_stride, (size_t)a->cols);
+        a->dT = o.dT = (float *)(base + p->off_dT[k]);
+        a->sT = o.sT = (int32_t *)(base + p->off_sT[k]);
+        memset(o.dT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
+        memset(o.sT, 0, (size_t)(a->cols / OX_QK) * a->tok_pad * 4);
     }
-    if (a->type == OX_Q8_K) {
-        int16_t *q16 = (int16_t *)(base + p->off_q16[k]);
-        for (int t = 0; t < a->n_tok; t++) {
-            const ox_block_q8_K *b = (const ox_block_q8_K *)(q + (size_t)t * a->q_stride);
-            int16_t *o = q16 + (size_t)t * a->cols;
-            for (int i = 0; i < a->cols / OX_QK_K; i++, o += OX_QK_K)
-                for (int j = 0; j < OX_QK_K; j++) o[j] = b[i].qs[j];
+    if (p->needs_deq[k]) a->deq = o.deq = (float *)(base + p->off_deq[k]);
+    return o;
+}
+
+/* Quantize tokens [t0, t1) of one activation: each token's rows depend on that token alone. */
+static void act_tokens(const act_out *o, int t0, int t1) {
+    const ox_act *a = o->a;
+    if (a->type == OX_F32) return;
+    for (int t = t0; t < t1; t++) {
+        const float *xt = a->x + (size_t)t * a->cols;
+        uint8_t *qt = o->q + (size_t)t * a->q_stride;
+        if (a->type == OX_Q8_0)
+            ox_quantize_q8_0_act(xt, a->cols, (ox_block_q8_0 *)qt, o->q16 + (size_t)t * a->cols, o->dT + t, o->sT + t,
+                                 (size_t)a->tok_pad);
+        else
+            ox_quantize_row(a->type, xt, qt, (size_t)a->cols);
+        if (a->type == OX_Q8_K) {
+            const ox_block_q8_K *b = (const ox_block_q8_K *)qt;
+            int16_t *q16 = o->q16 + (size_t)t * a->cols;
+            for (int i = 0; i < a->cols / OX_QK_K; i++, q16 += OX_QK_K)
+                for (int j = 0; j < OX_QK_K; j++) q16[j] = b[i].qs[j];
         }
-        a->q16 = q16;
+        if (o->deq) ox_dequantize_row(a->type, qt, o->deq + (size_t)t * a->cols, (size_t)a->cols);
     }
-    if (p->needs_deq[k]) {
-        float *deq = (float *)(base + p->off_deq[k]);
-        for (int t = 0; t < a->n_tok; t++)
-            ox_dequantize_row(a->type, q + (size_t)t * a->q_stride, deq + (size_t)t * a->cols, (size_t)a->cols);
-        a->deq = deq;
-    }
+}
+
+typedef struct act_job { act_out out[MAX_ACT]; int n_act, n_tok; } act_job;
+
+/* task i of n: an equal share of the tokens, of every activation */
+static void act_task(void *ctx, int task, int n_tasks) {
+    const act_job *j = ctx;
+    int t0 = (int)((int64_t)j->n_tok * task / n_tasks), t1 = (int)((int64_t)j->n_tok * (task + 1) / n_tasks);
+    for (int k = 0; k < j->n_act; k++) act_tokens(&j->out[k], t0, t1);
+}
+
+/* Every activation of the plan: a prefill's or verify's tokens shared out over the pool
+ * (the same values as one thread's: tokens are independent). */
+static void fill_acts(act_plan *p, uint8_t *base, const float *x) {
+    act_job j = {.n_act = p->n_act, .n_tok = p->n_act ? p->act[0].n_tok : 0};
+    for (int k = 0; k < p->n_act; k++) j.out[k] = act_setup(&p->act[k], base, p, k, x);
+    int threads = ox_pool_threads(), tasks = j.n_tok < threads ? j.n_tok : threads;
+    if (tasks > 1) ox_pool_run(act_task, &j, tasks);
+    else act_task(&j, 0, 1);
 }
 
 /* ------------------------------------------------------------------ the pool job */
@@ -319,7 +349,7 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
     uint8_t *base = total ? ox_scratch_get(ws, total, err) : NULL;
     if (total && !base) return OX_E_NOMEM;
     double pt = ox_prof_begin();
-    for (int k = 0; k < plan.n_act; k++) fill_act(&plan.act[k], base, &plan, k, x);
+    fill_acts(&plan, base, x);
     ox_prof_end(pt, OX_PROF_ACTQ, 0);
 
     mm_job job;
