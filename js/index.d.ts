@@ -87,10 +87,12 @@ export interface LoadOptions {
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
   signal?: AbortSignal;
-  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm)
-   *  are served, as a folder URL (relative: to the page). Default: dist/ beside the package's
-   *  js/, found as `new URL('../dist/...', import.meta.url)`, which bundlers (Vite, webpack 5)
-   *  emit as assets. Another origin must allow CORS (and CORP under COEP). In Node: a file URL. */
+  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm,
+   *  and the same with -relaxed) are served, as a folder URL (relative: to the page). Default:
+   *  dist/ beside the package's js/, found as `new URL('../dist/...', import.meta.url)`, which
+   *  bundlers (Vite, webpack 5) emit as assets. Another origin must allow CORS (and CORP under
+   *  COEP). In Node: a file URL; the relaxed build loads where its files are there too, else the
+   *  SIMD128 one. */
   assetBase?: string | URL;
   /** The URL of one engine file by name (as Emscripten's locateFile); wins over assetBase. */
   locateFile?: (name: string) => string | URL;

@@ -79,25 +79,30 @@ export async function chooseEngine(opts = {}) {
 }
 
 // 'relaxed' where this engine runs relaxed SIMD (Node 20/21: once enableRelaxedSimd has set
-// V8's flag) and the relaxed build is there (in Node: its files; in a page the package ships
-// both), else 'simd128'; opts.simd forces one.
+// V8's flag) and the relaxed build is there (in Node: its files, in dist/ or where assetBase /
+// locateFile put them; a page gets both builds from the package), else 'simd128'; opts.simd
+// forces one.
 async function simdBuild(build, opts) {
   const want = opts.simd ?? 'auto';
   if (want === 'simd128') return want;
   const can = relaxedSimd() || (isNode && (await enableRelaxedSimd()));
   if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD');
   if (!can) return 'simd128';
-  if (isNode && !locatedElsewhere(opts)) {
+  if (isNode) {
     const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);
-    const present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => existsSync(fileURLToPath(u)));
+    let present = false;
+    try {
+      present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => u.startsWith('file:') && existsSync(fileURLToPath(u)));
+    } catch {
+      // a place the relaxed files cannot be at: the SIMD128 build's own lookup reports it
+    }
     if (!present) {
-      if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not in dist/ (make -f Makefile.emscripten relaxed, with clang-16)');
+      if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not where the engine files are (make -f Makefile.emscripten relaxed, with clang-16; or assetBase / locateFile)');
       return 'simd128';
     }
   }
   return 'relaxed';
 }
-const locatedElsewhere = (opts) => opts.assetBase != null || opts.locateFile != null;
 
 // ---- memory ----
 
