@@ -47,8 +47,10 @@ void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
     if (drafted <= 0) return;
     L->drafted += (uint64_t)drafted;
     L->accepted += (uint64_t)accepted;
+    /* a draft that broke after `accepted` tokens says the match holds about that far: the next
+     * one is a token longer (each rejected token of a verify costs a token of prefill) */
     if (accepted == drafted) L->k = 2 * L->k < L->k_max ? 2 * L->k : L->k_max;
-    else if (2 * accepted < drafted && L->k > L->k_min) L->k--;
+    else L->k = accepted + 1 > L->k_min ? (accepted + 1 < L->k_max ? accepted + 1 : L->k_max) : L->k_min;
     if (accepted > 0) {
         L->misses = 0;
         return;

@@ -5,8 +5,8 @@
  *
  * The draft length adapts to how many drafted tokens the verifier accepted lately: it starts
  * at 2 (a verify costs about what prefill of its tokens does, so a first draft that fails
- * should be short), doubles after a fully accepted draft and shrinks by one after a mostly
- * rejected one, between k_min and k_max; after a draft with nothing accepted, the drafter pauses for a few steps (4, doubled
+ * should be short), doubles after a fully accepted draft and after a partly rejected one is
+ * one more than the tokens kept, between k_min and k_max; after a draft with nothing accepted, the drafter pauses for a few steps (4, doubled
  * for each further miss in a row up to 64, reset by an accepted token), so a text that does
  * not repeat costs almost nothing. */
 #ifndef OX_DRAFT_LOOKUP_H
