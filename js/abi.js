@@ -51,8 +51,9 @@ export const statsFields = Object.freeze(["residentBytes","hostBytesRead","rowsF
  *   draftTokens: speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off
  *   mtp: 1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead
  *   draftPMin: MTP: a draft ends before a token the drafter gives less than this probability
+ *   draftFixed: 1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)
  *   logprobs: -1: off; 0..20: each token's log-probability and that many alternatives */
-export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","mtp","draftPMin","logprobs"]);
+export const genParams = Object.freeze(["temperature","topK","topP","minP","repetitionPenalty","frequencyPenalty","presencePenalty","penaltyWindow","seed","maxTokens","eos","includeSpecial","biasIds","bias","nBias","stopIds","nStop","grammar","nGrammar","draftTokens","mtp","draftPMin","draftFixed","logprobs"]);
 
 /** ox_wasm_gen_out, rewritten by each ox_wasm_gen_step: index i of the f64 record is field i.
  *   token: the token id, -1 if none (STOP: the stop id, which is not output)

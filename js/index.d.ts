@@ -183,10 +183,15 @@ export interface GenerateOptions extends SamplingOptions {
   /** Speculative decoding: drafts of up to draftTokens (1..16, default 8) from an n-gram match
    *  in the text so far ('prompt-lookup', the default) or from the MTP drafter loaded with
    *  loadModel's drafter option ('mtp'), verified in one batched forward. The output
-   *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs. */
+   *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs.
+   *  Prompt lookup picks each draft's length by the tokens it expects per unit of verify cost
+   *  (about 1 to 3 on 2 threads), from how many recent drafted tokens were kept. */
   speculative?: boolean | {
     method?: 'prompt-lookup' | 'mtp';
     draftTokens?: number;
+    /** 'prompt-lookup': every draft draftTokens long where a match exists, not the length
+     *  chosen by expected gain (for measuring what a verify of k tokens costs). */
+    fixedLength?: boolean;
     /** 'mtp': a draft ends before a token the drafter gives less than this probability
      *  (0..1, default 0.3), so a drafter unsure of the text costs no wider verify. */
     minProbability?: number;

@@ -454,8 +454,8 @@ function samplingArgs(o) {
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.speculative) {
-    const { method = 'prompt-lookup', draftTokens = 8, minProbability } = o.speculative === true ? {} : o.speculative;
-    out.speculative = { method, draftTokens, minProbability };
+    const { method = 'prompt-lookup', draftTokens = 8, minProbability, fixedLength = false } = o.speculative === true ? {} : o.speculative;
+    out.speculative = { method, draftTokens, minProbability, fixedLength };
   }
   return out;
 }

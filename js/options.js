@@ -99,8 +99,8 @@ export const ESTIMATE_OPTIONS = {
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };
 
-// {method: 'prompt-lookup' | 'mtp', draftTokens: 1..16}, or true / false ('mtp' needs loadModel's drafter)
-const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16), minProbability: (v) => (typeof v === 'number' && v >= 0 && v <= 1 ? null : 'a number from 0 to 1') };
+// {method: 'prompt-lookup' | 'mtp', draftTokens: 1..16, fixedLength}, or true / false ('mtp' needs loadModel's drafter)
+const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16), fixedLength: (v) => (typeof v === 'boolean' ? null : 'true or false'), minProbability: (v) => (typeof v === 'number' && v >= 0 && v <= 1 ? null : 'a number from 0 to 1') };
 const speculative = (v, vocab) => (typeof v === 'boolean' ? null : nested('speculative', SPECULATIVE_OPTIONS)(v, vocab));
 const softTokens = (v) =>
   plainObject(v) ?? (v.embeddings instanceof Float32Array && (typeof v.token === 'string' || Number.isInteger(v.token)) ? null : '{token: a token id or piece, embeddings: a Float32Array}');

@@ -57,6 +57,7 @@ function newGenerator(engine, o, seed) {
             rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? 8 : 0;
             rec[P.mtp] = o.speculative?.method === 'mtp' ? 1 : 0;
             if (o.speculative?.minProbability !== undefined) rec[P.draftPMin] = o.speculative.minProbability;
+            rec[P.draftFixed] = o.speculative?.fixedLength ? 1 : 0;
             rec[P.logprobs] = o.logprobs ?? -1;
             return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
           })))));

@@ -5,14 +5,34 @@
 
 #define PAUSE_AFTER_MISS 4 /* steps; doubled per consecutive miss, up to 64 */
 #define PAUSE_MAX_SHIFT 4
+#define DECAY 0.9f          /* per draft (and per step without one): the estimate follows the recent text */
+#define PASS_TOKENS 4       /* tokens per pass of the matmul tiles (kernels_simd128.c) */
+#define TOKEN_COST 0.27f    /* a pass's further token, in decode steps (bench:decoding, 2 threads) */
 
 void ox_lookup_init(ox_lookup *L, int max_k) {
     memset(L, 0, sizeof *L);
     L->min_n = 2;
     L->max_n = 4;
     L->k_max = max_k > 0 ? max_k : 8;
-    L->k_min = 1;
-    L->k = L->k_max < 2 ? L->k_max : 2; /* a first draft that fails costs little */
+}
+
+float ox_lookup_cost(int n) {
+    int passes = (n + PASS_TOKENS - 1) / PASS_TOKENS;
+    return (float)passes + TOKEN_COST * (float)(n - passes);
+}
+
+int ox_lookup_length(const ox_lookup *L, int cap) {
+    /* p with one kept and one cut short as prior: a first draft is short */
+    float p = (L->kept + 1) / (L->kept + L->broken + 2);
+    int best = 0, hi = L->k_max < cap ? L->k_max : cap;
+    if (L->fixed) return hi;
+    float best_gain = 1, yield = 1, pk = 1; /* yield: 1 + p + ... + p^k tokens expected */
+    for (int k = 1; k <= hi; k++) {
+        pk *= p, yield += pk;
+        float gain = yield / ox_lookup_cost(k + 1);
+        if (gain > best_gain) best = k, best_gain = gain;
+    }
+    return best;
 }
 
 /* the latest j < n - len with hist[j..j+len) == the last len tokens, or -1 */
@@ -28,8 +48,12 @@ int ox_lookup_draft(ox_lookup *L, const int32_t *hist, int n, int32_t *out, int 
         L->pause--;
         return 0;
     }
-    int k = L->k < cap ? L->k : cap;
-    for (int len = L->max_n; len >= L->min_n && k > 0; len--) {
+    int k = ox_lookup_length(L, cap);
+    if (k == 0) { /* nothing pays now: let the estimate drift back so a later step tries again */
+        L->kept *= DECAY, L->broken *= DECAY;
+        return 0;
+    }
+    for (int len = L->max_n; len >= L->min_n; len--) {
         if (len >= n) continue;
         int j = latest_match(hist, n, len);
         if (j < 0) continue;
@@ -47,10 +71,8 @@ void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
     if (drafted <= 0) return;
     L->drafted += (uint64_t)drafted;
     L->accepted += (uint64_t)accepted;
-    /* a draft that broke after `accepted` tokens says the match holds about that far: the next
-     * one is a token longer (each rejected token of a verify costs a token of prefill) */
-    if (accepted == drafted) L->k = 2 * L->k < L->k_max ? 2 * L->k : L->k_max;
-    else L->k = accepted + 1 > L->k_min ? (accepted + 1 < L->k_max ? accepted + 1 : L->k_max) : L->k_min;
+    L->kept = DECAY * L->kept + (float)accepted;
+    L->broken = DECAY * L->broken + (accepted < drafted);
     if (accepted > 0) {
         L->misses = 0;
         return;

@@ -96,7 +96,7 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     if (p->n_stop) memcpy(g->stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *g->stops);
     g->n_stops = n_eos + p->n_stop;
     g->draft_max = draft_max;
-    if (draft_max) ox_lookup_init(&g->look, draft_max);
+    if (draft_max) ox_lookup_init(&g->look, draft_max), g->look.fixed = p->draft_fixed != 0;
     g->h_pos = -1;
     g->draft_p_min = p->draft_p_min;
     if (draft_max && p->drafter) {

@@ -81,6 +81,8 @@ typedef struct ox_gen_params {
     ox_logits_filter filter;
     int draft_max;              /* speculative decoding with prompt-lookup drafts of at most this
                                    many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
+    int draft_fixed;            /* prompt lookup: every draft draft_max long (for measuring a verify's
+                                   cost); 0: the length with the most tokens per cost (draft_lookup.h) */
     const ox_model *drafter;    /* with draft_max: MTP drafts (drafter_mtp.h) of draft_max tokens
                                    from this gemma4-assistant model instead of prompt lookup */
     float draft_p_min;          /* MTP: a draft ends before a token the drafter gives less than this

@@ -77,6 +77,7 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
     X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
     X(draft_p_min, "MTP: a draft ends before a token the drafter gives less than this probability") \
+    X(draft_fixed, "1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)") \
     X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */

@@ -318,6 +318,7 @@ static int gen_params(const double *r, ox_gen_params *p) {
     SET(n_stop, p->n_stop, int);
     SET(draft_tokens, p->draft_max, int);
     SET(draft_p_min, p->draft_p_min, float);
+    SET(draft_fixed, p->draft_fixed, int);
     SET(logprobs, p->logprobs, int);
 #undef SET
 #undef PTR

@@ -1,12 +1,12 @@
 /* test_draft.c — prompt-lookup drafting (model/draft_lookup.h): the latest matching n-gram,
- * longest first; the draft length adapting to acceptance; the pause after a miss. */
+ * longest first; the draft length chosen by expected tokens per verify cost; the pause after a miss. */
 #include "check.h"
 #include "model/draft_lookup.h"
 
 static void test_match(void) {
     ox_lookup L;
     ox_lookup_init(&L, 8);
-    L.k = 4; /* (matching here, not adapting: a fixed draft length) */
+    L.k_max = 4, L.fixed = 1; /* (matching here, not adapting: a fixed draft length) */
     int32_t out[16];
     /* "1 2 3 4 5 9 | 1 2 3" -> the text after the earlier "1 2 3": 4 5 9 1 (k = 4) */
     int32_t h1[] = {1, 2, 3, 4, 5, 9, 1, 2, 3};
@@ -30,29 +30,45 @@ static void test_match(void) {
     CHECK(n == 4 && out[0] == 9 && out[1] == 9 && out[2] == 9 && out[3] == 9);
 }
 
+/* p as the drafter estimates it: n drafted tokens kept of n + cuts, decayed counts set */
+static void set_p(ox_lookup *L, float kept, float broken) { L->kept = kept, L->broken = broken; }
+
 static void test_adapt(void) {
     ox_lookup L;
-    ox_lookup_init(&L, 6);
-    CHECK(L.k == 2);
-    ox_lookup_update(&L, 2, 2);
-    CHECK(L.k == 4); /* doubles */
-    ox_lookup_update(&L, 4, 4);
-    ox_lookup_update(&L, 6, 6);
-    CHECK(L.k == 6); /* up to k_max, and stays */
-    ox_lookup_update(&L, 6, 3);
-    CHECK(L.k == 4); /* one more than kept */
-    ox_lookup_update(&L, 4, 4);
-    ox_lookup_update(&L, 6, 5);
-    CHECK(L.k == 6);
-    ox_lookup_update(&L, 6, 0);
-    CHECK(L.k == 1 && L.pause > 0);
+    ox_lookup_init(&L, 8);
+    /* the cost model: passes of 4 tokens, a 5th starts a second pass */
+    CHECK(ox_lookup_cost(1) == 1.0f);
+    CHECK(ox_lookup_cost(4) > 1.5f && ox_lookup_cost(4) < 2.0f);
+    CHECK(ox_lookup_cost(5) > ox_lookup_cost(4) + 0.9f && ox_lookup_cost(8) < 2 * ox_lookup_cost(4) + 0.01f);
+    CHECK(ox_lookup_length(&L, 8) == 1); /* the prior (p = 1/2): a short first draft */
+    set_p(&L, 1000, 0);
+    CHECK(ox_lookup_length(&L, 8) == 3); /* p ~ 1: one full pass, never a second */
+    CHECK(ox_lookup_length(&L, 2) == 2); /* cap holds */
+    set_p(&L, 1, 6);
+    CHECK(ox_lookup_length(&L, 8) == 0); /* p = 2/9: not even one draft pays */
+    L.fixed = 1;
+    CHECK(ox_lookup_length(&L, 16) == 8 && ox_lookup_length(&L, 5) == 5); /* fixed: k_max, cap holds */
+    /* full drafts raise the length, cut ones lower it */
+    ox_lookup_init(&L, 8);
+    for (int i = 0; i < 6; i++) ox_lookup_update(&L, ox_lookup_length(&L, 8), ox_lookup_length(&L, 8));
+    CHECK(ox_lookup_length(&L, 8) == 3);
+    for (int i = 0; i < 6; i++) ox_lookup_update(&L, 3, 1);
+    CHECK_MSG(ox_lookup_length(&L, 8) == 2, "after 6 cut drafts: k %d", ox_lookup_length(&L, 8));
+    for (int i = 0; i < 24; i++) ox_lookup_update(&L, 2, 0 + (i % 3 != 0));
+    CHECK_MSG(ox_lookup_length(&L, 8) == 1, "after 30: k %d", ox_lookup_length(&L, 8));
+    /* where no length pays the drafter waits, and the estimate drifts back until it tries */
+    ox_lookup_init(&L, 8);
+    set_p(&L, 1, 8);
     int32_t h[] = {1, 2, 3, 1, 2};
     int32_t out[8];
-    int paused = 0;
-    while (L.pause > 0) paused += ox_lookup_draft(&L, h, 5, out, 8) == 0;
-    CHECK(paused >= 1);
-    CHECK(ox_lookup_draft(&L, h, 5, out, 8) > 0); /* drafting again after the pause */
-    CHECK(L.drafted == 34 && L.accepted == 24);
+    int waited = 0;
+    while (waited < 100 && ox_lookup_draft(&L, h, 5, out, 8) == 0) waited++;
+    CHECK_MSG(waited >= 2 && waited < 100, "waited %d steps", waited);
+    /* totals */
+    ox_lookup_init(&L, 6);
+    ox_lookup_update(&L, 3, 3);
+    ox_lookup_update(&L, 2, 1);
+    CHECK(L.drafted == 5 && L.accepted == 4 && L.pause == 0);
     /* misses in a row: the pause doubles (4, 8, 16, 32, 64, 64), an accepted token resets it */
     ox_lookup_init(&L, 6);
     static const int want[] = {4, 8, 16, 32, 64, 64};
@@ -60,6 +76,9 @@ static void test_adapt(void) {
         ox_lookup_update(&L, 1, 0);
         CHECK_MSG(L.pause == want[i], "miss %d: pause %d, want %d", i + 1, L.pause, want[i]);
     }
+    int paused = 0;
+    while (L.pause > 0) paused += ox_lookup_draft(&L, h, 5, out, 8) == 0;
+    CHECK(paused == 64);
     ox_lookup_update(&L, 2, 1);
     ox_lookup_update(&L, 1, 0);
     CHECK(L.pause == 4);

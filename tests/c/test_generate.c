@@ -373,16 +373,19 @@ static void test_speculative(void) {
             p = gen_params(&st);
         }
         run want = generated(&st, NULL, &p, prompt, 60);
-        for (int k = 1; k <= 8; k *= 2) {
+        /* drafts of the length the drafter picks (1..3 here), and fixed lengths: verifies of up
+         * to 17 tokens, several passes of the tiles */
+        for (int kf = 0; kf < 10; kf++) {
+            int k = 1 << (kf / 2);
             ox_gen_params q = p;
-            q.draft_max = k;
+            q.draft_max = k, q.draft_fixed = kf % 2;
             ox_err err = {0};
             ox_session *s = ox_session_new(model, st.ctx, &err);
             run got = generated(&st, s, &q, prompt, 60);
             /* the drafter's counters, from a second run over the same session (all reused) */
             ox_gen *g = ox_gen_new(s, tokenizer, &q, &err);
-            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, drafts of %d: plain %d tokens (status %d, pos %d), "
-                      "speculative %d (status %d, pos %d)", st.name, k, want.n, want.status, want.pos, got.n, got.status, got.pos);
+            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, drafts of %d%s: plain %d tokens (status %d, pos %d), "
+                      "speculative %d (status %d, pos %d)", st.name, k, q.draft_fixed ? " (fixed)" : "", want.n, want.status, want.pos, got.n, got.status, got.pos);
             if (g && ox_gen_start(g, prompt, 60, &err) >= 0) {
                 while (ox_gen_prefill(g, 64, &err) > 0) {}
                 ox_gen_token t;

@@ -83,7 +83,7 @@ async function verifyCostIn(loadModel, source, threads, reps, nGen, drafts) {
   };
   await run({ maxTokens: 8 }); // warm-up
   const out = [[0, await perForward({})]];
-  for (const k of drafts) out.push([k, await perForward({ speculative: { draftTokens: k } })]);
+  for (const k of drafts) out.push([k, await perForward({ speculative: { draftTokens: k, fixedLength: true } })]);
   const build = `${model.build}${model.simd ? ` ${model.simd}` : ''}`;
   await model.unload();
   return { build, out };
@@ -120,7 +120,7 @@ async function verifyCost() {
   const rows = [];
   files.forEach((f, i) => {
     const n = node[i].out, w = web[i]?.out;
-    n.forEach(([k, ms], j) => rows.push([path.basename(f), k ? `${k + 1} (pending + up to ${k} drafts)` : '1 (plain decode)', fmt(ms, 2), fmt(ms / n[0][1], 2),
+    n.forEach(([k, ms], j) => rows.push([path.basename(f), k ? `${k + 1} (pending + ${k} drafts)` : '1 (plain decode)', fmt(ms, 2), fmt(ms / n[0][1], 2),
       w ? fmt(w[j][1], 2) : '—', w ? fmt(w[j][1] / w[0][1], 2) : '—']));
   });
   return { files, rows, builds: `Node: ${node[0]?.build}; Chromium: ${web[0]?.build ?? 'not run'}` };
@@ -240,7 +240,7 @@ const c = want('json') ? await constrained() : { file: '', rows: [] };
 const md = [
   `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
   '',
-  `**Verify cost**: one forward of the pending token plus up to k drafts (the draft length ramps up from 2; the mean over the forwards), every row's logits, all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}).`,
+  `**Verify cost**: one forward of the pending token plus k drafts (\`speculative.fixedLength\`: every draft k long; the mean over the forwards, the few plain steps before the first match included), every row's logits, all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}).`,
   '',
   markdownTable(['model', 'tokens per forward', 'Node ms per forward', 'Node, relative to one decode step', 'Chromium ms per forward', 'Chromium, relative'], v.rows),
   '',
