@@ -26,6 +26,10 @@ typedef struct {
 
 static host_file files[OX_MAX_FILES];
 static uint64_t bytes_read, n_reads;
+static void (*trace_fn)(void *ud, int file, uint64_t off, size_t len);
+static void *trace_ud;
+
+void ox_host_trace(void (*fn)(void *ud, int file, uint64_t off, size_t len), void *ud) { trace_fn = fn, trace_ud = ud; }
 
 static host_file *get(int h) {
     return (h >= 0 && h < OX_MAX_FILES && files[h].used) ? &files[h] : NULL;
@@ -91,6 +95,7 @@ int ox_host_read(int file, uint64_t off, size_t len, void *dst, ox_err *err) {
         return ox_errf(err, OX_E_TRUNCATED, "%s: read of %zu bytes at offset %llu beyond file end (%lld bytes)",
                        f->name, len, (unsigned long long)off, (long long)f->size);
     n_reads++;
+    if (trace_fn) trace_fn(trace_ud, file, off, len);
     if (f->fd < 0) {
         memcpy(dst, f->mem + off, len);
         bytes_read += len;

@@ -41,6 +41,8 @@ int ox_host_open_path(const char *path, ox_err *err);
 /* Native and tests: register an in-memory buffer (not copied; caller keeps it alive). */
 int ox_host_open_mem(const char *name, const void *data, size_t len);
 void ox_host_close(int file);
+/* Tests: report every read (file, offset, length) to fn before it runs; NULL: stop. */
+void ox_host_trace(void (*fn)(void *ud, int file, uint64_t off, size_t len), void *ud);
 #endif
 
 #endif

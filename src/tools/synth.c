@@ -855,6 +855,10 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v, float 
     return rc;
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const ptensor *const *)a)->name, (*(const ptensor *const *)b)->name);
+}
+
 int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     int rc = ox_synth_check(s, err);
     if (rc) return rc;
@@ -872,12 +876,12 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
         goto done;
     }
     int n = 0;
-    for (int i = 0; i < p.n; i++) {
-        if (p.t[i].where == HF_ONLY) continue;
-        x.t[n] = &p.t[i];
-        x.type[n] = p.t[i].type;
-        if ((rc = ox_gguf_w_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims, p.t[i].ne, NULL, err))) goto done;
-        n++;
+    for (int i = 0; i < p.n; i++)
+        if (p.t[i].where != HF_ONLY) x.t[n++] = &p.t[i];
+    if (s->by_name) qsort(x.t, (size_t)n, sizeof *x.t, by_name);
+    for (int i = 0; i < n; i++) {
+        x.type[i] = x.t[i]->type;
+        if ((rc = ox_gguf_w_tensor(w, x.t[i]->name, x.t[i]->type, x.t[i]->n_dims, x.t[i]->ne, NULL, err))) goto done;
     }
     rc = ox_gguf_w_write(w, path, gguf_fill, &x, err);
 done:

@@ -48,6 +48,8 @@ typedef struct ox_synth {
     int agree;                 /* drafter: the pre-projection passes the target's token embedding
                                   through, so with the target's seed it predicts what a target
                                   whose residual stays near its input embedding predicts */
+    int by_name;               /* GGUF: tensor data in name order (llama-quantize's is its own, HF
+                                  checkpoints sort by name), not the order the loader walks them */
     const char *widen;         /* a trained GGUF to widen (ox_synth_widen_base): its weights and
                                   vocab, zero-padded to hidden/ffn, and layers past its own that
                                   add nothing to the residual */

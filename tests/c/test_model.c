@@ -669,6 +669,46 @@ static void test_progress(void) {
     ox_model_free(m);
 }
 
+/* The load reads each file front to back, whatever order the writer put the tensors in (here
+ * HF shards, and a GGUF in name order, as llama-quantize's differs from the loader's walk): a
+ * URL's read-ahead then streams the file in one pass. Every read during ox_model_load is
+ * traced. */
+typedef struct { int file, reads, back; uint64_t end; } read_order;
+static void on_read(void *ud, int file, uint64_t off, size_t len) {
+    read_order *o = ud;
+    if (o->reads++ && file == o->file && off < o->end) o->back++;
+    o->file = file, o->end = off + len;
+}
+
+static void test_load_order(void) {
+    ox_synth s = preset("tiny", OX_F32);
+    char dir[300], paths[8][400];
+    ox_err err = {0};
+    if (dir_of("hf-order", dir, sizeof dir) || ox_synth_write_hf(&s, dir, OX_BF16, 2, &err)) {
+        CHECK_MSG(0, "synth hf: %s", err.msg);
+        return;
+    }
+    int np = hf_paths(dir, 2, paths);
+    for (int pass = 0; pass < 2; pass++) { /* HF shards, then a GGUF */
+        ox_synth q = preset("moe", OX_Q8_0);
+        q.by_name = 1;
+        const char *gguf = pass ? fixture("moe-q8_0-by-name.gguf", &q) : NULL;
+        int h[8], n = pass ? 1 : np;
+        for (int i = 0; i < n; i++) h[i] = ox_host_open_path(pass ? gguf : paths[i], &err);
+        ox_model_files *mf = ox_files_open(h, n, &err);
+        CHECK_MSG(mf, "open: %s", err.msg);
+        if (!mf) continue;
+        read_order o = {-1, 0, 0, 0};
+        ox_host_trace(on_read, &o);
+        ox_model *m = ox_model_load(mf, NULL, &err);
+        ox_host_trace(NULL, NULL);
+        printf("  %s: %d reads, %d backwards\n", pass ? "GGUF by name" : "HF shards", o.reads, o.back);
+        CHECK_MSG(m && o.reads > 10 && o.back == 0, "%s: %d reads, %d backwards (%s)", pass ? "GGUF" : "HF", o.reads,
+                  o.back, m ? "" : err.msg);
+        ox_model_free(m);
+    }
+}
+
 /* Values depend only on (seed, name): the Q8_0 file is the quantization of the F32 file; the
  * vocab metadata llama.cpp needs is there. */
 static void test_synth_files(void) {
@@ -841,6 +881,7 @@ int main(void) {
     RUN(test_quant_on_load);
     RUN(test_errors);
     RUN(test_progress);
+    RUN(test_load_order);
     RUN(test_split_experts);
     RUN(test_widen);
     cleanup();
