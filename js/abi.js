@@ -15,6 +15,10 @@ export const kvType = Object.freeze({"f32":0,"f16":1,"q8_0":2});
 /** ox_wasm_gen_step's statuses by reason name. */
 export const genStatus = Object.freeze({"token":0,"stop":1,"length":2,"context":3});
 
+/** Draft lengths: the most a request may ask for, and what a greedy request drafts by default
+ * (the memory estimate counts its verify rows). */
+export const drafts = Object.freeze({"max":16,"greedyDefault":3});
+
 /** ox_wasm_stats: index i of the f64 record is field i.
  *   residentBytes: weights + KV caches held in wasm memory
  *   hostBytesRead: table rows (PLE, host-side embeddings) read through the host since load

@@ -185,7 +185,9 @@ export interface GenerateOptions extends SamplingOptions {
    *  loadModel's drafter option ('mtp'), verified in one batched forward. The output
    *  distribution is unchanged (greedy output is identical); off with a grammar or logprobs.
    *  Prompt lookup picks each draft's length by the tokens it expects per unit of verify cost
-   *  (about 1 to 3 on 2 threads), from how many recent drafted tokens were kept. */
+   *  (about 1 to 3 on 2 threads), from how many recent drafted tokens were kept. Default: on
+   *  (prompt lookup, up to 3 drafts) for greedy requests (temperature 0 or topK 1) without a
+   *  grammar or logprobs, where it changes only the speed; off otherwise. false: off. */
   speculative?: boolean | {
     method?: 'prompt-lookup' | 'mtp';
     draftTokens?: number;

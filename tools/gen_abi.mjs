@@ -67,6 +67,12 @@ export function generate() {
   const stream = Object.fromEntries(xlist(model, 'src/model/model.h', 'OX_STREAMS').map(([, id, js]) => [js, id]));
   const kvType = Object.fromEntries(xlist(kv, 'src/model/kv.h', 'OX_KV_TYPES').map(([, id, js]) => [js, id]));
   const genStatus = Object.fromEntries(xlist(gen, 'src/model/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]));
+  const define = (name) => {
+    const m = new RegExp(`#define ${name} (\\d+)`).exec(gen);
+    if (!m) throw new Error(`src/model/generate.h: no #define ${name}`);
+    return Number(m[1]);
+  };
+  const drafts = { max: define('OX_GEN_DRAFT_MAX'), greedyDefault: define('OX_GEN_DRAFT_DEFAULT') };
   const fields = (list) => xlist(abi, 'src/wasm/abi.h', list).map(([f, , doc]) => [camel(f), doc]);
   const protos = prototypes(abi);
   const fns = (side) => protos.filter((p) => p.side === side).map(({ side: _, ...p }) => p);
@@ -90,6 +96,10 @@ export const kvType = Object.freeze(${JSON.stringify(kvType)});
 
 /** ox_wasm_gen_step's statuses by reason name. */
 export const genStatus = Object.freeze(${JSON.stringify(genStatus)});
+
+/** Draft lengths: the most a request may ask for, and what a greedy request drafts by default
+ * (the memory estimate counts its verify rows). */
+export const drafts = Object.freeze(${JSON.stringify(drafts)});
 
 ${record('statsFields', 'ox_wasm_stats', fields('OX_WASM_STATS'))}
 ${record('genParams', 'ox_wasm_gen_new parameters (NaN: the C default)', fields('OX_WASM_GEN_PARAMS'))}

@@ -6,11 +6,16 @@
 
 #include "kernels/pool.h"
 
+#include "model/generate.h"
 #include "model/model_impl.h"
 
 /* Per generation (generate.c, sampler.c): the logits row, the sampler's candidates (id and
- * logit), its weights, and the row a logprob or a draft check copies. */
-static uint64_t generation_bytes(const ox_config *c) { return (uint64_t)c->vocab * (4 + 8 + 4 + 4); }
+ * logit), its weights, the row a logprob or a draft check copies, and the verify rows of the
+ * default drafts of a greedy request (OX_GEN_DRAFT_DEFAULT + 1 rows; longer drafts asked for
+ * explicitly take (k + 1) rows). */
+static uint64_t generation_bytes(const ox_config *c) {
+    return (uint64_t)c->vocab * (4 + 8 + 4 + 4 + 4 * (OX_GEN_DRAFT_DEFAULT + 1));
+}
 
 /* The most tokens one forward call takes: a prefill goes in micro-batches (forward.c),
  * bidirectional models in one batch. */

@@ -95,6 +95,8 @@ typedef struct ox_gen_params {
 } ox_gen_params;
 
 #define OX_GEN_DRAFT_MAX 16
+#define OX_GEN_DRAFT_DEFAULT 3 /* the JS API drafts up to this many for greedy requests by default:
+                                  prompt lookup's cost model never picks more (draft_lookup.h) */
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no

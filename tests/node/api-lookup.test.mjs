@@ -29,10 +29,11 @@ test('prompt lookup: greedy output equals plain decoding, chosen and fixed draft
   const m = await loadModel(file, { threads: 2 });
   try {
     for (const logitBias of [{}, { 300: 60 }]) {
-      const plain = await collect(m.generate(TOKENS, { ...greedy, logitBias }));
+      const plain = await collect(m.generate(TOKENS, { ...greedy, logitBias, speculative: false }));
       assert.equal(plain.stats.draftedTokens ?? 0, 0);
       const steps = [];
-      for (const speculative of [true, { draftTokens: 2 }, { draftTokens: 5, fixedLength: true }, { draftTokens: 16, fixedLength: true }]) {
+      // undefined: a greedy request drafts by default
+      for (const speculative of [true, { draftTokens: 2 }, { draftTokens: 5, fixedLength: true }, { draftTokens: 16, fixedLength: true }, undefined]) {
         const s = await collect(m.generate(TOKENS, { ...greedy, logitBias, speculative }));
         steps.push(s.stats.decodeSteps);
         assert.deepEqual(s.tokens, plain.tokens, JSON.stringify({ logitBias, speculative }));
@@ -48,9 +49,27 @@ test('prompt lookup: greedy output equals plain decoding, chosen and fixed draft
       if (logitBias[300]) assert.ok(steps[0] >= 23 / 4 && steps[3] < steps[0], `forwards: ${steps}`);
     }
     const msgs = [{ role: 'user', content: 'say it again and again' }];
-    const c0 = await collect(m.chat(msgs, { ...greedy, maxTokens: 12 }));
+    const c0 = await collect(m.chat(msgs, { ...greedy, maxTokens: 12, speculative: false }));
     const c1 = await collect(m.chat(msgs, { ...greedy, maxTokens: 12, speculative: { draftTokens: 4, fixedLength: true } }));
     assert.deepEqual(c1.tokens, c0.tokens);
+  } finally {
+    await m.unload();
+  }
+});
+
+test('prompt lookup: on by default for greedy requests only', async () => {
+  const m = await loadModel(file, { threads: 2 });
+  try {
+    const logitBias = { 300: 60 };
+    const g = await collect(m.generate(TOKENS, { ...greedy, logitBias }));
+    assert.ok(g.stats.draftedTokens > 0, 'greedy (temperature 0) drafts by default');
+    const k1 = await collect(m.generate(TOKENS, { maxTokens: 24, stopIds: [], logitBias, topK: 1 }));
+    assert.deepEqual(k1.tokens, g.tokens);
+    assert.ok(k1.stats.draftedTokens > 0, 'topK 1 is greedy too');
+    for (const opts of [{ temperature: 0.8, seed: 5 }, { ...greedy, logprobs: 2 }, { ...greedy, speculative: false }]) {
+      const s = await collect(m.generate(TOKENS, { maxTokens: 24, stopIds: [], logitBias, ...opts }));
+      assert.equal(s.stats.draftedTokens ?? 0, 0, JSON.stringify(opts));
+    }
   } finally {
     await m.unload();
   }
