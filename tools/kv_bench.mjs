@@ -10,7 +10,7 @@ for (let rep = 0; rep < 3; rep++)
   for (const [kvType, m] of Object.entries(models)) {
     prompt[1] = 100 + rep;
     let st;
-    for await (const ev of m.generate(prompt, { maxTokens: G, temperature: 0, stopIds: [], seed: 1 })) if (ev.stats) st = ev.stats;
+    for await (const ev of m.generate(prompt, { maxTokens: G, temperature: 0, stopIds: [], seed: 1, speculative: false })) if (ev.stats) st = ev.stats;
     const s = await m.stats();
     console.log(JSON.stringify({ rep, kvType, prefill: st?.prefillTokPerSec?.toFixed(1), decode: st?.decodeTokPerSec?.toFixed(2), reused: st?.reusedTokens, ctx: st?.contextTokens, residentMiB: (s.residentBytes / 1048576).toFixed(1), wasmMiB: s.wasmMemoryBytes ? (s.wasmMemoryBytes / 1048576).toFixed(0) : undefined }));
   }

@@ -54,7 +54,7 @@ function synthModel(name, flags) {
 async function run(model, prompt, opts) {
   let stats = null;
   let text = '';
-  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], ...opts })) {
+  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], speculative: false, ...opts })) {
     if (ev.stats) stats = ev.stats;
     else text += ev.text;
   }
@@ -70,7 +70,7 @@ async function verifyCostIn(loadModel, source, threads, reps, nGen, drafts) {
   const logitBias = { 300: 100 }; // one token wins every step: every n-gram draft of it is right
   const run = async (opts) => {
     let stats = null;
-    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], logitBias, ...opts })) if (ev.stats) stats = ev.stats;
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], logitBias, speculative: false, ...opts })) if (ev.stats) stats = ev.stats;
     return stats;
   };
   const perForward = async (opts) => {
@@ -134,7 +134,7 @@ async function speculativeIn(loadModel, source, loadOpts, copy, reps, nGen) {
   const model = await loadModel(source, loadOpts);
   const run = async (prompt, opts) => {
     let stats = null, text = '';
-    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], ...opts })) if (ev.stats) stats = ev.stats; else text += ev.text;
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], speculative: false, ...opts })) if (ev.stats) stats = ev.stats; else text += ev.text;
     return { stats, text };
   };
   let prompt = [2, ...Array.from({ length: 63 }, (_, i) => 1000 + ((i * 7) % 50))];

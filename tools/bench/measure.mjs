@@ -4,7 +4,7 @@ export async function timeGenerate(model, tokens, nGen) {
   await model.resetChat();
   const t = performance.now();
   let stats = null, n = 0;
-  for await (const c of model.generate(tokens, { maxTokens: nGen, temperature: 0, stopIds: [] })) {
+  for await (const c of model.generate(tokens, { maxTokens: nGen, temperature: 0, stopIds: [], speculative: false })) {
     if (c.stats) stats = c.stats;
     else n++;
   }

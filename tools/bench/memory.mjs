@@ -48,7 +48,7 @@ async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, ma
   mark('generate');
   let n = 0;
   const prompt = [2, 651, 6092, 529].map((t) => t % model.info.vocab); // (a test model has a small vocabulary)
-  for await (const ev of model.generate(prompt, { maxTokens: 8, temperature: 0 })) if (!ev.stats) n++;
+  for await (const ev of model.generate(prompt, { maxTokens: 8, temperature: 0, speculative: false })) if (!ev.stats) n++;
   const s = await model.stats();
   const out = { loadMs, tokens: n, wasm: s.wasmBytes, heap: s.heapBytes, resident: s.residentBytes, estimate: est.total, estWeights: est.weights };
   mark('unload');

@@ -72,7 +72,7 @@ async function measure(file, opts) {
   const before = await model.stats();
   const prompt = [2, ...Array.from({ length: N_PROMPT - 1 }, (_, i) => (300 + 37 * i) % model.info.vocab)];
   let stats = null;
-  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [] })) if (ev.stats) stats = ev.stats;
+  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], speculative: false })) if (ev.stats) stats = ev.stats;
   const after = await model.stats();
   await model.unload();
   const fetches = after.streamHits + after.streamMisses - before.streamHits - before.streamMisses;
@@ -128,7 +128,7 @@ async function a26bBrowser() {
       const loadMs = performance.now() - t0;
       const prompt = [2, ...Array.from({ length: o.nPrompt - 1 }, (_, i) => 300 + 37 * i)];
       let stats = null;
-      for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: o.nGen, stopIds: [] })) if (ev.stats) stats = ev.stats;
+      for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: o.nGen, stopIds: [], speculative: false })) if (ev.stats) stats = ev.stats;
       const st = await model.stats();
       const out = { loadMs, prefillTps: stats.prefillTokPerSec, decodeTps: stats.decodeTokPerSec, build: model.build, resident: st.residentBytes, wasm: st.wasmMemoryBytes,
         hitRate: st.streamHits / (st.streamHits + st.streamMisses) };
