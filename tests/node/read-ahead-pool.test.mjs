@@ -65,3 +65,42 @@ test('a scan that jumps away from windows still in flight reads exact bytes whil
   }
   host.closeAll();
 });
+
+// Reads into shared memory (wasm memory of a threaded build) take their bytes straight from the
+// span's body: exact bytes across small and large reads, alignment gaps and a jump, and not one
+// byte outside the places read.
+test('reads into shared memory: a scan with gaps, reads larger than a chunk, a jump', { timeout: 60000 }, async () => {
+  const host = new HostFiles({ cacheBytes: 0 });
+  const h = await host.open(`${base}/data.bin`);
+  const mem = new Uint8Array(new SharedArrayBuffer(SIZE + 64));
+  const reads = [[0, MiB], [MiB, MiB], [2 * MiB + 32, 3 * MiB], [5 * MiB + 40, 2 * CHUNK + 7], [48 * MiB, MiB], [49 * MiB + 16, 3 * MiB], [52 * MiB + 16, 12 * MiB - 16]];
+  mem.fill(0xee);
+  for (const [off, len] of reads) host.read(h, off, mem.subarray(off + 32, off + 32 + len));
+  let k = 0;
+  for (const [off, len] of reads) {
+    for (; k < off + 32; k++) if (mem[k] !== 0xee) assert.fail(`byte ${k} written outside the reads`);
+    for (; k < off + 32 + len; k++) if (mem[k] !== byteAt(k - 32)) assert.fail(`byte ${k - 32}: ${mem[k]}, want ${byteAt(k - 32)}`);
+  }
+  host.closeAll();
+});
+
+// A read into shared memory that is aborted while its body still arrives: nothing lands in that
+// memory after the read has thrown (the memory is the caller's again), and the table says why
+// its next read fails.
+test('an aborted read into shared memory writes nothing after it throws', { timeout: 60000 }, async () => {
+  const abortFlag = new Int32Array(new SharedArrayBuffer(4));
+  const host = new HostFiles({ cacheBytes: 0, abortFlag });
+  const h = await host.open(`${base}/data.bin`);
+  const mem = new Uint8Array(new SharedArrayBuffer(20 * MiB)).fill(0xee);
+  // the body from 20 MiB comes in 4 pieces 450 ms apart: the abort falls after the first
+  const timer = new Worker('const { workerData: f } = require("node:worker_threads"); setTimeout(() => { Atomics.store(f, 0, 1); }, 250);', { eval: true, workerData: abortFlag });
+  assert.throws(() => host.read(h, 20 * MiB, mem), (e) => e.code === 'ABORTED' && /data\.bin: read of bytes/.test(e.message));
+  const seen = mem.slice();
+  assert.ok(seen.some((b) => b === 0xee), 'the whole body arrived before the abort');
+  await sleep(2000); // the rest of the body reaches the reader thread
+  assert.deepEqual(mem, seen, 'bytes written after the read threw');
+  Atomics.store(abortFlag, 0, 0);
+  assert.throws(() => host.read(h, 0, new Uint8Array(16)), (e) => /an earlier read was aborted/.test(e.message));
+  await timer.terminate();
+  host.closeAll();
+});

@@ -11,6 +11,9 @@
 // the process's RSS (anonymous, file, shared) every 50 ms with the load's phases and progress,
 // and prints where the peak happens.
 //
+// After each load, the same environment streams as many bytes as the load read, with nothing
+// else to do: the loopback HTTP ceiling of the load.
+//
 // Default model: ~/.cache/oxinfer-bench/e2b-q4_0.gguf. Prints one line per environment and a
 // markdown table for docs/benchmarks.md ("Memory").
 import { spawn } from 'node:child_process';
@@ -34,9 +37,11 @@ function args() {
   return a;
 }
 
-// In the page or the Node child: load from the URL, one generation, the engine's figures.
+// In the page or the Node child: load from the URL, one generation, the engine's figures; then
+// the time a plain streaming read of as many bytes as the load reads (the weights, from offset 0,
+// one Range request, bytes dropped) takes in the same place: the HTTP ceiling of the load.
 // mark(what): a phase starts (the trace's timeline; a no-op without --trace).
-async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, mark) {
+async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, mark, bare) {
   mark('estimate');
   const est = await estimateMemory(url, { threads, context: ctx, simd });
   mark('load');
@@ -53,7 +58,30 @@ async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, ma
   const out = { loadMs, tokens: n, wasm: s.wasmBytes, heap: s.heapBytes, resident: s.residentBytes, estimate: est.total, estWeights: est.weights };
   mark('unload');
   await model.unload();
+  mark('bare read');
+  const t1 = performance.now();
+  await bare(url, est.weights);
+  out.bareMs = performance.now() - t1;
   return out;
+}
+
+// the page's bare read: fetch with a BYOB reader into one reused buffer, as js/hostfile.js reads
+async function bareFetch(url, bytes) {
+  const r = await fetch(url, { headers: { Range: `bytes=0-${bytes - 1}` } });
+  const rd = r.body.getReader({ mode: 'byob' });
+  for (let buf = new ArrayBuffer(1 << 20); ; ) {
+    const { done, value } = await rd.read(new Uint8Array(buf));
+    if (done) return;
+    buf = value.buffer;
+  }
+}
+
+// Node's: node:http, as the reader thread reads (js/reader_worker.js)
+async function bareHttp(url, bytes) {
+  const http = await import('node:http');
+  await new Promise((resolve, reject) => {
+    http.get(url, { headers: { Range: `bytes=0-${bytes - 1}` } }, (res) => res.on('data', () => {}).on('end', resolve).on('error', reject)).on('error', reject);
+  });
 }
 
 // --trace: the status of `pids()` (the largest RSS) every 50 ms, with the marks, as rows
@@ -95,7 +123,7 @@ async function childNode(url, threads, ctx, simd, trace) {
   const { loadModel, estimateMemory } = await import('../../js/index.js');
   const base = procStatus('self').rss;
   const tr = trace ? tracer(() => ['self']) : null;
-  const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, (w) => tr?.mark(w));
+  const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, (w) => tr?.mark(w), bareHttp);
   const st = procStatus('self');
   process.stdout.write(JSON.stringify({ ...r, base, hwm: st.hwm, rss: st.rss, trace: tr?.stop() }) + '\n');
 }
@@ -127,8 +155,8 @@ const report = (m) => fetch('/oxmem/' + encodeURIComponent(JSON.stringify(m))).c
 try {
   const { loadModel, estimateMemory } = await import('/js/index.js');
   await report({ mark: 'ready' });
-  const run = (${loadAndRun});
-  await report({ result: await run(loadModel, estimateMemory, ${JSON.stringify(url)}, ${a.threads}, ${a.ctx}, ${JSON.stringify(a.simd)}, (w) => report({ mark: w })) });
+  const run = (${loadAndRun}), bare = (${bareFetch});
+  await report({ result: await run(loadModel, estimateMemory, ${JSON.stringify(url)}, ${a.threads}, ${a.ctx}, ${JSON.stringify(a.simd)}, (w) => report({ mark: w }), bare) });
 } catch (e) {
   report({ error: String(e?.stack ?? e) });
 }
@@ -184,10 +212,10 @@ async function runPlaywright(server, url, a) {
     const base = Math.max(...renderers.map(procStatus).filter(Boolean).map((s) => s.rss));
     const tr = a.trace ? tracer(() => renderers) : null;
     await page.exposeFunction('oxMark', (w) => tr?.mark(w));
-    const r = await page.evaluate(async ({ url, threads, ctx, simd, body }) => {
+    const r = await page.evaluate(async ({ url, threads, ctx, simd, body, bare }) => {
       const { loadModel, estimateMemory } = await import('/js/index.js');
-      return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx, simd, (w) => globalThis.oxMark(w));
-    }, { url, threads: a.threads, ctx: a.ctx, simd: a.simd, body: loadAndRun.toString() });
+      return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx, simd, (w) => globalThis.oxMark(w), new Function('return ' + bare)());
+    }, { url, threads: a.threads, ctx: a.ctx, simd: a.simd, body: loadAndRun.toString(), bare: bareFetch.toString() });
     const st = rendererPids(marker).map(procStatus).filter(Boolean);
     return { ...r, base, hwm: Math.max(...st.map((s) => s.hwm)), rss: Math.max(...st.map((s) => s.rss)), trace: tr?.stop() };
   } finally {
@@ -217,7 +245,7 @@ async function main() {
       const r = env === 'node' ? await runNode(url, a) : await runChromium(server, url, a);
       const over = r.hwm - r.wasm;
       if (r.trace) printTrace(env, r.trace);
-      console.log(`${env}: RSS before ${(r.base / MB).toFixed(0)} MB, peak RSS ${(r.hwm / MB).toFixed(0)} MB, wasm memory ${(r.wasm / MB).toFixed(0)} MB (peak - wasm ${(over / MB).toFixed(0)} MB), heap in use ${(r.heap / MB).toFixed(0)} MB, estimate ${(r.estimate / MB).toFixed(0)} MB, load ${(r.loadMs / 1000).toFixed(1)} s`);
+      console.log(`${env}: RSS before ${(r.base / MB).toFixed(0)} MB, peak RSS ${(r.hwm / MB).toFixed(0)} MB, wasm memory ${(r.wasm / MB).toFixed(0)} MB (peak - wasm ${(over / MB).toFixed(0)} MB), heap in use ${(r.heap / MB).toFixed(0)} MB, estimate ${(r.estimate / MB).toFixed(0)} MB, load ${(r.loadMs / 1000).toFixed(1)} s (a bare read of its ${(r.estWeights / MB).toFixed(0)} MB: ${(r.bareMs / 1000).toFixed(1)} s)`);
       rows.push({ env: a.playwright && env === 'chromium' ? 'chromium (Playwright)' : env, ...r, over });
     }
   } finally {
@@ -225,15 +253,15 @@ async function main() {
     fs.rmSync(page, { force: true });
   }
   console.log(`\nmodel ${path.basename(a.model)}, threads ${a.threads}, context ${a.ctx}, ${os.cpus().length} cores (under load)\n`);
-  console.log('| environment | RSS before load | peak RSS (VmHWM) | wasm memory | peak - wasm | heap in use | estimate (total) | load |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| environment | RSS before load | peak RSS (VmHWM) | wasm memory | peak - wasm | heap in use | estimate (total) | load | bare read of the weights\' bytes |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   const f = (b) => `${(b / MB).toFixed(0)} MB`;
-  for (const r of rows) console.log(`| ${r.env} | ${f(r.base)} | ${f(r.hwm)} | ${f(r.wasm)} | ${f(r.over)} | ${f(r.heap)} | ${f(r.estimate)} | ${(r.loadMs / 1000).toFixed(1)} s |`);
+  for (const r of rows) console.log(`| ${r.env} | ${f(r.base)} | ${f(r.hwm)} | ${f(r.wasm)} | ${f(r.over)} | ${f(r.heap)} | ${f(r.estimate)} | ${(r.loadMs / 1000).toFixed(1)} s | ${(r.bareMs / 1000).toFixed(1)} s |`);
   // issue #15's target: the peak at most 300 MB above the wasm memory, in every run
   for (const env of new Set(rows.map((r) => r.env))) {
     const rs = rows.filter((r) => r.env === env), over = rs.map((r) => r.over / MB), load = rs.map((r) => r.loadMs / 1000);
     const range = (xs, d) => `${Math.min(...xs).toFixed(d)}-${Math.max(...xs).toFixed(d)}`;
-    console.log(`${env}: peak - wasm ${range(over, 0)} MB, load ${range(load, 1)} s over ${rs.length} run(s); <= 300 MB in ${over.filter((x) => x <= 300).length} of ${rs.length}`);
+    console.log(`${env}: peak - wasm ${range(over, 0)} MB, load ${range(load, 1)} s (bare read ${range(rs.map((r) => r.bareMs / 1000), 1)} s) over ${rs.length} run(s); <= 300 MB in ${over.filter((x) => x <= 300).length} of ${rs.length}`);
   }
 }
 
