@@ -284,11 +284,12 @@ export async function fetchRange(name, url, off, len, want, timeoutMs, into = ne
 
 // ---- the helper thread: sync calls answered by js/reader_worker.js ---------------------------
 
-// Control words of the shared block: [state, status, nbytes, gate]; state 0 = waiting, 1 = done;
-// gate: see revoke().
+// Control words of the shared block: [state, status, nbytes, gate, progress]; state 0 = waiting,
+// 1 = done; gate: see revoke(); progress counts the helper's copies (a long read that keeps
+// arriving is not timed out as a whole).
 class Bridge {
   static async create(ctx) {
-    const ctrl = new Int32Array(new SharedArrayBuffer(16));
+    const ctrl = new Int32Array(new SharedArrayBuffer(20));
     const data = new Uint8Array(new SharedArrayBuffer(CHUNK));
     const init = { ctrl, data, timeoutMs: ctx.timeoutMs };
     let w;
@@ -335,15 +336,19 @@ class Bridge {
     if (direct) msg.into = dst;
     Atomics.store(this.ctrl, 0, 0);
     this.post(msg);
-    // the helper enforces timeoutMs on the request itself; the margin covers its own latency
-    const limit = this.ctx.timeoutMs + 5000, t0 = Date.now();
+    // the helper bounds every wait for bytes by timeoutMs; this bounds the time without any
+    // progress (a dead helper), the margin covering the helper's own latency
+    const limit = this.ctx.timeoutMs + 5000;
+    let t0 = Date.now(), seen = Atomics.load(this.ctrl, 4);
     while (Atomics.wait(this.ctrl, 0, 0, 50) === 'timed-out') {
+      const p = Atomics.load(this.ctrl, 4);
+      if (p !== seen) (seen = p), (t0 = Date.now());
       if (aborted(this.ctx)) {
         this.revoke(`${msg.name}: an earlier read was aborted`);
         throw new HostError('ABORTED', `${msg.name}: read of bytes ${msg.off}-${msg.off + msg.len - 1}: aborted`);
       }
       if (Date.now() - t0 > limit) {
-        this.revoke(`${msg.name}: the reader thread did not answer in ${limit} ms`);
+        this.revoke(`${msg.name}: the reader thread made no progress for ${limit} ms`);
         throw new HostError('IO', this.broken);
       }
     }

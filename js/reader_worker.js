@@ -3,7 +3,8 @@
 // the bytes back through shared memory while the engine thread waits in Atomics.wait. A Node
 // worker_threads Worker (init in workerData) or a module Web Worker (init in the first message).
 // Control words: ctrl[0] state (1 = answered), ctrl[1] status (0 or an err.h code),
-// ctrl[2] byte count (of the data, or of a UTF-8 error message), ctrl[3] the write gate (see put).
+// ctrl[2] byte count (of the data, or of a UTF-8 error message), ctrl[3] the write gate (see put),
+// ctrl[4] a count of the copies made (the caller's sign of progress on a long read).
 
 //
 // URLs are read ahead: along a sequential scan (a model load) one Range request streams a span
@@ -60,6 +61,7 @@ function answer(status, n) {
 // src to offset `at` of request m's bytes. Into shared memory only while holding the gate: the
 // caller closes it when it gives up (abort, timeout), and the memory is then no longer its.
 function put(m, src, at) {
+  Atomics.add(ctrl, 4, 1);
   if (!m.into) return void data.set(src, at);
   if (Atomics.compareExchange(ctrl, 3, 0, 1) !== 0) throw new HostError('ABORTED', `${m.name}: the read was given up`);
   m.into.set(src, at);

@@ -104,3 +104,42 @@ test('an aborted read into shared memory writes nothing after it throws', { time
   await timer.terminate();
   host.closeAll();
 });
+
+// A long read into shared memory whose body keeps arriving, slowly, for longer than the host's
+// timeout plus the bridge's margin: each wait for bytes is bounded, not the read as a whole.
+const DRIP = `
+const http = require('node:http');
+const { parentPort, workerData: { size } } = require('node:worker_threads');
+const byteAt = ${byteAt.toString()};
+http.createServer((req, res) => {
+  const [, a, b] = /bytes=(\\d+)-(\\d+)/.exec(req.headers.range ?? '') ?? [];
+  if (a === undefined) return res.writeHead(200, { 'Content-Length': size }).end();
+  const from = Number(a), to = Math.min(Number(b), size - 1), body = Buffer.alloc(to - from + 1);
+  for (let k = 0; k < body.length; k++) body[k] = byteAt(from + k);
+  res.writeHead(206, { 'Content-Range': 'bytes ' + from + '-' + to + '/' + size, 'Content-Length': body.length, ETag: '"v"' });
+  const piece = 256 << 10;
+  const send = (k) => {
+    if (k * piece >= body.length) return res.end();
+    res.write(body.subarray(k * piece, (k + 1) * piece));
+    setTimeout(() => send(k + 1), 150);
+  };
+  send(0);
+}).listen(0, '127.0.0.1', function () { parentPort.postMessage(this.address().port); });
+`;
+
+test('a long read into shared memory that keeps arriving outlasts the timeout', { timeout: 60000 }, async () => {
+  const drip = new Worker(DRIP, { eval: true, workerData: { size: 16 * MiB } });
+  try {
+    const port = await new Promise((resolve, reject) => drip.once('message', resolve).once('error', reject));
+    const host = new HostFiles({ cacheBytes: 0, timeoutMs: 1000 });
+    const h = await host.open(`http://127.0.0.1:${port}/data.bin`);
+    const mem = new Uint8Array(new SharedArrayBuffer(12 * MiB));
+    const t0 = Date.now();
+    host.read(h, MiB, mem); // 48 pieces 150 ms apart: 7 s, past 1 s + the bridge's 5 s margin
+    assert.ok(Date.now() - t0 > 6000, `the read took only ${Date.now() - t0} ms`);
+    for (let k = 0; k < mem.length; k++) if (mem[k] !== byteAt(MiB + k)) assert.fail(`byte ${MiB + k}: ${mem[k]}, want ${byteAt(MiB + k)}`);
+    host.closeAll();
+  } finally {
+    await drip.terminate();
+  }
+});
