@@ -23,7 +23,12 @@
 #define MAX_KV ((uint64_t)1 << 20)
 #define MAX_TENSORS ((uint64_t)1 << 20)
 #define MAX_KEY 65536
-#define RD_BUF ((size_t)1 << 16)
+/* Header reads: the first refill reads RD_FIRST bytes, each next one twice as many, up to RD_BUF.
+ * A small header costs one small read; a real one (E2B: 11.4 MB, its vocabulary and merges)
+ * some fifteen reads, not 175: each read is a round trip to the host (an HTTP request, or a
+ * message to the reader thread). */
+#define RD_FIRST ((size_t)1 << 16)
+#define RD_BUF ((size_t)1 << 20)
 
 static const size_t type_size[OX_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 static const char *const type_names[OX_GGUF_TYPE_COUNT] = {
@@ -44,6 +49,7 @@ typedef struct {
     uint64_t buf_pos;          /* file offset of buf[0] */
     size_t buf_len;
     ox_err *err;
+    size_t refill;             /* bytes of the next refill (RD_FIRST, doubling to RD_BUF) */
 } reader;
 
 static int rd_bytes(reader *r, void *dst, uint64_t n, const char *what) {
@@ -57,15 +63,16 @@ static int rd_bytes(reader *r, void *dst, uint64_t n, const char *what) {
             if (k > n) k = (size_t)n;
             memcpy(d, r->buf + off, k);
             d += k, n -= k, r->pos += k;
-        } else if (n >= RD_BUF) { /* big run: straight into dst */
+        } else if (n >= r->refill) { /* big run: straight into dst */
             if (ox_host_read(r->file, r->pos, (size_t)n, d, r->err)) return r->err ? r->err->code : OX_E_IO;
             r->pos += n;
             return 0;
         } else {
-            size_t k = r->size - r->pos < RD_BUF ? (size_t)(r->size - r->pos) : RD_BUF;
+            size_t k = r->size - r->pos < r->refill ? (size_t)(r->size - r->pos) : r->refill;
             int rc = ox_host_read(r->file, r->pos, k, r->buf, r->err);
             if (rc) return rc;
             r->buf_pos = r->pos, r->buf_len = k;
+            if (r->refill < RD_BUF) r->refill *= 2;
         }
     }
     return 0;
@@ -257,7 +264,7 @@ ox_gguf *ox_gguf_open(int file, ox_err *err) {
     int64_t fsize = ox_host_size(file);
     if (fsize < 0) return ox_errf(err, OX_E_IO, "unknown host file %d", file), NULL;
     ox_gguf *g = calloc(1, sizeof *g);
-    reader r = {file, fname, (uint64_t)fsize, 0, malloc(RD_BUF), 0, 0, err};
+    reader r = {file, fname, (uint64_t)fsize, 0, malloc(RD_BUF), 0, 0, err, RD_FIRST};
     if (!g || !r.buf) {
         free(g), free(r.buf);
         return ox_errf(err, OX_E_NOMEM, "%s: out of memory", fname), NULL;

@@ -1,6 +1,7 @@
 /* test_gguf.c — GGUF writer -> reader round trip over every metadata type and several tensor
  * types, typed getters, and every header error (hand-built corrupt files, in memory). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -344,8 +345,60 @@ static void test_errors(void) {
     expect(b.b, b.n, OX_E_TRUNCATED, "tensor far: data [");
 }
 
+/* A big header (a vocabulary: 300k strings, 5.2 MB) is read in refills that start at 64 KiB
+ * and double up to 1 MiB, in order: a handful of host reads (each is an HTTP request or a
+ * round trip to the reader thread in a browser), not one per 64 KiB; and its strings intact. */
+typedef struct { int n; size_t first, max; uint64_t next; int in_order; } read_log;
+static void log_read(void *ud, int file, uint64_t off, size_t len) {
+    read_log *l = ud;
+    (void)file;
+    if (!l->n++) l->first = len;
+    if (len > l->max) l->max = len;
+    if (off < l->next) l->in_order = 0;
+    l->next = off + len;
+}
+
+static void test_header_reads(void) {
+    enum { N = 300000 };
+    static char text[N][12];
+    static const char *toks[N];
+    for (int i = 0; i < N; i++) snprintf(text[i], sizeof text[i], "tok%d", i * 7), toks[i] = text[i];
+    ox_gguf_writer *w = ox_gguf_writer_new();
+    ox_err e = {0};
+    CHECK(ox_gguf_w_str(w, "general.architecture", "gemma4") == 0);
+    CHECK(ox_gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, N) == 0);
+    CHECK(ox_gguf_w_tensor(w, "d.fill", OX_F32, 1, (uint64_t[]){40}, NULL, &e) == 0);
+    CHECK_MSG(ox_gguf_w_write(w, TMP, fill_cb, NULL, &e) == 0, "%s", e.msg);
+    ox_gguf_writer_free(w);
+    int h = ox_host_open_path(TMP, &e);
+    CHECK(h >= 0);
+    read_log l = {0, 0, 0, 0, 1};
+    ox_host_trace(log_read, &l);
+    ox_gguf *g = ox_gguf_open(h, &e);
+    ox_host_trace(NULL, NULL);
+    CHECK_MSG(g != NULL, "%s", e.msg);
+    if (g) {
+        CHECK_MSG(g->data_offset > (3u << 20), "header of %llu bytes", (unsigned long long)g->data_offset);
+        /* 64 + 128 + 256 + 512 KiB, then 1 MiB reads (64 KiB reads took 80) */
+        int want = 4 + (int)((g->data_offset - (960u << 10) + (1u << 20) - 1) >> 20);
+        CHECK_MSG(l.n <= want, "%d reads for a %llu-byte header, want %d", l.n, (unsigned long long)g->data_offset, want);
+        CHECK_MSG(l.first == (64u << 10) && l.max == (1u << 20) && l.in_order, "first read %zu, largest %zu, in order %d", l.first, l.max, l.in_order);
+        const ox_gguf_value *a = ox_gguf_find(g, "tokenizer.ggml.tokens");
+        CHECK(a && a->v.arr.n == N);
+        if (a && a->v.arr.n == N) {
+            const ox_gguf_str *str = a->v.arr.data;
+            int bad = 0;
+            for (int i = 0; i < N; i++) bad += str[i].len != strlen(text[i]) || memcmp(str[i].s, text[i], str[i].len) != 0;
+            CHECK_MSG(bad == 0, "%d strings differ", bad);
+        }
+        ox_gguf_free(g);
+    }
+    ox_host_close(h);
+}
+
 int main(void) {
     RUN(test_round_trip);
     RUN(test_errors);
+    RUN(test_header_reads);
     return check_summary("gguf");
 }
