@@ -22,7 +22,7 @@
 // with no windows: two copies fewer per byte, and the engine thread asks for the next bytes at
 // once (the socket holds what arrives meanwhile). E2B Q4_K_M from a loopback URL in Chromium:
 // 3.7-4.0 s -> 3.3-3.8 s with the load's page touching (src/model/load.c).
-import { fetchRange, fetchTransport, checkRangeResponse, ERROR_CODES, HostError, CHUNK } from './hostfile.js';
+import { fetchRange, fetchTransport, checkRangeResponse, copyShared, ERROR_CODES, HostError, CHUNK } from './hostfile.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 
@@ -62,9 +62,9 @@ function answer(status, n) {
 // caller closes it when it gives up (abort, timeout), and the memory is then no longer its.
 function put(m, src, at) {
   Atomics.add(ctrl, 4, 1);
-  if (!m.into) return void data.set(src, at);
+  if (!m.into) return void copyShared(data, src, at);
   if (Atomics.compareExchange(ctrl, 3, 0, 1) !== 0) throw new HostError('ABORTED', `${m.name}: the read was given up`);
-  m.into.set(src, at);
+  copyShared(m.into, src, at);
   Atomics.store(ctrl, 3, 0);
   Atomics.notify(ctrl, 3);
 }
@@ -258,7 +258,7 @@ async function readUrl(m) {
       if (w.off >= end) break;
       const bytes = await w.p;
       const a = Math.max(m.off, w.off), b = Math.min(end, w.off + w.len);
-      data.set(bytes.subarray(a - w.off, b - w.off), a - m.off);
+      copyShared(data, bytes.subarray(a - w.off, b - w.off), a - m.off);
     }
   } catch (e) {
     dropAll(st); // a later read starts afresh (the host may recover)

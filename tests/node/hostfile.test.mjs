@@ -1,11 +1,13 @@
 // The host-file table alone (js/hostfile.js): the same bytes from a path, a Blob and HTTP
 // Range; every HTTP failure mode is an error with a code and the file's name; a 3 GB sparse
-// file reads at high offsets without a 3 GB buffer; the small-read LRU.
+// file reads at high offsets without a 3 GB buffer; the small-read LRU; copies into shared memory
+// at any alignment.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HostFiles, HostError, CHUNK, describeSource } from '../../js/hostfile.js';
+import fc from 'fast-check';
+import { HostFiles, HostError, CHUNK, copyShared, describeSource } from '../../js/hostfile.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = CHUNK + 123457; // more than one chunk, odd tail
@@ -26,6 +28,20 @@ function throwsCode(fn, code, pattern) {
     return true;
   });
 }
+
+// copyShared moves misaligned chunks through a bounce buffer (V8's byte-by-byte path into shared
+// memory is 4-5x slower): the bytes must be exactly dst.set's, whatever the two alignments
+// and lengths (across the 64 KiB bounce size), and nothing outside [at, at + length) changes.
+test('copyShared writes exactly what set() writes, at any alignment', () => {
+  const src = new Uint8Array(200_000).map((_, i) => (i * 131 + 7) & 255);
+  fc.assert(fc.property(fc.nat(15), fc.integer({ min: 0, max: 140_000 }), fc.nat(15), fc.nat(16), (so, len, dof, at) => {
+    const part = src.subarray(so, so + len);
+    const want = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9), got = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9);
+    want.subarray(dof).set(part, at);
+    copyShared(got.subarray(dof), part, at);
+    return Buffer.compare(want, got) === 0;
+  }), { numRuns: 200 });
+});
 
 test('describeSource: paths, URLs, blobs, named objects', () => {
   assert.deepEqual(describeSource('/a/b/model.gguf'), { kind: 'path', path: '/a/b/model.gguf', name: 'model.gguf' });
