@@ -22,10 +22,11 @@
 export const CHUNK = 8 << 20;
 
 // dst.set(src, at) for a dst over shared memory (the answer block; wasm memory of a threaded
-// build). V8 copies into a SharedArrayBuffer by words where source and destination are equally
-// aligned, and byte by byte where not: 4-5x slower. Network chunks land at any offset (an E2B
-// load from a URL in Node: 22,500 socket chunks, 1.0 s of copying -> 0.25 s), so a misaligned
-// chunk goes through a private bounce buffer placed at the destination's alignment.
+// build) and a private src. V8 copies into a SharedArrayBuffer by words where source and
+// destination are equally aligned, and byte by byte where not: 4-5x slower. Network chunks land
+// at any offset (an E2B load from a URL in Node: 22,500 socket chunks, 1.0 s of copying ->
+// 0.25 s), so a misaligned copy goes through a private bounce buffer placed at the
+// destination's alignment.
 const BOUNCE = 1 << 16;
 let bounce = null;
 export function copyShared(dst, src, at = 0) {
@@ -445,7 +446,7 @@ const SOURCES = {
             throw new HostError('IO', `${name}: read failed at offset ${off}: ${e.message}`);
           }
           checkBodyLength(name, ab.byteLength, dst.length, off);
-          dst.set(new Uint8Array(ab));
+          copyShared(dst, new Uint8Array(ab));
         },
         close() {},
       };
@@ -494,7 +495,7 @@ const SOURCES = {
         checkRangeResponse(name, { status: x.status, header: (h) => x.getResponseHeader(h) }, off, len, want);
         const ab = x.response;
         checkBodyLength(name, ab ? ab.byteLength : 0, len, off);
-        dst.set(new Uint8Array(ab));
+        copyShared(dst, new Uint8Array(ab));
       },
       close() {},
     };
@@ -520,7 +521,7 @@ const SOURCES = {
             if (r <= 0) throw new HostError('IO', `${name}: unexpected end of file at offset ${off + done}`);
             done += r;
           }
-          dst.set(t);
+          copyShared(dst, t);
         },
         close: () => access.close(),
       };
