@@ -464,10 +464,10 @@ const SOURCES = {
 
   async url(d, ctx, host) {
     const { url, name } = d;
-    const p = await probeUrl(name, url, ctx);
+    // the reader thread starts while the size is probed (a thread start is ~0.1 s)
+    const [p, bridge] = await Promise.all([probeUrl(name, url, ctx), sharedOk() ? host.bridge() : null]);
     const want = { size: p.size, validator: p.validator };
-    if (sharedOk()) {
-      const bridge = await host.bridge();
+    if (bridge) {
       return {
         size: p.size,
         direct: 8 * CHUNK,
