@@ -241,6 +241,9 @@ export async function loadModel(sources, opts = {}) {
       { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
       progress,
     );
+    // onProgress may have thrown after the engine's last look at the abort flag: the load
+    // finished, but it still fails with that exception (and its worker goes)
+    if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');
     return Object.assign(new Model(engine, info, { ...env, threads, simd }), { download: cached?.done ?? null });
   } catch (e) {

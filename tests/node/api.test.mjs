@@ -441,6 +441,9 @@ test('load progress and abort', async () => {
   // an exception in onProgress stops the load and is what loadModel rejects with
   const oops = new Error('oops');
   await assert.rejects(loadModel(gguf, { threads: 1, onProgress: () => { throw oops; } }), (e) => e === oops);
+  // thrown at the last event, after the engine has read everything (it no longer looks at the
+  // abort flag): the load still rejects with it
+  await assert.rejects(loadModel(gguf, { threads: 1, onProgress: (p) => { if (p.loaded === p.total) throw oops; } }), (e) => e === oops);
   const again = await loadModel(gguf, { threads: 1 });
   await again.unload();
 });
