@@ -43,11 +43,21 @@ static int latest_match(const int32_t *hist, int n, int len) {
     return -1;
 }
 
+int ox_lookup_resting(ox_lookup *L) {
+    if (L->pause <= 0) return 0;
+    L->pause--;
+    return 1;
+}
+
+void ox_lookup_miss(ox_lookup *L) {
+    /* a rejected verify costs about a decode step: on text that does not repeat, consecutive
+     * misses back off exponentially, so they number O(log n) in n tokens */
+    int over = L->misses++ - L->grace;
+    if (over >= 0) L->pause = PAUSE_AFTER_MISS << (over < PAUSE_MAX_SHIFT ? over : PAUSE_MAX_SHIFT);
+}
+
 int ox_lookup_draft(ox_lookup *L, const int32_t *hist, int n, int32_t *out, int cap) {
-    if (L->pause > 0) {
-        L->pause--;
-        return 0;
-    }
+    if (ox_lookup_resting(L)) return 0;
     int k = ox_lookup_length(L, cap);
     if (k == 0) { /* nothing pays now: let the estimate drift back so a later step tries again */
         L->kept *= DECAY, L->broken *= DECAY;
@@ -73,12 +83,6 @@ void ox_lookup_update(ox_lookup *L, int drafted, int accepted) {
     L->accepted += (uint64_t)accepted;
     L->kept = DECAY * L->kept + (float)accepted;
     L->broken = DECAY * L->broken + (accepted < drafted);
-    if (accepted > 0) {
-        L->misses = 0;
-        return;
-    }
-    /* a rejected verify costs about a decode step: on text that does not repeat, consecutive
-     * misses back off exponentially, so they number O(log n) in n tokens */
-    L->pause = PAUSE_AFTER_MISS << (L->misses < PAUSE_MAX_SHIFT ? L->misses : PAUSE_MAX_SHIFT);
-    L->misses++;
+    if (accepted > 0) L->misses = 0;
+    else ox_lookup_miss(L);
 }

@@ -11,7 +11,9 @@
  * pays (p below the cost of one more token), it does not draft, and the estimate decays back
  * towards its prior so it tries again later. After a draft with nothing accepted it pauses
  * for a few steps (4, doubled for each further miss in a row up to 64, reset by an accepted
- * token), so a text that does not repeat costs almost nothing. */
+ * token), so a text that does not repeat costs almost nothing. The same pacing
+ * (ox_lookup_resting, ox_lookup_miss) rests the MTP drafter, whose every run costs a few
+ * percent of a decode step even when it proposes nothing. */
 #ifndef OX_DRAFT_LOOKUP_H
 #define OX_DRAFT_LOOKUP_H
 
@@ -23,7 +25,8 @@ typedef struct ox_lookup {
     int fixed;           /* 1: every draft k_max long (cap permitting): measuring, not choosing */
     float kept, broken;  /* decayed counts: drafted tokens kept, drafts cut short */
     int pause;           /* steps left without drafting */
-    int misses;          /* drafts in a row with nothing accepted */
+    int misses;          /* drafts in a row with nothing accepted (or, MTP, nothing proposed) */
+    int grace;           /* misses in a row before the first pause (0; the MTP drafter 1) */
     uint64_t drafted, accepted; /* totals, for stats */
 } ox_lookup;
 
@@ -46,5 +49,11 @@ int ox_lookup_draft(ox_lookup *L, const int32_t *hist, int n, int32_t *out, int 
 
 /* Tell the drafter how a draft of `drafted` tokens fared (`accepted` of them kept). */
 void ox_lookup_update(ox_lookup *L, int drafted, int accepted);
+
+/* 1 if drafting rests this step (and counts the rest down), else 0. */
+int ox_lookup_resting(ox_lookup *L);
+/* A step that drafted in vain: nothing accepted, or (MTP) nothing proposed. Past `grace`
+ * misses in a row, rest 4 steps, doubled per further miss up to 64. */
+void ox_lookup_miss(ox_lookup *L);
 
 #endif

@@ -96,7 +96,7 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     if (p->n_stop) memcpy(g->stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *g->stops);
     g->n_stops = n_eos + p->n_stop;
     g->draft_max = draft_max;
-    if (draft_max) ox_lookup_init(&g->look, draft_max), g->look.fixed = p->draft_fixed != 0;
+    if (draft_max) ox_lookup_init(&g->look, draft_max), g->look.fixed = p->draft_fixed != 0, g->look.grace = p->drafter != NULL;
     g->h_pos = -1;
     g->draft_p_min = p->draft_p_min;
     if (draft_max && p->drafter) {
@@ -291,9 +291,11 @@ static int speculate(ox_gen *g, ox_err *err) {
     if (g->n_pending) g->text[pos] = g->pending[0];
     int k;
     if (g->mtp) { /* the drafter starts from the pending token and the hidden state before it */
-        if (!g->n_pending || g->h_pos != pos - 1) return 0;
+        if (!g->n_pending || g->h_pos != pos - 1 || ox_lookup_resting(&g->look)) return 0;
+        g->counts.draft_runs++;
         k = ox_mtp_draft(g->mtp, g->pending[0], g->h, cap, g->draft_p_min, tail, err);
         if (k < 0) return k;
+        if (k == 0) ox_lookup_miss(&g->look); /* unsure: rest it if that goes on */
     } else {
         k = ox_lookup_draft(&g->look, g->text, pos + g->n_pending, tail, cap);
     }

@@ -124,6 +124,7 @@ typedef struct ox_gen_counts {
     int decoded;    /* forwards run by steps (a verify batch counts once) */
     int drafted;    /* tokens proposed by the drafter */
     int accepted;   /* drafted tokens kept */
+    int draft_runs; /* times the MTP drafter ran (it rests after misses in a row) */
 } ox_gen_counts;
 
 /* tok may be NULL (no bytes). The session must outlive the generator. */

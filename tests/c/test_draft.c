@@ -82,6 +82,17 @@ static void test_adapt(void) {
     ox_lookup_update(&L, 2, 1);
     ox_lookup_update(&L, 1, 0);
     CHECK(L.pause == 4);
+    /* with a grace of one (the MTP drafter's): the first miss in a row costs no rest */
+    ox_lookup_init(&L, 6);
+    L.grace = 1;
+    static const int want_grace[] = {0, 4, 8, 16, 32, 64, 64};
+    for (int i = 0; i < 7; i++) {
+        ox_lookup_miss(&L);
+        CHECK_MSG(L.pause == want_grace[i], "grace, miss %d: pause %d, want %d", i + 1, L.pause, want_grace[i]);
+    }
+    int rested = 0;
+    while (ox_lookup_resting(&L)) rested++;
+    CHECK(rested == 64 && !ox_lookup_resting(&L));
 }
 
 int main(void) {

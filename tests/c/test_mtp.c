@@ -167,6 +167,8 @@ static void test_greedy_identical(void) {
     gen_out gated = generate(m, d, 4, 0, 40, 0.3f); /* the default: unsure drafts are not verified */
     CHECK(gated.n == plain.n && memcmp(gated.tok, plain.tok, (size_t)plain.n * sizeof *plain.tok) == 0);
     CHECK(gated.counts.drafted < 8 && gated.counts.decoded == plain.counts.decoded);
+    /* and an unsure drafter rests: it ran at 5 of 40 steps (at every one before the rest) */
+    CHECK_MSG(gated.counts.draft_runs >= 2 && gated.counts.draft_runs <= 8, "the drafter ran %d times", gated.counts.draft_runs);
     ox_model_free(d);
     ox_model_free(m);
 }
