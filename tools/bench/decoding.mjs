@@ -12,6 +12,9 @@
 //      for again), on the same model widened to E2B's widths (oxinfer synth --widen: the same
 //      outputs, but a decode step streams ~0.6-1 GB of weights, as on a real checkpoint), and
 //      on a random-weight model (nothing is accepted: the cost of drafting that fails);
+//   2c. for the widened models' copy task, the speed-up against the best schedule of prompt
+//      lookup's drafts and the ceiling with every draft right (lookup_bound.mjs), from forward
+//      costs of 1..9 tokens measured on those models (Node);
 //   2b. the MTP drafter end to end (synthetic gemma4-assistant drafters for the bench-preset
 //      target, oxinfer synth --assistant-of): decode tok/s with and without MTP drafts, on a
 //      random target + random drafter (nothing accepted: the cost of drafting) and on a quiet
@@ -20,7 +23,7 @@
 //      262,144-token vocabulary (the real E2B geometry when its file is cached, else a small
 //      model with that vocabulary).
 //
-//   options: --threads 2  --n-gen 64  --reps 3  --no-chromium  --dir DIR (models; $OX_BENCH_DIR or
+//   options: --threads 2  --n-gen 64  --reps 3  --spec-reps 5  --no-chromium  --dir DIR (models; $OX_BENCH_DIR or
 //            ~/.cache/oxinfer-bench)  --no-write  --doc FILE  --only verify,spec,mtp,json (no doc)
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +33,7 @@ import { loadModel } from '../../js/index.js';
 import { schemaGrammar } from '../../js/schema.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic } from './lib.mjs';
+import { bestLookup, allRight } from './lookup_bound.mjs';
 import { startServer, demoMounts } from '../serve.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,6 +41,7 @@ const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filt
 const THREADS = Number(args.threads ?? 2);
 const N_GEN = Number(args['n-gen'] ?? 64);
 const REPS = Number(args.reps ?? 3);
+const SPEC_REPS = Number(args['spec-reps'] ?? 5); // end-to-end pairs (sections 2, 2b)
 const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.cache', 'oxinfer-bench');
 const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
 fs.mkdirSync(DIR, { recursive: true });
@@ -66,7 +71,7 @@ async function run(model, prompt, opts) {
 const DRAFTS = [1, 2, 3, 4, 6, 8];
 async function verifyCostIn(loadModel, source, threads, reps, nGen, drafts) {
   const model = await loadModel(source, { threads });
-  const prompt = [2, ...Array.from({ length: 31 }, (_, i) => 1000 + i)];
+  const prompt = [2, ...Array.from({ length: 31 }, (_, i) => 100 + i)]; // in a 1024-token vocabulary too
   const logitBias = { 300: 100 }; // one token wins every step: every n-gram draft of it is right
   const run = async (opts) => {
     let stats = null;
@@ -147,18 +152,28 @@ async function speculativeIn(loadModel, source, loadOpts, copy, reps, nGen) {
   await run(prompt, {}); // warm-up (a page's first generations run slower)
   await run(prompt, { speculative: { draftTokens: 8 } });
   const plain = [], spec = [];
-  let drafted = 0, accepted = 0;
-  for (let r = 0; r < reps; r++) {
-    plain.push((await run(prompt, {})).stats.decodeTokPerSec);
-    const s = (await run(prompt, { speculative: { draftTokens: 8 } })).stats;
+  let drafted = 0, accepted = 0, outIds = [];
+  const runSpec = async () => {
+    outIds = [];
+    let s = null;
+    for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: nGen, stopIds: [], speculative: { draftTokens: 8 } })) if (ev.stats) s = ev.stats; else outIds.push(ev.token);
     spec.push(s.decodeTokPerSec);
     drafted += s.draftedTokens;
     accepted += s.acceptedTokens;
+  };
+  // the order alternates: a machine that slows down over the runs favours neither
+  for (let r = 0; r < reps; r++) {
+    if (r % 2) await runSpec();
+    plain.push((await run(prompt, {})).stats.decodeTokPerSec);
+    if (!(r % 2)) await runSpec();
   }
   const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   const resident = (await model.stats()).residentBytes;
+  const promptIds = Array.from(typeof prompt === 'string' ? await model.tokenize(prompt, { special: true }) : prompt);
   await model.unload();
-  return { plain: median(plain), spec: median(spec), drafted, accepted, resident };
+  // speed-up: the median of each pair's ratio (a pair ran back to back: slow spells of a shared
+  // machine cancel), beside the median rates
+  return { plain: median(plain), spec: median(spec), ratio: median(spec.map((x, i) => x / plain[i])), drafted, accepted, resident, promptIds, outIds };
 }
 
 async function endToEnd() {
@@ -168,19 +183,34 @@ async function endToEnd() {
     cases.push({ label: 'trained demo model, its question asked again', file: demo, opts: {}, copy: true });
     for (const [type, embd] of [['q8_0', 'q8_0'], ['q4_k', 'q6_k']]) {
       const file = synthModel(`demo-wide-${type}`, ['--widen', demo, '--hidden', '1536', '--ffn', '6144', '--layers', '35', '--type', type, '--embd-type', embd]);
-      cases.push({ label: `the same widened to E2B widths, ${type === 'q8_0' ? 'Q8_0' : 'Q4_K + Q6_K embedding'}, the same prompt`, file, opts: {}, copy: true });
+      cases.push({ label: `the same widened to E2B widths, ${type === 'q8_0' ? 'Q8_0' : 'Q4_K + Q6_K embedding'}, the same prompt`, file, opts: {}, copy: true, wide: true });
     }
   }
   cases.push({ label: 'random weights (bench preset Q8_0)', file: synthModel('bench-q8_0', ['--preset', 'bench', '--type', 'q8_0']), opts: {}, copy: false });
-  const jobs = cases.map((c) => ({ file: c.file, args: [{ threads: THREADS, ...c.opts }, c.copy, REPS, N_GEN] }));
+  const jobs = cases.map((c) => ({ file: c.file, args: [{ threads: THREADS, ...c.opts }, c.copy, SPEC_REPS, N_GEN] }));
   const node = [];
   for (const j of jobs) node.push(await speculativeIn(loadModel, j.file, ...j.args));
   const web = args['no-chromium'] ? [] : await inChromium(jobs, speculativeIn);
-  return cases.map((c, i) => [c.label, `${(node[i].resident / 1e6).toFixed(1)} MB`, ...cell(node[i]), ...(web[i] ? cell(web[i]) : ['—', '—', '—', '—'])]);
+  const rows = cases.map((c, i) => [c.label, `${(node[i].resident / 1e6).toFixed(1)} MB`, ...cell(node[i]), ...(web[i] ? cell(web[i]) : ['—', '—', '—', '—'])]);
+  return { rows, bound: await boundOf(cases.map((c, i) => ({ ...c, ...node[i] })).filter((c) => c.wide)) };
+}
+
+// 2c. the copy task on the widened models against the best drafting choices (Node): the cost
+// of a forward of 1..9 tokens measured on that model, then for its copy-task text the best
+// schedule of prompt lookup's own drafts and the ceiling with every draft right
+// (lookup_bound.mjs), beside the speed-up measured
+async function boundOf(cases) {
+  const rows = [];
+  for (const c of cases) {
+    const { out } = await verifyCostIn(loadModel, c.file, THREADS, REPS, N_GEN, [1, 2, 3, 4, 5, 6, 7, 8]);
+    const cost = [0, ...out.map(([, ms]) => ms / out[0][1])]; // cost[n]: n = 1 + drafts
+    rows.push([c.label, fmt(cost[4], 2), fmt(cost[9], 2), `${fmt(c.ratio, 2)}×`, `${fmt(bestLookup(c.promptIds, c.outIds, cost), 2)}×`, `${fmt(allRight(c.outIds, cost), 2)}×`]);
+  }
+  return rows;
 }
 
 // decode tok/s, with drafts, speed-up, drafts kept
-const cell = (r) => [fmt(r.plain), fmt(r.spec), `${fmt(r.spec / r.plain, 2)}×`, r.drafted ? `${fmt((100 * r.accepted) / r.drafted, 0)} % of ${r.drafted}` : 'no drafts'];
+const cell = (r) => [fmt(r.plain), fmt(r.spec), `${fmt(r.ratio, 2)}×`, r.drafted ? `${fmt((100 * r.accepted) / r.drafted, 0)} % of ${r.drafted}` : 'no drafts'];
 
 // 2b. decode tok/s with and without MTP drafts (4 per step)
 async function mtp() {
@@ -197,14 +227,18 @@ async function mtp() {
     await run(model, prompt, { maxTokens: 8, speculative });
     const plain = [], spec = [];
     let acc = { drafted: 0, accepted: 0 };
-    for (let r = 0; r < REPS; r++) {
+    for (let r = 0; r < SPEC_REPS; r++) { // alternating, paired, as in speculativeIn
+      const withDrafts = async () => {
+        const s = (await run(model, prompt, { speculative })).stats;
+        spec.push(s.decodeTokPerSec);
+        acc = { drafted: acc.drafted + s.draftedTokens, accepted: acc.accepted + s.acceptedTokens };
+      };
+      if (r % 2) await withDrafts();
       plain.push((await run(model, prompt, {})).stats.decodeTokPerSec);
-      const s = (await run(model, prompt, { speculative })).stats;
-      spec.push(s.decodeTokPerSec);
-      acc = { drafted: acc.drafted + s.draftedTokens, accepted: acc.accepted + s.acceptedTokens };
+      if (!(r % 2)) await withDrafts();
     }
-    const p = median(plain), q = median(spec);
-    out.push([c.label, fmt(p), fmt(q), `${fmt(q / p, 2)}×`, acc.drafted ? `${fmt((100 * acc.accepted) / acc.drafted, 0)} % of ${acc.drafted}` : 'no drafts']);
+    const p = median(plain), q = median(spec), ratio = median(spec.map((x, i) => x / plain[i]));
+    out.push([c.label, fmt(p), fmt(q), `${fmt(ratio, 2)}×`, acc.drafted ? `${fmt((100 * acc.accepted) / acc.drafted, 0)} % of ${acc.drafted}` : 'no drafts']);
     await model.unload();
   }
   return out;
@@ -234,11 +268,11 @@ const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const ONLY = args.only ? String(args.only).split(',') : null; // --only verify,spec,json: print those
 const want = (k) => !ONLY || ONLY.includes(k);
 const v = want('verify') ? await verifyCost() : { files: [], rows: [], builds: '' };
-const e = want('spec') ? await endToEnd() : [];
+const e = want('spec') ? await endToEnd() : { rows: [], bound: [] };
 const mt = want('mtp') ? await mtp() : [];
 const c = want('json') ? await constrained() : { file: '', rows: [] };
 const md = [
-  `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
+  `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}; end to end: ${SPEC_REPS} back-to-back pairs with and without drafts, in alternating order, the speed-up the median of the pairs' ratios); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
   '',
   `**Verify cost**: one forward of the pending token plus k drafts (\`speculative.fixedLength\`: every draft k long; the mean over the forwards, the few plain steps before the first match included), every row's logits, all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}).`,
   '',
@@ -246,7 +280,11 @@ const md = [
   '',
   `**Speculative decoding** (prompt lookup, up to 8 drafts, greedy, ${N_GEN} tokens), in Node and in Chromium. The copy-heavy prompt is a chat in which the user asks the trained demo model for a story it has told before in the same chat (its own greedy answer, then the question again): the new story repeats much of the old one. That model is 4.7 MB and runs from the CPU caches, compute-bound, so a forward of k tokens costs nearly k decode steps there. The widened rows are that model made as heavy per token as a real one (\`oxinfer synth --widen\`: hidden 1536, FFN 6144, 35 layers; its weights zero-padded, the extra layers silenced, so it computes the same function: src/tools/synth.h); quantizing it changes its text a little, and with it how much of the old story the new one repeats.`,
   '',
-  markdownTable(['model, prompt', 'resident', 'Node decode tok/s', 'with drafts', 'speed-up', 'drafts kept', 'Chromium decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e),
+  markdownTable(['model, prompt', 'resident', 'Node decode tok/s', 'with drafts', 'speed-up', 'drafts kept', 'Chromium decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e.rows),
+  '',
+  `**The copy task against the best drafting choices** (Node; \`tools/bench/lookup_bound.mjs\`). Greedy text does not depend on drafting, so every schedule of forwards over the text the widened model wrote can be costed offline with the forward costs measured on that model (as above: k drafts, all kept): the best schedule of prompt lookup's own drafts (its candidates, but each step's length, or no draft, chosen knowing which tokens hold), and the ceiling with every draft right, which only the verify cost limits.`,
+  '',
+  markdownTable(['model, prompt', 'forward of 4, in decode steps', 'forward of 9', 'speed-up measured', 'best schedule of lookup drafts', 'every draft right'], e.bound),
   '',
   '**MTP drafter** (bench-preset target, a synthetic 4-layer gemma4-assistant drafter of width 256, 4 drafts per step, greedy):',
   '',
