@@ -36,7 +36,7 @@ import { createRequire } from 'node:module';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { summary, prompt, modelMeta, weightsPerToken, procStatus, rendererPids, availableBytes, freeBytes, fmtMB, fmtS, markdownTable, writeAtomic } from './bench/lib.mjs';
+import { summary, prompt, modelMeta, weightsPerToken, procStatus, rendererPids, availableBytes, freeBytes, fmtMB, fmtS, markdownTable, writeAtomic, llamaBin } from './bench/lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(ROOT, 'package.json'));
@@ -124,18 +124,6 @@ function ensureCli() {
 function ensureWasm() {
   if (!fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-mt.js')) || !fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-st.js')))
     run('make', ['-f', 'Makefile.emscripten', '-j2'], { env: { ...process.env, NODE_PATH: process.env.NODE_PATH || '/usr/share/nodejs' } });
-}
-
-// llama.cpp's tools, built once outside the repo by tools/llamacpp.sh (from the npm package)
-const llamaBins = new Map();
-function llamaBin(target) {
-  if (!llamaBins.has(target)) {
-    log(`$ tools/llamacpp.sh ${target}`);
-    const r = spawnSync('bash', [path.join(ROOT, 'tools', 'llamacpp.sh'), target], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-    if (r.status !== 0) throw new Error(`bench: tools/llamacpp.sh ${target} failed (exit ${r.status ?? r.signal})`);
-    llamaBins.set(target, r.stdout.trim().split('\n').pop());
-  }
-  return llamaBins.get(target);
 }
 
 // Bytes per weight of each type (block bytes / block size), for the disk check.

@@ -7,6 +7,8 @@
 //      against one decode step, k = 1..8, on the bench preset's Q8_0 and Q4_K_M files, in Node
 //      and in headless Chromium (--no-chromium: Node only) — measured by generating from a
 //      model whose logit bias makes every draft correct, so each forward verifies exactly k drafts;
+//      beside it native llama.cpp's batch of 1 + k against its decode step (llama-bench, built by
+//      tools/llamacpp.sh; --no-native skips it);
 //   2. speculative decoding end to end: decode tok/s with and without prompt-lookup drafts on
 //      the trained demo model (a copy-heavy prompt: a story it told before in the chat, asked
 //      for again), on the same model widened to E2B's widths (oxinfer synth --widen: the same
@@ -20,19 +22,20 @@
 //      random target + random drafter (nothing accepted: the cost of drafting) and on a quiet
 //      target whose drafter is built to agree (synth --agree: drafts accepted);
 //   3. constrained decoding: decode tok/s under a json_schema grammar against free decoding on a
-//      262,144-token vocabulary (the real E2B geometry when its file is cached, else a small
-//      model with that vocabulary).
+//      262,144-token vocabulary (a synthetic model of E2B's geometry, Q4_0).
 //
-//   options: --threads 2  --n-gen 64  --reps 3  --spec-reps 5  --no-chromium  --dir DIR (models; $OX_BENCH_DIR or
-//            ~/.cache/oxinfer-bench)  --no-write  --doc FILE  --only verify,spec,mtp,json (no doc)
+//   options: --threads 2  --n-gen 64  --reps 3  --spec-reps 5  --no-chromium  --no-native
+//            --dir DIR (models; $OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --no-write  --doc FILE
+//            --only verify,spec,mtp,json (no doc)
 import fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../../js/index.js';
 import { schemaGrammar } from '../../js/schema.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
-import { writeAtomic } from './lib.mjs';
+import { writeAtomic, llamaBin } from './lib.mjs';
 import { bestLookup, allRight } from './lookup_bound.mjs';
 import { startServer, demoMounts } from '../serve.mjs';
 
@@ -41,7 +44,7 @@ const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filt
 const THREADS = Number(args.threads ?? 2);
 const N_GEN = Number(args['n-gen'] ?? 64);
 const REPS = Number(args.reps ?? 3);
-const SPEC_REPS = Number(args['spec-reps'] ?? 5); // end-to-end pairs (sections 2, 2b)
+const SPEC_REPS = Number(args['spec-reps'] ?? 5); // back-to-back pairs (sections 2, 2b, 3)
 const DIR = args.dir ?? process.env.OX_BENCH_DIR ?? path.join(os.homedir(), '.cache', 'oxinfer-bench');
 const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
 fs.mkdirSync(DIR, { recursive: true });
@@ -122,13 +125,30 @@ async function verifyCost() {
   const node = [];
   for (const f of files) node.push(await verifyCostIn(loadModel, f, THREADS, REPS, N_GEN, DRAFTS));
   const web = args['no-chromium'] ? [] : await inChromium(files.map((file) => ({ file, args: [THREADS, REPS, N_GEN, DRAFTS] })), verifyCostIn);
+  const native = args['no-native'] ? [] : files.map((f) => nativeBatchCost(f, DRAFTS.map((k) => k + 1)));
   const rows = [];
   files.forEach((f, i) => {
     const n = node[i].out, w = web[i]?.out;
     n.forEach(([k, ms], j) => rows.push([path.basename(f), k ? `${k + 1} (pending + ${k} drafts)` : '1 (plain decode)', fmt(ms, 2), fmt(ms / n[0][1], 2),
-      w ? fmt(w[j][1], 2) : '—', w ? fmt(w[j][1] / w[0][1], 2) : '—']));
+      w ? fmt(w[j][1], 2) : '—', w ? fmt(w[j][1] / w[0][1], 2) : '—', native[i] ? fmt(native[i].get(k + 1), 2) : '—']));
   });
-  return { files, rows, builds: `Node: ${node[0]?.build}; Chromium: ${web[0]?.build ?? 'not run'}` };
+  return { files, rows, builds: `Node: ${node[0]?.build}; Chromium: ${web[0]?.build ?? 'not run'}`, native: native[0]?.build };
+}
+
+// The same ratio for native llama.cpp (llama-bench, the machine's own SIMD): a batch of n tokens
+// from an empty context against one decode step, n / pp(n) t/s over 1 / tg t/s. The peer's figure
+// for what a forward of n costs on this CPU. Map n -> steps (1 -> 1), and .build.
+function nativeBatchCost(file, ns) {
+  const bin = llamaBin('llama-bench');
+  const r = spawnSync(bin, ['-m', file, '-t', String(THREADS), '-p', ns.join(','), '-n', String(N_GEN), '-r', String(Math.max(REPS, 5)), '-o', 'json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`llama-bench ${file}: exit ${r.status ?? r.signal}: ${String(r.stderr).trim().split('\n').pop()}`);
+  const j = JSON.parse(r.stdout);
+  const tg = j.find((x) => x.n_gen > 0 && x.n_prompt === 0);
+  if (!tg) throw new Error(`llama-bench ${file}: no tg result`);
+  const out = new Map([[1, 1]]);
+  for (const x of j) if (x.n_prompt > 0 && x.n_gen === 0) out.set(x.n_prompt, (x.n_prompt * tg.avg_ts) / x.avg_ts);
+  out.build = `llama.cpp ${tg.build_commit}, ${tg.cpu_info ?? 'native'}`;
+  return out;
 }
 
 // 2. decode tok/s with and without prompt-lookup drafts (8 at most), in Node or in the page
@@ -246,21 +266,25 @@ async function mtp() {
 
 // 3. decode tok/s under a json_schema grammar against free decoding on a 262k vocabulary
 async function constrained() {
-  const e2b = path.join(DIR, 'e2b-q4_0.gguf');
-  const file = fs.existsSync(e2b) ? e2b : synthModel('tiny-vocab262k-q8_0', ['--preset', 'tiny', '--vocab', '262144', '--type', 'q8_0']);
+  // E2B's geometry (2.6 GB, ~1 min to make): on a small model the mask's cost is a larger share
+  const file = synthModel('e2b-q4_0', ['--preset', 'e2b', '--type', 'q4_0']);
   const model = await loadModel(file, { threads: THREADS });
   // strings without a bound: the mask cache sees the same state at every character
   const grammar = schemaGrammar({ type: 'object', properties: { name: { type: 'string' }, notes: { type: 'array', items: { type: 'string' } } }, required: ['name', 'notes'] });
   const prompt = [2, ...Array.from({ length: 15 }, (_, i) => 1000 + i)];
   await run(model, prompt, { maxTokens: 4, grammar });
-  const rate = async (opts) => {
-    const xs = [];
-    for (let r = 0; r < REPS; r++) xs.push((await run(model, prompt, opts)).stats.decodeTokPerSec);
-    return median(xs);
-  };
-  const free = await rate({}), json = await rate({ grammar, stopIds: undefined });
+  // back-to-back pairs in alternating order, as for the drafts: a step here is ~0.1 s, and the
+  // machine's speed drifts by more than the mask costs between two blocks of runs
+  const free = [], json = [];
+  const rate = async (opts) => (await run(model, prompt, opts)).stats.decodeTokPerSec;
+  for (let r = 0; r < SPEC_REPS; r++) {
+    if (r % 2) json.push(await rate({ grammar, stopIds: undefined }));
+    free.push(await rate({}));
+    if (!(r % 2)) json.push(await rate({ grammar, stopIds: undefined }));
+  }
+  const cost = median(json.map((x, i) => 1 - x / free[i]));
   await model.unload();
-  return { file: path.basename(file), rows: [['free', fmt(free, 2), '—'], ['json_schema grammar', fmt(json, 2), `${fmt((100 * (free - json)) / free, 1)} %`]] };
+  return { file: path.basename(file), rows: [['free', fmt(median(free), 2), '—'], ['json_schema grammar', fmt(median(json), 2), `${fmt(100 * cost, 1)} %`]] };
 }
 
 const t0 = Date.now();
@@ -274,9 +298,9 @@ const c = want('json') ? await constrained() : { file: '', rows: [] };
 const md = [
   `Run ${new Date().toISOString()} with \`npm run bench:decoding\` (wasm mt in Node ${process.version}, ${THREADS} threads, ${N_GEN} greedy tokens, median of ${REPS}; end to end: ${SPEC_REPS} back-to-back pairs with and without drafts, in alternating order, the speed-up the median of the pairs' ratios); load average at the start ${load}, ${Math.round((Date.now() - t0) / 1000)} s.`,
   '',
-  `**Verify cost**: one forward of the pending token plus k drafts (\`speculative.fixedLength\`: every draft k long; the mean over the forwards, the few plain steps before the first match included), every row's logits, all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}).`,
+  `**Verify cost**: one forward of the pending token plus k drafts (\`speculative.fixedLength\`: every draft k long; the mean over the forwards, the few plain steps before the first match included), every row's logits, all drafts kept, against one decode step, in Node and in a cross-origin-isolated Chromium page (${v.builds}). The last column is native llama.cpp on the same CPU with its own SIMD (\`llama-bench -p n\`: a batch of n from an empty context, against its own decode step; ${v.native ?? 'not run'}): the peer's cost of the same forward.`,
   '',
-  markdownTable(['model', 'tokens per forward', 'Node ms per forward', 'Node, relative to one decode step', 'Chromium ms per forward', 'Chromium, relative'], v.rows),
+  markdownTable(['model', 'tokens per forward', 'Node ms per forward', 'Node, relative to one decode step', 'Chromium ms per forward', 'Chromium, relative', 'native llama.cpp, relative'], v.rows),
   '',
   `**Speculative decoding** (prompt lookup, up to 8 drafts, greedy, ${N_GEN} tokens), in Node and in Chromium. The copy-heavy prompt is a chat in which the user asks the trained demo model for a story it has told before in the same chat (its own greedy answer, then the question again): the new story repeats much of the old one. That model is 4.7 MB and runs from the CPU caches, compute-bound, so a forward of k tokens costs nearly k decode steps there. The widened rows are that model made as heavy per token as a real one (\`oxinfer synth --widen\`: hidden 1536, FFN 6144, 35 layers; its weights zero-padded, the extra layers silenced, so it computes the same function: src/tools/synth.h); quantizing it changes its text a little, and with it how much of the old story the new one repeats.`,
   '',
@@ -290,7 +314,7 @@ const md = [
   '',
   markdownTable(['target, drafter', 'decode tok/s', 'with MTP drafts', 'speed-up', 'drafts kept'], mt),
   '',
-  `**Constrained decoding** (${c.file}, 262,144-token vocabulary; decode tok/s, greedy, a JSON object with unbounded strings):`,
+  `**Constrained decoding** (${c.file}, 262,144-token vocabulary; decode tok/s, greedy, a JSON object with unbounded strings; tok/s the medians, the cost the median of ${SPEC_REPS} back-to-back pairs' ratios):`,
   '',
   markdownTable(['output', 'tok/s', 'cost over free'], c.rows),
 ].join('\n');

@@ -1,8 +1,12 @@
-// lib.mjs — helpers of tools/bench.mjs: statistics, the prompts, the GGUF header, process
-// memory from /proc, the disk-space check and the result table.
+// lib.mjs — helpers of tools/bench.mjs and tools/bench/*: statistics, the prompts, the GGUF
+// header, process memory from /proc, the disk-space check, the result table, llama.cpp's tools.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 // ---- statistics ----
 
@@ -278,4 +282,17 @@ export function writeAtomic(file, text) {
   const tmp = `${file}.tmp-${process.pid}`;
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, file);
+}
+
+// ---- llama.cpp's tools, built once outside the repo by tools/llamacpp.sh (from the npm package) ----
+
+const llamaBins = new Map();
+export function llamaBin(target) {
+  if (!llamaBins.has(target)) {
+    console.error(`$ tools/llamacpp.sh ${target}`);
+    const r = spawnSync('bash', [path.join(ROOT, 'tools', 'llamacpp.sh'), target], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (r.status !== 0) throw new Error(`bench: tools/llamacpp.sh ${target} failed (exit ${r.status ?? r.signal})`);
+    llamaBins.set(target, r.stdout.trim().split('\n').pop());
+  }
+  return llamaBins.get(target);
 }
