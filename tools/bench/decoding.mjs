@@ -16,7 +16,8 @@
 //      on a random-weight model (nothing is accepted: the cost of drafting that fails);
 //   2c. for the widened models' copy task, the speed-up against the best schedule of prompt
 //      lookup's drafts and the ceiling with every draft right (lookup_bound.mjs), from forward
-//      costs of 1..9 tokens measured on those models (Node);
+//      costs of 1..9 tokens measured on those models (Node); then the same over 24 questions
+//      answered by the trained demo model and asked again (2d), one pair of runs each;
 //   2b. the MTP drafter end to end (synthetic gemma4-assistant drafters for the bench-preset
 //      target, oxinfer synth --assistant-of): decode tok/s with and without MTP drafts, on a
 //      random target + random drafter (nothing accepted: the cost of drafting) and on a quiet
@@ -62,11 +63,12 @@ function synthModel(name, flags) {
 async function run(model, prompt, opts) {
   let stats = null;
   let text = '';
+  const ids = [];
   for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], speculative: false, ...opts })) {
     if (ev.stats) stats = ev.stats;
-    else text += ev.text;
+    else text += ev.text, ids.push(ev.token);
   }
-  return { stats, text };
+  return { stats, text, ids };
 }
 
 // 1. ms per forward with k drafts all kept, over ms per plain decode step. Runs in Node and in
@@ -212,21 +214,66 @@ async function endToEnd() {
   for (const j of jobs) node.push(await speculativeIn(loadModel, j.file, ...j.args));
   const web = args['no-chromium'] ? [] : await inChromium(jobs, speculativeIn);
   const rows = cases.map((c, i) => [c.label, `${(node[i].resident / 1e6).toFixed(1)} MB`, ...cell(node[i]), ...(web[i] ? cell(web[i]) : ['—', '—', '—', '—'])]);
-  return { rows, bound: await boundOf(cases.map((c, i) => ({ ...c, ...node[i] })).filter((c) => c.wide)) };
+  return { rows, bound: await boundOf(cases.map((c, i) => ({ ...c, ...node[i] })).filter((c) => c.wide), demo) };
 }
 
 // 2c. the copy task on the widened models against the best drafting choices (Node): the cost
 // of a forward of 1..9 tokens measured on that model, then for its copy-task text the best
 // schedule of prompt lookup's own drafts and the ceiling with every draft right
-// (lookup_bound.mjs), beside the speed-up measured
-async function boundOf(cases) {
+// (lookup_bound.mjs), beside the speed-up measured; then the same over COPY_QUESTIONS
+async function boundOf(cases, demo) {
   const rows = [];
+  const prompts = cases.length ? await copyPrompts(demo) : [];
   for (const c of cases) {
     const { out } = await verifyCostIn(loadModel, c.file, THREADS, REPS, N_GEN, [1, 2, 3, 4, 5, 6, 7, 8]);
     const cost = [0, ...out.map(([, ms]) => ms / out[0][1])]; // cost[n]: n = 1 + drafts
     rows.push([c.label, fmt(cost[4], 2), fmt(cost[9], 2), `${fmt(c.ratio, 2)}×`, `${fmt(bestLookup(c.promptIds, c.outIds, cost), 2)}×`, `${fmt(allRight(c.outIds, cost), 2)}×`]);
+    const m = await copyTaskOver(c.file, prompts, cost);
+    const span = (xs) => (Math.min(...xs) === Math.max(...xs) ? 'all' : `${fmt(Math.min(...xs), 2)}-${fmt(Math.max(...xs), 2)}`);
+    rows.push([`${c.label.replace(/, the same prompt$/, '')}, ${prompts.length} questions asked again (geometric mean, lowest-highest)`, '', '',
+      `${fmt(gmean(m.ratio), 2)}× (${span(m.ratio)})`, `${fmt(gmean(m.best), 2)}× (${span(m.best)})`, `${fmt(gmean(m.right), 2)}× (${span(m.right)})`]);
   }
   return rows;
+}
+
+// 2d. more copy tasks: each question asked, answered by the trained demo model (greedy, at most
+// 2 n-gen tokens), then asked again; the chat up to the second asking is the prompt
+const COPY_QUESTIONS = [
+  ...['owl', 'cat', 'fox', 'dog', 'bird', 'fish', 'king', 'girl', 'boy', 'tree', 'frog', 'bear', 'rabbit', 'mouse', 'dragon', 'princess', 'robot', 'ship', 'star', 'moon']
+    .map((s) => `Tell me a story about a ${s}.`),
+  'What is the weather like?', 'Write a poem about the sea.', 'Why is the sky blue?', 'Tell me a story about a duck and a cow.',
+];
+const gmean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+
+async function copyPrompts(demo) {
+  const model = await loadModel(demo, { threads: THREADS });
+  const turnEnd = await model.tokenize('<turn|>', { special: true });
+  const out = [];
+  for (const q of COPY_QUESTIONS) {
+    const first = await run(model, await model.renderChat([{ role: 'user', content: q }]), { stopIds: turnEnd, maxTokens: 2 * N_GEN });
+    out.push(await model.renderChat([{ role: 'user', content: q }, { role: 'assistant', content: first.text }, { role: 'user', content: q }]));
+  }
+  await model.unload();
+  return out;
+}
+
+// per prompt: the speed-up of one back-to-back pair (alternating order), and the bounds of its
+// text under the forward costs `cost`
+async function copyTaskOver(file, prompts, cost) {
+  const model = await loadModel(file, { threads: THREADS });
+  const spec = { speculative: { draftTokens: 8 } };
+  await run(model, prompts[0], spec); // warm-up
+  const m = { ratio: [], best: [], right: [] };
+  for (const [i, prompt] of prompts.entries()) {
+    const first = await run(model, prompt, i % 2 ? spec : {}), second = await run(model, prompt, i % 2 ? {} : spec);
+    const [plain, drafted] = i % 2 ? [second, first] : [first, second];
+    const promptIds = Array.from(await model.tokenize(prompt, { special: true }));
+    m.ratio.push(drafted.stats.decodeTokPerSec / plain.stats.decodeTokPerSec);
+    m.best.push(bestLookup(promptIds, drafted.ids, cost));
+    m.right.push(allRight(drafted.ids, cost));
+  }
+  await model.unload();
+  return m;
 }
 
 // decode tok/s, with drafts, speed-up, drafts kept
@@ -306,7 +353,7 @@ const md = [
   '',
   markdownTable(['model, prompt', 'resident', 'Node decode tok/s', 'with drafts', 'speed-up', 'drafts kept', 'Chromium decode tok/s', 'with drafts', 'speed-up', 'drafts kept'], e.rows),
   '',
-  `**The copy task against the best drafting choices** (Node; \`tools/bench/lookup_bound.mjs\`). Greedy text does not depend on drafting, so every schedule of forwards over the text the widened model wrote can be costed offline with the forward costs measured on that model (as above: k drafts, all kept): the best schedule of prompt lookup's own drafts (its candidates, but each step's length, or no draft, chosen knowing which tokens hold), and the ceiling with every draft right, which only the verify cost limits.`,
+  `**The copy task against the best drafting choices** (Node; \`tools/bench/lookup_bound.mjs\`). Greedy text does not depend on drafting, so every schedule of forwards over the text the widened model wrote can be costed offline with the forward costs measured on that model (as above: k drafts, all kept): the best schedule of prompt lookup's own drafts (its candidates, but each step's length, or no draft, chosen knowing which tokens hold), and the ceiling with every draft right, which only the verify cost limits. The second row of each model does the same over ${COPY_QUESTIONS.length} questions (20 stories and 4 others), each answered by the trained demo model and then asked again: one back-to-back pair per prompt, the geometric mean of their speed-ups.`,
   '',
   markdownTable(['model, prompt', 'forward of 4, in decode steps', 'forward of 9', 'speed-up measured', 'best schedule of lookup drafts', 'every draft right'], e.bound),
   '',
