@@ -77,6 +77,7 @@ function baseName(s, isUrl = false) {
 const KINDS = ['path', 'url', 'blob', 'opfs', 'cached'];
 
 export function describeSource(src, base) {
+  if (src === undefined || src === null) throw new HostError('RANGE', `no model source given (${src}): pass a path, URL, File/Blob or OPFS file handle, or an array of them`);
   if (src && typeof src === 'object' && KINDS.includes(src.kind)) return src; // already described
   if (typeof src === 'string' || src instanceof URL) {
     const s = String(src);

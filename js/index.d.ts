@@ -27,11 +27,19 @@ export type ModelSource =
   | string
   | URL
   | Blob
-  | FileSystemFileHandle
+  | FileHandle
   | { path: string; name?: string }
   | { url: string | URL; name?: string }
   | { blob: Blob; name?: string }
-  | { handle: FileSystemFileHandle; name?: string };
+  | { handle: FileHandle; name?: string };
+
+/** An OPFS file handle, the part of the DOM's FileSystemFileHandle the engine uses (declared
+ *  here so the types compile without the DOM lib; a FileSystemFileHandle is one). */
+export interface FileHandle {
+  readonly kind: 'file';
+  readonly name: string;
+  getFile(): Promise<Blob>;
+}
 
 export interface LoadProgress {
   /** bytes of weights read so far */
@@ -104,7 +112,11 @@ export interface LoadOptions {
    *  it the load fails with NOMEM naming a context that fits; fit: 'context' lowers the
    *  context instead (info.context says which). Under a budget the whole need is taken at
    *  load (wasm memory grows once, the KV caches are allocated for the context) so nothing
-   *  grows in the middle of a generation. Default: no budget, caches grow as used. */
+   *  grows in the middle of a generation. Default: no budget, caches grow as used.
+   *  When streamWeights is not given and even a context of 1 (or the asked one, without fit)
+   *  is over the budget with every weight resident, the weights are streamed from the file
+   *  ('experts', else 'all', with weightCache bytes) if that fits (info.streamWeights says
+   *  which); the NOMEM then names what each mode would need. */
   memoryBudget?: number | 'auto' | { bytes?: number | 'auto'; fit?: 'context' | 'none' };
 }
 
@@ -217,7 +229,8 @@ export interface ChatMessage {
 }
 
 export interface ChatOptions extends GenerateOptions {
-  /** Thinking mode: `<|think|>` in the system turn; thought text streams with `thinking: true`. */
+  /** Thinking mode: `<|think|>` in the system turn; the thought streams in the chunks'
+   *  `thought` field (ChatChunk), never in `text`. */
   thinking?: boolean;
   /** Jinja source overriding the checkpoint's template (null: the built-in Gemma 4 format).
    *  Templates render in the engine worker, with bounded work (a hostile one fails FORMAT). */
@@ -245,6 +258,12 @@ export interface TokenChunk {
   stats?: undefined;
 }
 
+/** A chat() chunk: inside the thought channel `text` is '' and the thought's text (without
+ *  the channel's name) is in `thought`; outside it `thought` is ''. */
+export interface ChatChunk extends TokenChunk {
+  thought: string;
+}
+
 export interface GenerationStats {
   reason: 'stop' | 'length' | 'context' | 'abort';
   /** The stop string that ended it, if one did. */
@@ -262,6 +281,9 @@ export interface GenerationStats {
   seed: number;
   /** Tokens now in the KV cache. */
   contextTokens: number;
+  /** Milliseconds from the generate()/chat() call to the first token (template, tokenizing,
+   *  prefill and one step); null when no token came. */
+  firstTokenMs: number | null;
   /** With speculative: tokens drafted, and how many of them were kept. */
   draftedTokens?: number;
   acceptedTokens?: number;
@@ -305,6 +327,8 @@ export interface ModelInfo {
   context: number;
   /** under memoryBudget: the estimate the load was checked against */
   memory?: MemoryEstimate;
+  /** the weights left in the file (LoadOptions.streamWeights, or chosen under memoryBudget) */
+  streamWeights: 'none' | 'experts' | 'all';
 }
 
 export interface ModelStats {
@@ -370,7 +394,7 @@ export interface Model {
   generate(prompt: string | ArrayLike<number>, opts?: GenerateOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
   /** Renders the conversation with the chat template and generates the model's turn, in one
    *  request to the worker; only the part not already in the KV cache is prefilled. */
-  chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<TokenChunk | StatsChunk>;
+  chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<ChatChunk | StatsChunk>;
   /** The prompt text chat() would run. */
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
   /** Empty the KV cache. */
@@ -391,7 +415,7 @@ export interface Model {
   createEmbedding(request: { input: string | string[] | number[] | number[][]; model?: string; encoding_format?: 'float' | 'base64'; pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<{ object: 'list'; data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>; model: string; usage: { prompt_tokens: number; total_tokens: number } }>;
   /** A fetch() serving POST /v1/chat/completions (SSE when streaming), POST /v1/embeddings and
    *  GET /v1/models from this model: `new OpenAI({ baseURL: 'http://local/v1', apiKey: 'x', fetch: model.fetch })`. */
-  readonly fetch: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+  readonly fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** Free the model and end its worker. */
   unload(): Promise<void>;
   dispose(): Promise<void>;

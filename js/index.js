@@ -10,6 +10,7 @@ import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
+import { splitThought } from './thought.js';
 import { cacheSources } from './cache.js';
 
 export { OxError };
@@ -238,7 +239,9 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget),
+        // over the budget, the worker may stream the weights unless the caller chose a mode
+        autoStream: opts.streamWeights === undefined ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0 },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load
@@ -328,7 +331,7 @@ class Model {
       if (bad) throw bad;
       return { messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) };
     };
-    return tokenStream(this.engine, prepare, bad ? undefined : opts.signal);
+    return splitThought(tokenStream(this.engine, prepare, bad ? undefined : opts.signal));
   }
 
   // the sampling options, and soft tokens with their placeholder as an id

@@ -295,6 +295,14 @@ function errorResponse(e) {
   return new Response(JSON.stringify(body), { status: STATUS[code] ?? 500, headers: { 'content-type': 'application/json' } });
 }
 
+const ROUTES = { '/chat/completions': 'POST', '/embeddings': 'POST', '/models': 'GET' };
+const ROUTE_LIST = Object.entries(ROUTES).map(([r, m]) => `${m} /v1${r}`).join(', ');
+
+function routeError(status, message) {
+  const body = { error: { message, type: 'invalid_request_error', code: status === 404 ? 'not_found' : 'method_not_allowed' } };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+}
+
 const json = (v) => new Response(JSON.stringify(v), { headers: { 'content-type': 'application/json' } });
 
 function sse(iterable) {
@@ -332,25 +340,25 @@ export function createFetchHandler(model) {
     const req = input instanceof Request && !init ? input : new Request(input, init);
     const path = new URL(req.url).pathname.replace(/\/+$/, '');
     try {
-      if (req.method === 'GET' && path.endsWith('/models')) {
+      const route = Object.keys(ROUTES).find((r) => path.endsWith(r));
+      // an unknown route is 404 and a known one with another method 405, as an HTTP server answers
+      if (!route) return routeError(404, `${req.method} ${path}: not a route of this model (${ROUTE_LIST})`);
+      if (req.method !== ROUTES[route]) return routeError(405, `${req.method} ${path}: this route takes ${ROUTES[route]} (${ROUTE_LIST})`);
+      if (route === '/models') {
         return json({ object: 'list', data: [{ id: model.info.name || 'oxinfer', object: 'model', created: 0, owned_by: 'oxinfer-web' }] });
       }
-      if (req.method !== 'POST') return errorResponse(new OxError('RANGE', `${req.method} ${path}: not a route of this model (POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models)`));
       let body;
       try {
         body = await req.json();
       } catch (e) {
         throw new OxError('RANGE', `${path}: the body is not JSON (${e.message})`);
       }
-      if (path.endsWith('/chat/completions')) {
+      if (route === '/chat/completions') {
         const res = await createChatCompletion(model, { ...body, signal: req.signal });
         return body.stream ? sse(res) : json(res);
       }
-      if (path.endsWith('/embeddings')) {
-        if (typeof model.createEmbedding !== 'function') throw new OxError('UNSUPPORTED', 'embeddings are not available in this build');
-        return json(await model.createEmbedding(body));
-      }
-      throw new OxError('RANGE', `POST ${path}: not a route of this model`);
+      if (typeof model.createEmbedding !== 'function') throw new OxError('UNSUPPORTED', 'embeddings are not available in this build');
+      return json(await model.createEmbedding(body));
     } catch (e) {
       return errorResponse(e);
     }

@@ -21,6 +21,8 @@ export function tokenStream(engine, prepare, signal) {
     finished = true;
     notify();
   };
+  const t0 = performance.now();
+  let firstTokenMs = null; // time to the first token, from the call (template, tokenizing, prefill)
   const begin = (async () => {
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -35,6 +37,7 @@ export function tokenStream(engine, prepare, signal) {
     if (finished) return;
     const job = engine.start('generate', args, (ev) => {
       if (finished) return notify();
+      if (ev.token >= 0) firstTokenMs ??= performance.now() - t0;
       const chunk = { token: ev.token >= 0 ? ev.token : null, text: ev.text, thinking: ev.thinking };
       if (ev.logprob !== undefined) [chunk.logprob, chunk.topLogprobs] = [ev.logprob, ev.topLogprobs];
       queue.push(chunk);
@@ -43,7 +46,7 @@ export function tokenStream(engine, prepare, signal) {
     id = job.id;
     job.done.then(
       (stats) => {
-        if (!finished) queue.push({ token: null, text: '', stats });
+        if (!finished) queue.push({ token: null, text: '', stats: { ...stats, firstTokenMs } });
         finished = true;
         notify();
       },

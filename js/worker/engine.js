@@ -1,12 +1,15 @@
 // engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
 // table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
-import { estimateFields, statsFields } from '../abi.js';
+import { estimateFields, statsFields, stream as STREAM } from '../abi.js';
 import { OxError } from '../errors.js';
 import { HostFiles } from '../hostfile.js';
 import { Heap } from './heap.js';
 import { startRuntime } from './runtime.js';
 import { Session } from './session.js';
+
+const STREAM_NAME = Object.fromEntries(Object.entries(STREAM).map(([k, v]) => [v, k]));
+const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
 
 export class Engine {
   // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
@@ -63,9 +66,10 @@ export class Engine {
   }
 
   // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js),
-  // tablesOnHost, maxContext, maxResident, stream (an id), weightCache, kvType (an id), budget ({bytes, fit} or null)}; progress(done, total). With a budget the
-  // estimate decides the context, and the memory for all of it is taken before the load (wasm
-  // memory grows once).
+  // tablesOnHost, maxContext, maxResident, stream (an id), weightCache, kvType (an id), budget ({bytes, fit} or null),
+  // autoStream (weight cache bytes when streamWeights was not given, else 0)}; progress(done, total). With a budget the
+  // estimate decides the context (and, with autoStream, whether weights are streamed), and the
+  // memory for all of it is taken before the load (wasm memory grows once).
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
     const { heap, host } = this;
@@ -74,16 +78,25 @@ export class Engine {
     try {
       for (const src of m.sources) handles.push(await host.open(src));
       let est = null;
+      let { stream = 0, weightCache = 0 } = m;
       if (m.budget) {
-        est = this.estimateOpen(handles, { ...m, context: m.maxContext ?? 0, budget: m.budget.bytes, fit: m.budget.fit === 'context' });
+        const ask = (s, cache, { budget = m.budget.bytes, context = m.maxContext ?? 0 } = {}) =>
+          this.estimateOpen(handles, { ...m, stream: s, weightCache: cache, context, budget, fit: m.budget.fit === 'context' });
+        try {
+          est = ask(stream, weightCache);
+        } catch (e) {
+          // streamed only when the resident weights are what does not fit (not the context)
+          if (e?.code !== 'NOMEM' || !m.autoStream || ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes) throw e;
+          ({ est, stream, weightCache } = this.streamToFit(ask, m.autoStream, e));
+        }
         heap.check(C.ox_wasm_reserve(est.total));
       }
       heap.M.oxProgress = (done, total) => {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
-      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, m.stream ?? 0, m.weightCache ?? 0)));
-      this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)) };
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, stream, weightCache)));
+      this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)), streamWeights: STREAM_NAME[stream] };
       if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
         const dh = [];
         for (const src of m.drafter) dh.push(await host.open(src));
@@ -104,6 +117,24 @@ export class Engine {
     } finally {
       heap.M.oxProgress = null;
     }
+  }
+
+  // Over the budget even at a context of 1 with every weight resident, and streamWeights not
+  // chosen by the caller:
+  // the first stream mode whose estimate fits ('experts', then 'all'), with a weight cache of
+  // `cache` bytes; if none fits, NOMEM naming what each mode would need.
+  streamToFit(ask, cache, err) {
+    const needs = [];
+    for (const [name, s] of Object.entries(STREAM)) {
+      if (!s) continue;
+      try {
+        return { est: ask(s, cache), stream: s, weightCache: cache };
+      } catch (e) {
+        if (e?.code !== 'NOMEM') throw e;
+        needs.push(`streamWeights: '${name}' needs ${gib(ask(s, cache, { budget: 0 }).total)}`);
+      }
+    }
+    throw new OxError('NOMEM', `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`);
   }
 
   // The checkpoint's chat template: GGUF tokenizer.chat_template, chat_template.jinja or

@@ -135,6 +135,40 @@ test('memoryBudget: refused with what fits, or the context fitted to it', async 
   await assert.rejects(loadModel(models.bench8, { threads: 1, memoryBudget: { bytes: want.weights / 2, fit: 'context' } }), /even at a context of 1/);
 });
 
+test('memoryBudget below the resident weights: the weights are streamed from the file, or NOMEM names each mode', async () => {
+  const cache = 2 * MiB, context = 16;
+  // over the budget even at a context of 1 with every weight resident; streamed, it fits
+  const all = await estimateMemory(models.moe8, { context: 1, threads: 1 });
+  const experts = await estimateMemory(models.moe8, { context, threads: 1, streamWeights: 'experts', weightCache: cache });
+  assert.ok(experts.total < all.total, `streaming the experts takes less: ${experts.total} < ${all.total}`);
+  const bytes = Math.round((experts.total + all.total) / 2);
+  const model = await loadModel(models.moe8, { maxContext: context, threads: 1, memoryBudget: bytes, weightCache: cache });
+  try {
+    assert.equal(model.info.streamWeights, 'experts', 'the experts are left in the file');
+    assert.equal(model.info.memory.total, experts.total);
+    const { stats } = await collect(model.generate(tokensOf(8, model.info.vocab), { maxTokens: 4, temperature: 0, stopIds: [] }));
+    assert.equal(stats.generatedTokens, 4);
+    assert.ok((await model.stats()).streamMisses > 0, 'expert weights were read from the file');
+  } finally {
+    await model.unload();
+  }
+  // the caller's choice stands: with streamWeights: 'none' the budget refuses
+  await assert.rejects(loadModel(models.moe8, { maxContext: context, threads: 1, memoryBudget: bytes, streamWeights: 'none' }), (e) => e.code === 'NOMEM' && !/streamed/.test(e.message));
+  // nothing fits: the message names what each mode needs
+  await assert.rejects(loadModel(models.moe8, { maxContext: context, threads: 1, memoryBudget: Math.round(experts.total / 4), weightCache: cache }), (e) => {
+    assert.equal(e.code, 'NOMEM');
+    assert.match(e.message, /with weights streamed from the file it does not fit either \(streamWeights: 'experts' needs [\d.]+ GiB, streamWeights: 'all' needs [\d.]+ GiB, weightCache [\d.]+ GiB\)/);
+    return true;
+  });
+  // a dense model whose context, not its weights, is over the budget: the context is named, nothing streamed
+  const want = await estimateMemory(models.bench8, { context: 4096, threads: 1 });
+  await assert.rejects(loadModel(models.bench8, { maxContext: 4096, threads: 1, memoryBudget: Math.round(want.total - want.kv / 2) }), (e) => e.code === 'NOMEM' && /try context: \d+/.test(e.message) && !/streamed/.test(e.message));
+  // the loaded model says nothing is streamed when nothing is
+  const plain = await loadModel(models.tiny, { threads: 1 });
+  assert.equal(plain.info.streamWeights, 'none');
+  await plain.unload();
+});
+
 test('memoryBudget and estimate options are checked', async () => {
   assert.ok(defaultMemoryBudget() > 3 * 2 ** 30, 'Node: the wasm32 limit');
   await assert.rejects(loadModel(models.tiny, { memoryBudget: -1 }), (e) => e.code === 'RANGE' && /memoryBudget/.test(e.message));

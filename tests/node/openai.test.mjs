@@ -174,7 +174,12 @@ test('bad requests: RANGE / UNSUPPORTED errors naming the field, HTTP errors thr
   assert.equal(res.status, 400);
   assert.match((await res.json()).error.message, /n must be 1/);
   await assert.rejects(client.chat.completions.create({ model: 'local', ...base, n: 2 }), (e) => e.status === 400);
-  assert.equal((await model.fetch('http://oxinfer.local/v1/nothing', { method: 'POST', body: '{}' })).status, 400);
+  // an unknown route is 404 (named in the body), a known one with another method 405
+  const missing = await model.fetch('http://oxinfer.local/v1/nothing', { method: 'POST', body: '{}' });
+  assert.equal(missing.status, 404);
+  assert.match((await missing.json()).error.message, /POST \/v1\/nothing: not a route of this model \(POST \/v1\/chat\/completions/);
+  assert.equal((await model.fetch('http://oxinfer.local/v1/chat/completions')).status, 405);
+  assert.equal((await model.fetch('http://oxinfer.local/v1/models', { method: 'POST', body: '{}' })).status, 405);
   // the model is still usable
   const r = await model.createChatCompletion({ ...base, max_tokens: 2 });
   assert.equal(r.object, 'chat.completion');
