@@ -12,7 +12,8 @@ const ui = {
   badgeThreads: $('badge-threads'), badgeModel: $('badge-model'),
   noticeIsolation: $('notice-isolation'), noticeRandom: $('notice-random'), noticeDemo: $('notice-demo'),
   error: $('error'), errorTitle: $('error-title'), errorText: $('error-text'), errorClose: $('error-close'),
-  catalog: $('catalog'), cached: $('cached'), cachedList: $('cached-list'),
+  confirm: $('notice-confirm'), confirmText: $('confirm-text'), confirmYes: $('confirm-yes'), confirmNo: $('confirm-no'),
+  catalogBox: $('catalog-box'), modelCurrent: $('model-current'), catalog: $('catalog'), cached: $('cached'), cachedList: $('cached-list'),
   drop: $('drop'), fileInput: $('file-input'), urlForm: $('url-form'), urlInput: $('url-input'),
   progress: $('progress'), progressFill: $('progress-fill'), progressText: $('progress-text'), loadCancel: $('load-cancel'),
   modelInfo: $('model-info'),
@@ -20,18 +21,20 @@ const ui = {
   topP: $('top-p'), minP: $('min-p'), maxTokens: $('max-tokens'), seed: $('seed'), threads: $('threads'),
   chatList: $('chat-list'),
   messages: $('messages'), emptyHint: $('empty-hint'),
-  statTps: $('stat-tps'), statTokens: $('stat-tokens'), statMem: $('stat-mem'), statHost: $('stat-host'),
+  statTtft: $('stat-ttft'), statTps: $('stat-tps'), statTokens: $('stat-tokens'), statMem: $('stat-mem'), statHost: $('stat-host'),
   composer: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), newChat: $('new-chat'),
 };
 
 const params = new URLSearchParams(location.search);
-// ?hf=ORIGIN: a Hugging Face mirror (or the tests' stand-in) for the catalog's downloads
-const hfBase = params.get('hf') || HF_BASE;
+// ?hf=ORIGIN: a Hugging Face mirror (or the tests' stand-in) for the catalog's downloads; one on
+// another origin is used only once the user agrees (below)
+let hfBase = HF_BASE;
 
 const state = {
   model: null,         // the loaded model (package API object)
   modelEntry: null,    // the catalog entry it came from, if any
-  loading: null,       // AbortController of a load (or background download) in progress
+  modelLabel: '',      // its files, for the badge and the panel
+  loading: null,       // a load (or background download) in progress: {ctl, label, entryId, text, pct}
   generating: null,    // AbortController of a reply in progress
   history: [],         // [{ role, content, thinking?, meta? }]
   chatId: null,
@@ -46,6 +49,26 @@ function showError(e) {
   console.error('[demo]', e);
 }
 ui.errorClose.addEventListener('click', () => { ui.error.hidden = true; });
+
+// A question in the page (not window.confirm, which blocks the page): resolves to the choice.
+function askUser(text, yes, no) {
+  ui.confirmText.textContent = text;
+  ui.confirmYes.textContent = yes;
+  ui.confirmNo.textContent = no;
+  ui.confirm.hidden = false;
+  ui.confirmYes.focus();
+  return new Promise((resolve) => {
+    const answer = (v) => () => {
+      ui.confirm.hidden = true;
+      ui.confirmYes.onclick = ui.confirmNo.onclick = null;
+      resolve(v);
+    };
+    ui.confirmYes.onclick = answer(true);
+    ui.confirmNo.onclick = answer(false);
+  });
+}
+
+const fmtMs = (ms) => (Number.isFinite(ms) ? (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`) : '–');
 window.addEventListener('unhandledrejection', (ev) => showError(ev.reason));
 window.addEventListener('error', (ev) => showError(ev.error || ev.message));
 
@@ -103,7 +126,8 @@ function samplingOptions() {
 }
 
 // ---------- catalog ----------
-function renderCatalog(cachedByUrl = new Map()) {
+let cachedByUrl = new Map();  // the model cache's records by URL, as last listed
+function renderCatalog() {
   ui.catalog.replaceChildren();
   for (const e of CATALOG) {
     const url = entryUrl(e, { hfBase });
@@ -131,12 +155,22 @@ function renderCatalog(cachedByUrl = new Map()) {
     const go = document.createElement('button');
     go.type = 'button';
     go.className = 'get small';
-    go.textContent = e.offline || rec?.complete ? 'Chat' : 'Download & chat';
-    go.addEventListener('click', () => load([url], { entry: e, cache: !e.offline }));
+    const fetching = state.loading?.entryId === e.id;
+    go.textContent = fetching ? 'Cancel' : e.offline || rec?.complete ? 'Chat' : 'Download & chat';
+    go.setAttribute('aria-label', `${go.textContent}: ${e.title} ${e.quant}`);
+    go.addEventListener('click', () => (state.loading?.entryId === e.id ? state.loading.ctl.abort() : load([url], { entry: e, cache: !e.offline })));
     const row = document.createElement('div');
     row.className = 'card-row';
     row.append(badge, go);
     card.append(head, sub, row);
+    card.setAttribute('role', 'listitem');
+    if (fetching) {
+      card.classList.add('fetching');
+      const line = document.createElement('div');
+      line.className = 'card-progress';
+      card.append(line);
+      paintCardProgress(line, state.loading);
+    }
     ui.catalog.append(card);
   }
 }
@@ -145,12 +179,13 @@ async function refreshCached() {
   if (!hasCache(ox)) { renderCatalog(); return; }
   let list = [];
   try { list = await ox.listCachedModels(); } catch (e) { console.warn('[demo] listCachedModels', e); }
-  renderCatalog(new Map(list.map((r) => [r.url, r])));
+  cachedByUrl = new Map(list.map((r) => [r.url, r]));
+  renderCatalog();
   ui.cached.hidden = list.length === 0;
   ui.cachedList.replaceChildren(...list.map((r) => {
     const li = document.createElement('li');
     const name = document.createElement('span');
-    name.textContent = `${decodeURIComponent(r.url.split('/').pop())} · ${fmtBytes(r.complete ? r.size : r.bytes)}${r.complete ? '' : ` of ${fmtBytes(r.size)}`}`;
+    name.textContent = `${fileName(r.url)} · ${fmtBytes(r.complete ? r.size : r.bytes)}${r.complete ? '' : ` of ${fmtBytes(r.size)}`}`;
     name.title = r.url;
     const del = document.createElement('button');
     del.type = 'button';
@@ -168,81 +203,158 @@ renderCatalog();
 engineReady.then(refreshCached);
 
 // ---------- loading ----------
-function setProgress(p) {
-  ui.progress.hidden = false;
+// One progress line for a download-and-load, in the chat area (#progress, with Cancel) and on
+// the catalog card being fetched. The cache reports the download's bytes and the engine its
+// read of the local copy; while a download runs only its figures are shown, so the line never
+// switches between two counters, and a figure never goes back.
+const RETRY_S = [1, 2, 2, 4, 4];  // waits before attempts 2..6 of a download that failed on the network
+const ATTEMPTS = RETRY_S.length + 1;
+
+function progressText(job, p) {
   const { phase = 'load', total = 0, rate = 0, eta = 0 } = p;
-  const bytes = p.bytes ?? p.loaded ?? 0;  // download events count bytes, load events `loaded`
-  const pct = total > 0 ? Math.min(100, (100 * bytes) / total) : 0;
-  ui.progressFill.style.width = `${pct.toFixed(1)}%`;
-  const parts = [total > 0 ? `${fmtBytes(bytes)} / ${fmtBytes(total)} · ${pct.toFixed(0)}%` : fmtBytes(bytes)];
+  const bytes = Math.max(p.bytes ?? p.loaded ?? 0, job.phase === phase ? job.bytes : 0);  // load events count `loaded`
+  if (phase === 'load' && job.phase === 'download') return null;  // the download's line stays
+  job.phase = phase;
+  job.bytes = bytes;
+  job.pct = total > 0 ? Math.min(100, (100 * bytes) / total) : 0;
+  const parts = [total > 0 ? `${fmtBytes(bytes)} / ${fmtBytes(total)} · ${job.pct.toFixed(0)}%` : fmtBytes(bytes)];
   if (phase === 'download' && rate > 0) parts.push(`${fmtBytes(rate)}/s`);
-  if (phase === 'download' && bytes < total && Number.isFinite(eta)) parts.push(`${fmtDuration(eta)} left`);
-  const what = phase === 'download' ? (state.model ? 'Downloading in the background' : 'Downloading') : 'Loading';
-  ui.progressText.textContent = `${what} ${parts.join(' · ')}`;
+  if (phase === 'download' && bytes < total && Number.isFinite(eta) && rate > 0) parts.push(`${fmtDuration(eta)} left`);
+  const what = phase === 'download' ? (job.ready ? 'Downloading in the background' : 'Downloading') : 'Loading';
+  return `${what} ${job.label}: ${parts.join(' · ')}`;
 }
 
+function setProgressLine(job, text) {
+  if (state.loading !== job || text === null) return;
+  job.text = text;
+  ui.progress.hidden = false;
+  ui.progressFill.style.width = `${(job.pct ?? 0).toFixed(1)}%`;
+  ui.progressText.textContent = text;
+  const line = ui.catalog.querySelector('.card.fetching .card-progress');
+  if (line) paintCardProgress(line, job);
+}
+
+function paintCardProgress(line, job) {
+  const bar = document.createElement('div');
+  bar.className = 'bar';
+  const fill = document.createElement('div');
+  fill.className = 'fill';
+  fill.style.width = `${(job.pct ?? 0).toFixed(1)}%`;
+  bar.append(fill);
+  line.replaceChildren(job.text ?? '', bar);
+}
+
+const EMPTY_HINT = ui.emptyHint.textContent.replace(/\s+/g, ' ').trim();
+
+// The model state, the same everywhere: the badge, the panel's summary line and the composer.
+function showModelState() {
+  const job = state.loading?.ready ? null : state.loading;  // a background download is not a load
+  const current = state.model ? state.modelLabel : '';
+  ui.badgeModel.textContent = job ? `${current ? `${current} · ` : ''}loading ${job.label}…` : current || 'no model';
+  ui.badgeModel.className = current && !job ? 'badge' : 'badge muted';
+  ui.modelCurrent.textContent = current ? `${current}${job ? ` (loading ${job.label})` : ''}` : job ? `loading ${job.label}` : 'none loaded';
+  ui.modelInfo.hidden = !state.model;
+  ui.emptyHint.textContent = current ? `${current} is ready: type a message below.`
+    : job ? `Loading ${job.label}: the progress is below.` : EMPTY_HINT;
+  setComposerEnabled(!!state.model && !job);
+  if (!state.loading) ui.progress.hidden = true;
+}
+
+const fileName = (u) => {
+  const last = String(u).split(/[?#]/)[0].split('/').pop() || String(u);
+  try { return decodeURIComponent(last); } catch { return last; }  // a stray % stays as it is
+};
 function describeSources(sources) {
-  return sources.map((s) => (typeof s === 'string' ? decodeURIComponent(s.split('/').pop() || s) : s.name)).join(', ');
+  return sources.map((s) => (typeof s === 'string' ? fileName(s) : s.name)).join(', ');
+}
+function absoluteUrls(list) {
+  return list.map((u) => {
+    try { return new URL(u, location.href).href; } catch { throw new Error(`${u}: not a valid address`); }
+  });
+}
+
+// Network failures are worth another try (the cache resumes from the bytes it has); a missing
+// file, a refusal or a bad file are not.
+const retryable = (e) => e?.code === 'IO' && !/HTTP 4\d\d/.test(e.message ?? '');
+
+// wait s seconds, saying so on the progress line; false if the load was cancelled meanwhile
+async function retryWait(job, attempt, e) {
+  const why = explain(e).title.split(/[.:]/)[0];
+  for (let left = RETRY_S[attempt - 1]; left > 0; left--) {
+    setProgressLine(job, `${job.label}: ${why.toLowerCase()} — retrying ${attempt + 1}/${ATTEMPTS} in ${left} s`);
+    await new Promise((r) => setTimeout(r, 1000));
+    if (job.ctl.signal.aborted) return false;
+  }
+  setProgressLine(job, `${job.label}: retrying ${attempt + 1}/${ATTEMPTS}…`);
+  return true;
 }
 
 // sources: Files or URLs. entry: the catalog entry; cache: download through the model cache.
+// The loaded model stays loaded and usable until the new one is ready: a failed or cancelled
+// load leaves it as it was.
 async function load(sources, { entry = null, cache = false } = {}) {
   if (!sources.length) return;
   if (state.generating) state.generating.abort();
-  if (state.loading) state.loading.abort();
-  const ctl = new AbortController();
-  state.loading = ctl;
+  state.loading?.ctl.abort();
+  const job = { ctl: new AbortController(), label: describeSources(sources), entryId: entry?.id ?? null, phase: null, bytes: 0, pct: 0, text: '', ready: false };
+  const { signal } = job.ctl;
+  state.loading = job;
   ui.error.hidden = true;
-  setComposerEnabled(false);
-  ui.badgeModel.textContent = `loading ${describeSources(sources)}…`;
-  ui.badgeModel.className = 'badge muted';
-  setProgress({ bytes: 0, total: 0 });
+  showModelState();
+  renderCatalog();
+  setProgressLine(job, `Starting ${job.label}…`);
   let background = false;
   try {
     const threads = isolated ? Math.round(num(ui.threads, 1, 64, 'Threads')) : 1;
     await window.oxinferIsolation; // pending while the isolation worker reloads the page
     await engineReady;
     if (!ox) throw new Error('The engine failed to load (see above); reload the page after building it.');
-    if (state.model) { const old = state.model; state.model = null; await old.unload?.(); }
     const t0 = performance.now();
-    const opts = { threads, signal: ctl.signal, onProgress: (p) => { if (state.loading === ctl) setProgress(p); } };
-    const model = cache && sources.length === 1 && typeof sources[0] === 'string'
-      ? await loadUrl(ox, sources[0], opts)
-      : await ox.loadModel(sources, opts);
-    if (ctl.signal.aborted) { await model.unload?.(); return; }
+    const opts = { threads, signal, onProgress: (p) => setProgressLine(job, progressText(job, p)) };
+    const urls = sources.every((s) => typeof s === 'string');
+    let model;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        model = cache && sources.length === 1 && urls
+          ? await loadUrl(ox, sources[0], opts)
+          : await ox.loadModel(sources, opts);
+        break;
+      } catch (e) {
+        if (signal.aborted || !urls || !retryable(e) || attempt >= ATTEMPTS || !(await retryWait(job, attempt, e))) throw e;
+      }
+    }
+    if (signal.aborted) { await model.unload?.(); return; }
+    const old = state.model;
     state.model = model;
     state.modelEntry = entry;
+    state.modelLabel = entry ? `${entry.title} ${entry.quant}` : job.label;
     window.oxinfer.model = model;
+    old?.unload?.().catch((e) => console.warn('[demo] unload', e));
     const secs = (performance.now() - t0) / 1000;
     showModelInfo(model, sources, secs);
     showThreadBadge(model.threads);
-    setComposerEnabled(true);
+    // on a phone the catalog gives its room back to the chat once a model is in
+    if (matchMedia('(max-width: 760px)').matches) ui.catalogBox.open = false;
     refreshTools();
     updateStats();
-    ui.prompt.focus();
     // the cache may still be downloading (the engine reads what is missing from the network)
     if (model.download && typeof model.download.then === 'function') {
       background = true;
+      job.ready = true;
       model.download.then(
-        () => { if (state.loading === ctl) { state.loading = null; ui.progress.hidden = true; } refreshCached(); },
-        (e) => { if (state.loading === ctl) { state.loading = null; ui.progress.hidden = true; } if (!ctl.signal.aborted) showError(e); refreshCached(); });
+        () => { if (state.loading === job) { state.loading = null; showModelState(); } refreshCached(); },
+        (e) => { if (state.loading === job) { state.loading = null; showModelState(); } if (!signal.aborted) showError(e); refreshCached(); });
     }
   } catch (e) {
-    if (ctl.signal.aborted) {
-      if (state.loading === ctl) ui.badgeModel.textContent = 'load cancelled';
-      return;
-    }
-    ui.badgeModel.textContent = 'no model';
-    showError(e);
+    if (!signal.aborted) showError(e);
   } finally {
-    if (state.loading === ctl && !background) {
-      state.loading = null;
-      ui.progress.hidden = true;
-    }
-    if (cache) refreshCached();
+    if (state.loading === job && !background) state.loading = null;
+    showModelState();
+    if (state.model) ui.prompt.focus();
+    refreshCached();
   }
 }
-ui.loadCancel.addEventListener('click', () => state.loading?.abort());
+ui.loadCancel.addEventListener('click', () => state.loading?.ctl.abort());
 
 function modelMeta(model) {
   const info = model.info ?? {};
@@ -260,8 +372,6 @@ function showModelInfo(model, sources, secs) {
   const demo = state.modelEntry?.offline || /^oxinfer-trained/.test(m.name);  // synth names trained models so
   ui.noticeRandom.hidden = !m.synthetic || demo;
   ui.noticeDemo.hidden = !demo;
-  ui.badgeModel.textContent = describeSources(sources);
-  ui.badgeModel.className = 'badge';
   const parts = [`<b>${escapeHtml(m.name)}</b>`, escapeHtml(describeSources(sources))];
   const dims = [];
   if (m.layers) dims.push(`${m.layers} layers`);
@@ -272,6 +382,7 @@ function showModelInfo(model, sources, secs) {
   if (dims.length) parts.push(escapeHtml(dims.join(' · ')));
   parts.push(`loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic && !demo ? ' · <b>random weights</b>' : ''}`);
   if (model.engineNote) parts.push(escapeHtml(model.engineNote));
+  if (model.info?.streamWeights && model.info.streamWeights !== 'none') parts.push(`weights streamed from the file (${escapeHtml(model.info.streamWeights)}) to fit this tab's memory`);
   ui.modelInfo.innerHTML = parts.join('<br>');
   ui.modelInfo.hidden = false;
 }
@@ -304,7 +415,8 @@ ui.urlForm.addEventListener('submit', (e) => {
   e.preventDefault();
   const urls = ui.urlInput.value.trim().split(/\s+/).filter(Boolean);
   if (!urls.length) { showError(new Error('Enter the URL of a model file')); return; }
-  const abs = urls.map((u) => new URL(u, location.href).href);
+  let abs;
+  try { abs = absoluteUrls(urls); } catch (err) { showError(err); return; }
   load(abs, { cache: abs.length === 1 });
 });
 
@@ -313,6 +425,21 @@ function setComposerEnabled(on) {
   ui.prompt.disabled = !on;
   ui.send.disabled = !on;
 }
+
+// Keep the end of the messages in view across a change when it was in view before it (the
+// reader has not scrolled up); run after the change is rendered.
+function nearBottom() {
+  return ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
+}
+function keepBottom(stick, change) {
+  change();
+  if (stick) ui.messages.scrollTop = ui.messages.scrollHeight;
+}
+// When the list itself changes size (a notice or an error banner above it, the window, the
+// phone's keyboard), its end stays in view if it was.
+let atEnd = true;
+ui.messages.addEventListener('scroll', () => { atEnd = nearBottom(); }, { passive: true });
+new ResizeObserver(() => { if (atEnd) ui.messages.scrollTop = ui.messages.scrollHeight; }).observe(ui.messages);
 
 function tool(label, cls, onClick) {
   const b = document.createElement('button');
@@ -359,8 +486,7 @@ function addMessage(role, text = '', { thinking = '', meta = '' } = {}) {
     tools.append(tool('Edit', 'edit', () => editMessage(div)));
     div.append(body, tools);
   }
-  ui.messages.append(div);
-  ui.messages.scrollTop = ui.messages.scrollHeight;
+  keepBottom(true, () => ui.messages.append(div));
   refreshTools();
   return div;
 }
@@ -390,14 +516,8 @@ function renderHistory() {
   for (const m of state.history) addMessage(m.role === 'user' ? 'user' : 'assistant', m.content, m);
 }
 
-// one streamed piece -> { text, thinking }
-function chunkText(c) {
-  if (typeof c === 'string') return { text: c, thinking: false };
-  if (!c) return { text: '', thinking: false };
-  return { text: c.text ?? c.token ?? c.delta ?? c.content ?? '', thinking: !!(c.thinking ?? c.reasoning) };
-}
-
-function updateStats(tps, tokens) {
+function updateStats(tps, tokens, ttftMs) {
+  if (ttftMs !== undefined) ui.statTtft.textContent = fmtMs(ttftMs);
   if (tps !== undefined) ui.statTps.textContent = Number.isFinite(tps) ? tps.toFixed(1) : '–';
   if (tokens !== undefined) ui.statTokens.textContent = String(tokens);
   const st = state.model?.stats?.();
@@ -462,7 +582,7 @@ function startNewChat() {
   state.chatId = newChatId();
   try { localStorage.setItem('oxinfer-demo-chat', state.chatId); } catch {}
   clearMessages();
-  updateStats(NaN, 0);
+  updateStats(NaN, 0, NaN);
   state.model?.resetChat?.();
 }
 
@@ -492,28 +612,27 @@ async function reply(opts) {
   if (sys) messages.push({ role: 'system', content: sys });
   messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
   let answer = '', thought = '', n = 0, t0 = 0, stopped = false, final = null, failed = false, frame = 0;
-  // markdown is re-rendered at most once per frame while the reply streams
-  const paint = () => { frame = 0; renderMarkdown(body, answer); div.dataset.raw = answer; };
+  const tCall = performance.now();
+  // markdown is re-rendered at most once per frame while the reply streams; the view follows
+  // the end of the reply after each render (unless the reader scrolled up)
+  const paint = () => { frame = 0; keepBottom(nearBottom(), () => { renderMarkdown(body, answer); div.dataset.raw = answer; }); };
   const tick = setInterval(() => updateStats(n > 1 ? (n - 1) / ((performance.now() - t0) / 1000) : undefined, n), 500);
   try {
     for await (const c of state.model.chat(messages, { ...opts, signal: ctl.signal })) {
       if (c && c.stats) { final = c.stats; continue; }
-      if (c && c.token != null) {
-        if (n === 0) t0 = performance.now();
+      if (c.token != null) {
+        if (n === 0) { t0 = performance.now(); updateStats(undefined, undefined, t0 - tCall); }
         n++;
       }
-      const { text: piece, thinking } = chunkText(c);
-      if (!piece) continue;
-      const atBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
-      if (thinking) {
-        thought += piece;
-        think.hidden = false;
-        thinkBody.textContent = thought.replace(/^thought\n/, '');
-      } else {
-        answer += piece;
+      // chat() puts the thought channel's text in `thought` and the answer in `text`
+      if (c.thought) {
+        thought += c.thought;
+        keepBottom(nearBottom(), () => { think.hidden = false; thinkBody.textContent = thought; });
+      }
+      if (c.text) {
+        answer += c.text;
         if (!frame) frame = requestAnimationFrame(paint);
       }
-      if (atBottom) ui.messages.scrollTop = ui.messages.scrollHeight;
     }
     if (ctl.signal.aborted) stopped = true;
   } catch (e) {
@@ -530,26 +649,28 @@ async function reply(opts) {
   } finally {
     clearInterval(tick);
     if (frame) cancelAnimationFrame(frame);
+    const stick = nearBottom();
     paint();
     div.classList.remove('streaming');
     const secs = t0 ? (performance.now() - t0) / 1000 : 0;
     const tps = final?.decodeTokPerSec ?? (n > 1 && secs > 0 ? (n - 1) / secs : NaN);
     const count = final?.generatedTokens ?? n;
-    updateStats(tps, count);
-    meta.hidden = false;
+    const ttft = final?.firstTokenMs ?? (t0 ? t0 - tCall : NaN);
+    updateStats(tps, count, ttft);
     const bits = [`${count} tokens`];
+    if (Number.isFinite(ttft)) bits.push(`first token ${fmtMs(ttft)}`);
     if (Number.isFinite(tps) && tps > 0) bits.push(`${tps.toFixed(1)} tok/s`);
     if (final?.prefillTokens) bits.push(`prompt ${final.prefillTokens} tok at ${Math.round(final.prefillTokPerSec)} tok/s`);
     if (stopped) bits.push('stopped');
     else if (final?.reason === 'length') bits.push('max tokens reached');
     else if (final?.reason === 'context') bits.push('context full');
-    meta.textContent = bits.join(' · ');
-    if (!failed) history.push({ role: 'assistant', content: answer, thinking: thought.replace(/^thought\n/, ''), meta: meta.textContent });
+    if (!failed) history.push({ role: 'assistant', content: answer, thinking: thought, meta: bits.join(' · ') });
     state.generating = null;
     ui.stop.hidden = true; ui.send.hidden = false;
-    setComposerEnabled(!!state.model);
+    showModelState();
+    // the stats line and the tools change the reply's height: after them, its end in view
+    keepBottom(stick, () => { meta.hidden = false; meta.textContent = bits.join(' · '); refreshTools(); });
     div.dataset.done = stopped ? 'stopped' : 'done';
-    refreshTools();
     if (history === state.history) persist();
   }
 }
@@ -625,8 +746,24 @@ const restored = (async () => {
 })();
 window.oxinfer.restored = restored;
 
-const pre = params.getAll('model');
-if (pre.length) {
+// ?hf= and ?model= come from a link: another origin is asked about first (a link must not make
+// the page fetch from, or point downloads at, a server the user did not choose)
+(async () => {
+  const hf = params.get('hf');
+  if (hf) {
+    let origin = null;
+    try { origin = new URL(hf, location.href).origin; } catch { showError(new Error(`?hf=${hf}: not a valid address`)); }
+    if (origin && (origin === location.origin || await askUser(`This link points the catalog's downloads at ${origin} instead of Hugging Face.`, `Use ${origin}`, 'Keep Hugging Face'))) {
+      hfBase = new URL(hf, location.href).href;
+      refreshCached();
+    }
+  }
+  const pre = params.getAll('model');
+  if (!pre.length) return;
   ui.urlInput.value = pre.join(' ');
-  load(pre.map((u) => new URL(u, location.href).href));
-}
+  let urls;
+  try { urls = absoluteUrls(pre); } catch (e) { showError(e); return; }
+  const others = [...new Set(urls.map((u) => new URL(u).origin).filter((o) => o !== location.origin))];
+  if (others.length && !(await askUser(`This link asks to load a model from ${others.join(', ')}: ${describeSources(urls)}.`, 'Load it', 'Don\'t load'))) return;
+  load(urls);
+})();

@@ -49,14 +49,13 @@ const OVERHEAD = 0.3 * GB; // KV cache at a few thousand tokens, scratch, the en
  */
 export function fitOf(e, { deviceMemoryGiB = globalThis.navigator?.deviceMemory } = {}) {
   const resident = e.size - e.ple + (e.offline ? 0 : OVERHEAD);
-  const gb = (n) => `${(n / GB).toFixed(1)} GB`;
   if (resident > 0.95 * WASM32_LIMIT)
-    return { fit: 'no', resident, why: `needs about ${gb(resident)} of wasm memory; a page can address at most 4 GiB` };
+    return { fit: 'no', resident, why: `needs about ${fmtBytes(resident)} of wasm memory; a page can address at most 4 GiB` };
   if (deviceMemoryGiB > 0 && resident > 0.6 * deviceMemoryGiB * 2 ** 30)
-    return { fit: 'tight', resident, why: `needs about ${gb(resident)}; this device reports ${deviceMemoryGiB} GB of memory` };
+    return { fit: 'tight', resident, why: `needs about ${fmtBytes(resident)}; this device reports ${deviceMemoryGiB} GB of memory` };
   if (resident > 0.85 * WASM32_LIMIT)
-    return { fit: 'tight', resident, why: `needs about ${gb(resident)}, close to the 4 GiB wasm limit` };
-  return { fit: 'yes', resident, why: `needs about ${gb(resident)} in this tab` };
+    return { fit: 'tight', resident, why: `needs about ${fmtBytes(resident)}, close to the 4 GiB wasm limit` };
+  return { fit: 'yes', resident, why: `needs about ${fmtBytes(resident)} of memory in this tab` };
 }
 
 export function fmtBytes(n) {

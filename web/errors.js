@@ -8,6 +8,8 @@ const RULES = [
     'The file was not found at that address. Check the URL (on Hugging Face: …/resolve/main/FILE.gguf).'],
   [/failed to fetch|networkerror|network error|load failed|ERR_|timed? ?out|ECONN/i,
     'The download did not get through: the network is down, the server is unreachable, or it does not allow this page to read the file (CORS). Try again, or download the file and open it with "Open files…".'],
+  [/no GGUF or safetensors file|bad magic|not a GGUF/i,
+    'That address is not a model file. Give the address of the .gguf file itself (on Hugging Face: …/resolve/main/FILE.gguf, not the repository page), or open safetensors with their config.json and tokenizer files.'],
   [/quota|no space|storage/i,
     'The browser has no room left to keep this model. Delete cached models below, or free disk space, then try again.'],
   [/out of memory|NOMEM|memory|Array buffer allocation/i,

@@ -2,6 +2,7 @@
 // (`loadModel(url, { cache: true })`, js/cache.js: OPFS, resumable, generation may start before
 // the download ends), else straight from the URL. Progress comes out in one shape either way:
 //   { phase: 'download' | 'load', bytes, total, rate (bytes/s), eta (s) }
+// The cache makes one attempt; the caller retries (a new load resumes the download).
 
 /** True when the engine package has the model cache (listCachedModels / deleteCachedModel). */
 export const hasCache = (ox) => typeof ox?.listCachedModels === 'function';
@@ -15,7 +16,9 @@ export async function loadUrl(ox, url, { onProgress, ...opts } = {}) {
   if (hasCache(ox)) {
     // download events come as they are; load events read the cached copy
     const report = (p) => onProgress?.(p.phase === 'download' ? p : { phase: 'load', bytes: p.loaded, total: p.total, rate: 0, eta: 0 });
-    return ox.loadModel(url, { ...opts, cache: true, onProgress: report });
+    // no retries inside the cache: the page retries a failed download itself and says so
+    // (app.js), resuming from the bytes already kept
+    return ox.loadModel(url, { ...opts, cache: { retries: 0 }, onProgress: report });
   }
   // no cache: the weights the engine reads come over the network, so their progress is the
   // download's, with the rate and the time left measured here

@@ -42,6 +42,8 @@ async function openDemo(query = '', { viewport = { width: 1280, height: 860 }, c
   await page.goto(`${site.url}/${query}`);
   await page.waitForFunction(() => window.oxinfer?.api && window.oxinfer.restored, null, { timeout: TIMEOUT });
   await page.evaluate(() => window.oxinfer.restored);
+  // a hub on another origin is used once the user agrees
+  if (/[?&]hf=/.test(query)) await page.click('#confirm-yes');
   return page;
 }
 
@@ -142,7 +144,7 @@ test('markdown replies: rendered, sanitized (img onerror and script inert), code
   const evil = 'Hello **world** and <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>' +
     '<a href="javascript:window.__pwned=3">link</a>\n\n## Steps\n\n1. one\n2. two\n\n```js\nconsole.log("hi");\n```\n';
   await scriptReplies(page, [
-    { text: 'thought\nThe user wants markup.', thinking: true },
+    { text: '', thought: 'The user wants markup.', thinking: true },
     ...evil.match(/[\s\S]{1,7}/g).map((text) => ({ text, thinking: false })),
   ]);
   await page.click('#settings summary');
