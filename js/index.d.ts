@@ -147,6 +147,8 @@ export interface MemoryEstimate {
   fileBytes: number;
   /** the context (with memoryBudget fit: 'context', the largest that fits) */
   context: number;
+  /** the weights left in the file: streamWeights, or the mode a memoryBudget chose (as loadModel) */
+  streamWeights: 'none' | 'experts' | 'all';
 }
 
 export interface SamplingOptions {

@@ -167,6 +167,7 @@ export async function estimateMemory(sources, opts = {}) {
     return await engine.call('estimate', {
       sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, ...streamingOf(opts), context: opts.context ?? 0,
       kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
+      autoStream: autoStreamOf(opts),
     });
   } catch (e) {
     if (signal?.aborted) throw abortError('estimate');
@@ -186,6 +187,10 @@ function streamingOf(opts) {
   const stream = STREAM[opts.streamWeights ?? 'none'];
   return { stream, weightCache: stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0 };
 }
+
+// Over a memory budget the worker may stream the weights, with a cache of this many bytes,
+// unless the caller chose a mode (0)
+const autoStreamOf = (opts) => (opts.streamWeights === undefined ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0);
 
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
@@ -240,8 +245,7 @@ export async function loadModel(sources, opts = {}) {
     const info = await engine.call(
       'load',
       { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget),
-        // over the budget, the worker may stream the weights unless the caller chose a mode
-        autoStream: opts.streamWeights === undefined ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0 },
+        autoStream: autoStreamOf(opts) },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load

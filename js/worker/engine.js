@@ -59,7 +59,10 @@ export class Engine {
     const handles = [];
     try {
       for (const src of m.sources) handles.push(await this.host.open(src));
-      return this.estimateOpen(handles, m);
+      if (!m.budget) return { ...this.estimateOpen(handles, m), streamWeights: STREAM_NAME[m.stream ?? 0] };
+      // under a budget: as the load would decide (streamed weights included)
+      const { est, stream } = this.fitBudget(handles, { ...m, maxContext: m.context, budget: { bytes: m.budget, fit: m.fit ? 'context' : 'none' } });
+      return { ...est, streamWeights: STREAM_NAME[stream] };
     } finally {
       for (const h of handles) this.host.close(h);
     }
@@ -80,15 +83,7 @@ export class Engine {
       let est = null;
       let { stream = 0, weightCache = 0 } = m;
       if (m.budget) {
-        const ask = (s, cache, { budget = m.budget.bytes, context = m.maxContext ?? 0 } = {}) =>
-          this.estimateOpen(handles, { ...m, stream: s, weightCache: cache, context, budget, fit: m.budget.fit === 'context' });
-        try {
-          est = ask(stream, weightCache);
-        } catch (e) {
-          // streamed only when the resident weights are what does not fit (not the context)
-          if (e?.code !== 'NOMEM' || !m.autoStream || ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes) throw e;
-          ({ est, stream, weightCache } = this.streamToFit(ask, m.autoStream, e));
-        }
+        ({ est, stream, weightCache } = this.fitBudget(handles, m));
         heap.check(C.ox_wasm_reserve(est.total));
       }
       heap.M.oxProgress = (done, total) => {
@@ -107,7 +102,7 @@ export class Engine {
       if (est) {
         heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
         this.info.context = est.context;
-        this.info.memory = est;
+        this.info.memory = { ...est, streamWeights: STREAM_NAME[stream] };
       } else this.info.context = m.maxContext || this.info.contextSize;
       this.template = this.chatTemplate(handles);
       return this.info;
@@ -116,6 +111,21 @@ export class Engine {
       throw e;
     } finally {
       heap.M.oxProgress = null;
+    }
+  }
+
+  // The estimate under m.budget ({bytes, fit}) at m.maxContext -> {est, stream, weightCache}:
+  // the stream mode asked for, or one chosen by streamToFit.
+  fitBudget(handles, m) {
+    const { stream = 0, weightCache = 0 } = m;
+    const ask = (s, cache, { budget = m.budget.bytes, context = m.maxContext ?? 0 } = {}) =>
+      this.estimateOpen(handles, { ...m, stream: s, weightCache: cache, context, budget, fit: m.budget.fit === 'context' });
+    try {
+      return { est: ask(stream, weightCache), stream, weightCache };
+    } catch (e) {
+      // streamed only when the resident weights are what does not fit (not the context)
+      if (e?.code !== 'NOMEM' || !m.autoStream || ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes) throw e;
+      return this.streamToFit(ask, m.autoStream, e);
     }
   }
 

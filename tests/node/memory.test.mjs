@@ -142,10 +142,15 @@ test('memoryBudget below the resident weights: the weights are streamed from the
   const experts = await estimateMemory(models.moe8, { context, threads: 1, streamWeights: 'experts', weightCache: cache });
   assert.ok(experts.total < all.total, `streaming the experts takes less: ${experts.total} < ${all.total}`);
   const bytes = Math.round((experts.total + all.total) / 2);
+  const est = await estimateMemory(models.moe8, { context, threads: 1, memoryBudget: bytes, weightCache: cache });
+  assert.equal(est.streamWeights, 'experts', 'estimateMemory decides as the load does');
+  assert.equal(est.total, experts.total);
+  assert.equal(all.streamWeights, 'none');
   const model = await loadModel(models.moe8, { maxContext: context, threads: 1, memoryBudget: bytes, weightCache: cache });
   try {
     assert.equal(model.info.streamWeights, 'experts', 'the experts are left in the file');
     assert.equal(model.info.memory.total, experts.total);
+    assert.equal(model.info.memory.streamWeights, 'experts');
     const { stats } = await collect(model.generate(tokensOf(8, model.info.vocab), { maxTokens: 4, temperature: 0, stopIds: [] }));
     assert.equal(stats.generatedTokens, 4);
     assert.ok((await model.stats()).streamMisses > 0, 'expert weights were read from the file');
