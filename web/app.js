@@ -49,6 +49,8 @@ function showError(e) {
   console.error('[demo]', e);
 }
 ui.errorClose.addEventListener('click', () => { ui.error.hidden = true; });
+// the notices about the model can be put away (they come back with the next model)
+for (const n of [ui.noticeDemo, ui.noticeRandom]) n.querySelector('.close').addEventListener('click', () => { n.hidden = true; });
 
 // A question in the page (not window.confirm, which blocks the page): resolves to the choice.
 function askUser(text, yes, no) {

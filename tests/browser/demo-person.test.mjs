@@ -223,6 +223,12 @@ for (const [name, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     for (const q of ['first question', 'second question']) await send(page, q);
     await assertInView(page, name);
     await page.screenshot({ path: path.join(ART, `person-answer-${name}.png`) });
+    // the demo notice put away: the chat takes the room, its end still in view
+    const h0 = await page.evaluate(() => document.getElementById('messages').clientHeight);
+    await page.click('#notice-demo .close');
+    assert.equal(await page.isVisible('#notice-demo'), false);
+    assert.ok(await page.evaluate(() => document.getElementById('messages').clientHeight) > h0, 'the message list grows');
+    await assertInView(page, `${name} without the notice`);
     // an error banner (a bad setting) does not push the composer or the answer's end out
     await page.click('#settings summary');
     await page.fill('#top-p', '7');
