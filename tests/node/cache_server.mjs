@@ -6,6 +6,8 @@
 //   files: Map path -> { bytes } or { size, byteAt(off) } (a virtual file), plus etag
 //   plan.dropAfter: cut the next download's connection after that many body bytes (once)
 //   plan.slow: send downloads at that many bytes per 10 ms
+//   plan.partialFrom: answer the next whole-file request 206 with the bytes from there (once)
+//   a file without etag is served with neither ETag nor Last-Modified
 //   log: [{url, range}] of the model requests
 // A "download" is a whole-file or open-ended range request (`bytes=N-`); closed ranges
 // (`bytes=a-b`, the engine's reads) are always answered at once and in full.
@@ -29,14 +31,18 @@ export function bodyOf(f, first, last) {
 export async function startCacheServer({ isolate = false, pages = {}, aliases = {} } = {}) {
   const files = new Map();
   const log = [];
-  const plan = { dropAfter: 0, slow: 0 };
+  const plan = { dropAfter: 0, slow: 0, partialFrom: 0 };
   const iso = isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
 
   function model(req, res, f) {
     const size = f.bytes ? f.bytes.length : f.size;
-    const head = { ...iso, ETag: f.etag, 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
+    const head = { ...iso, ...(f.etag ? { ETag: f.etag } : {}), 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     let first = 0, last = size - 1, status = 200;
+    if (!m && plan.partialFrom > 0) {
+      [first, status, plan.partialFrom] = [plan.partialFrom, 206, 0];
+      head['Content-Range'] = `bytes ${first}-${last}/${size}`;
+    }
     if (m) {
       first = Number(m[1]);
       if (m[2]) last = Math.min(size - 1, Number(m[2]));
