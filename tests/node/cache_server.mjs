@@ -12,7 +12,7 @@
 // A "download" is a whole-file or open-ended range request (`bytes=N-`); closed ranges
 // (`bytes=a-b`, the engine's reads) are always answered at once and in full.
 // Also serves js/, dist/ and node_modules/ of the repo, `pages` (path -> HTML) and `aliases`
-// (path -> a file under js/); isolate adds COOP/COEP to every answer.
+// (path -> a file under js/); isolate adds COOP/COEP to every answer, `headers` its own.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,11 +28,11 @@ export function bodyOf(f, first, last) {
   return b;
 }
 
-export async function startCacheServer({ isolate = false, pages = {}, aliases = {} } = {}) {
+export async function startCacheServer({ isolate = false, pages = {}, aliases = {}, headers: extra = {} } = {}) {
   const files = new Map();
   const log = [];
   const plan = { dropAfter: 0, slow: 0, partialFrom: 0 };
-  const iso = isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+  const iso = { ...(isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}), ...extra };
 
   function model(req, res, f) {
     const size = f.bytes ? f.bytes.length : f.size;
