@@ -87,7 +87,7 @@ export interface LoadOptions {
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
   signal?: AbortSignal;
-  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm,
+  /** Where the engine's files (dist/: oxinfer-mt.js, .mjs, .wasm, .worker.js, oxinfer-st.js, .mjs, .wasm,
    *  and the same with -relaxed) are served, as a folder URL (relative: to the page). Default:
    *  dist/ beside the package's js/, found as `new URL('../dist/...', import.meta.url)`, which
    *  bundlers (Vite, webpack 5) emit as assets. Another origin must allow CORS (and CORP under
