@@ -80,7 +80,8 @@ export interface LoadOptions {
   simd?: 'auto' | 'relaxed' | 'simd128';
   onProgress?: (p: LoadProgress | DownloadProgress) => void;
   /** Keep URL sources in the model cache (OPFS / a Node directory): downloaded in the
-   *  background, generation can start at once, `model.download` says when the copy is done.
+   *  background, generation can start at once (with `sha256`: once it is verified),
+   *  `model.download` says when the copy is done.
    *  See docs/deploy.md. */
   cache?: boolean | CacheOptions;
   /** Called with a sentence when the engine runs with less than was asked (e.g. one thread). */
