@@ -13,7 +13,7 @@ import { startCacheServer, IMPORT_MAP } from '../node/cache_server.mjs';
 
 const T = 120000;
 const NONCE = 'cspt3st';
-export const STRICT_CSP = `default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'nonce-${NONCE}'; worker-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'`;
+const STRICT_CSP = `default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'nonce-${NONCE}'; worker-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'`;
 const run = `<script type="module" nonce="${NONCE}">
 import { loadModel } from '/js/index.js';
 window.violations = [];
