@@ -2,8 +2,9 @@
 
 /** loadModel's `cache` option as an object (`cache: true` = all defaults). */
 export interface CacheOptions {
-  /** Expected SHA-256 of the file (64 hex digits; one URL only). A mismatch rejects
-   *  `model.download` with an OxError IO and deletes the copy. */
+  /** Expected SHA-256 of the file (64 hex digits; one URL only). loadModel then resolves only
+   *  once the copy is complete and matches (the engine never reads an unverified byte); a
+   *  mismatch rejects loadModel with an OxError IO and deletes the copy. */
   sha256?: string;
   /** Browser: OPFS directory name (default 'oxinfer-web'). Node: a directory path
    *  (default $XDG_CACHE_HOME/oxinfer-web or ~/.cache/oxinfer-web). */

@@ -89,7 +89,8 @@ async function sourceFor(dir, key, desc, ready) {
 /**
  * loadModel's `cache` option: URL sources are downloaded into the cache (in the background)
  * and replaced by their local copies. Resolves once every download knows its size and has the
- * room; `done` resolves when all are complete and verified.
+ * room (with `sha256`: once the file is complete and verified); `done` resolves when all are
+ * complete and verified.
  * @param {object[]} descs described sources (hostfile.js describeSource)
  * @param {{cache: true|{sha256?: string, dir?: string, retries?: number, maxBytes?: number}, onProgress?: Function, signal?: AbortSignal}} opts
  * @returns {Promise<{sources: object[], done: Promise<void>, abort: () => void}>}
@@ -117,7 +118,10 @@ export async function cacheSources(descs, opts) {
   done.catch(() => {}).finally(() => signal?.removeEventListener('abort', abort));
   try {
     const map = new Map();
-    for (const j of jobs) map.set(j.d, await sourceFor(dir, j.key, j.d, await j.dl.ready));
+    // with sha256 the engine gets the copy only once it is whole and its hash checked: it
+    // never reads a byte that was not verified (and a mismatch fails the load)
+    if (sha256) await done;
+    for (const j of jobs) map.set(j.d, await sourceFor(dir, j.key, j.d, sha256 ? { ...(await j.dl.ready), complete: true } : await j.dl.ready));
     return { sources: descs.map((d) => map.get(d) ?? d), done, abort };
   } catch (e) {
     abort();

@@ -261,6 +261,9 @@ export async function runDownload(store, job, signal, emit) {
   try {
     if (!rec) restart();
     while (!rec || have < rec.size) {
+      // a resume needs a validator: without ETag or Last-Modified nothing tells whether the
+      // server's bytes are still those on disk (two versions of one size would be spliced)
+      if (have > 0 && !validatorOf(rec)) restart();
       let r;
       try {
         r = await fetch(url, { headers: have > 0 ? { Range: `bytes=${have}-` } : {}, signal });
@@ -287,6 +290,10 @@ export async function runDownload(store, job, signal, emit) {
       if (!Number.isSafeInteger(total) || total <= 0) {
         cancel();
         throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`);
+      }
+      if (r.status === 206 && range.first !== have && have === 0) {
+        cancel(); // bytes from elsewhere in the file, for a request that asked for all of it
+        throw new HostError('IO', `${name}: the server answered a request for the whole file with bytes ${range.first}- of it`);
       }
       const changed = rec && (total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec));
       if (have > 0 && (r.status === 200 || range.first !== have || changed)) {

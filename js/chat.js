@@ -127,11 +127,112 @@ async function loadJinja() {
 let Bounded = null; // its Interpreter, bounded (below)
 const compiled = new Map(); // template source -> parsed Template
 
+// A value already evaluated, put back into a node so that the library's own operation runs on
+// it (after the size checks) without evaluating its operands twice.
+const HELD = 'OxHeldValue';
+const held = (value) => ({ type: HELD, value });
+const heldArgs = (args, kwargs) => [...args.map(held), ...[...kwargs].map(([k, v]) => ({ type: 'KeywordArgumentExpression', key: { value: k }, value: held(v) }))];
+
+// An upper bound of a value's text (as tojson / string / `~` write it), with `indent` spaces per
+// level; counting stops past `limit`.
+function textSize(v, limit, indent = 0, depth = 0) {
+  const x = v?.value;
+  if (typeof x === 'string') return x.length + 2;
+  const items = Array.isArray(x) ? x : x instanceof Map ? [...x.values()] : null;
+  if (!items) return 24;
+  let n = 2 + (x instanceof Map ? [...x.keys()].reduce((a, k) => a + k.length + 4, 0) : 0);
+  for (const item of items) {
+    n += 16 + indent * (depth + 1) + textSize(item, limit, indent, depth + 1);
+    if (n > limit) break;
+  }
+  return n;
+}
+
+// How many times `needle` occurs in s, counting up to `cap`.
+function occurrences(s, needle, cap) {
+  if (!needle) return s.length + 1;
+  let n = 0;
+  for (let i = s.indexOf(needle); i >= 0 && n <= cap; i = s.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
+// How many whitespace-separated words s has, counting up to `cap`.
+function words(s, cap) {
+  const re = /\S+/g;
+  let n = 0;
+  while (n <= cap && re.exec(s)) n++;
+  return n;
+}
+
 function boundedInterpreter() {
   Bounded ??= class extends jinja.Interpreter {
     steps = 0;
     step(n = 1) {
       if ((this.steps += n) > STEP_MAX) throw new OxError('FORMAT', `chat template: more than ${STEP_MAX} steps`);
+    }
+    // the limits are checked before an operation builds its value, from its operands' sizes
+    fits(kind, n, what) {
+      const max = kind === 'string' ? STRING_MAX : LIST_MAX;
+      if (n > max) throw new OxError('FORMAT', `chat template: ${what} would make a ${kind} of ${n} ${kind === 'string' ? 'characters' : 'elements'} (at most ${max})`);
+    }
+    evaluateBinaryExpression(node, env) {
+      const op = node.operator.value;
+      if (op !== '+' && op !== '~') return super.evaluateBinaryExpression(node, env);
+      const left = this.evaluate(node.left, env);
+      const right = this.evaluate(node.right, env);
+      if (op === '+' && Array.isArray(left.value) && Array.isArray(right.value)) this.fits('list', left.value.length + right.value.length, `'${op}'`);
+      else this.fits('string', textSize(left, STRING_MAX) + textSize(right, STRING_MAX) - 4, `'${op}'`);
+      return super.evaluateBinaryExpression({ ...node, left: held(left), right: held(right) }, env);
+    }
+    // filters: join, indent, replace, tojson, string
+    applyFilter(operand, filterNode, env) {
+      const call = filterNode.type === 'CallExpression';
+      const [args, kwargs] = call ? this.evaluateArguments(filterNode.args, env) : [[], new Map()];
+      const name = call ? filterNode.callee.value : filterNode.value;
+      const arg = (k, key) => (args[k] ?? kwargs.get(key))?.value;
+      const x = operand.value;
+      if (name === 'join' && (typeof x === 'string' || Array.isArray(x))) {
+        const n = typeof x === 'string' ? x.length : x.length;
+        if (typeof x === 'string') this.fits('list', n, 'join');
+        const sep = String(arg(0, 'separator') ?? '').length;
+        const items = typeof x === 'string' ? n : x.reduce((a, item) => (a > STRING_MAX ? a : a + textSize(item, STRING_MAX) - 2), 0);
+        this.fits('string', items + sep * Math.max(0, n - 1), 'join');
+      } else if (name === 'indent' && typeof x === 'string') {
+        const width = Number(arg(0, 'width') ?? 4);
+        this.fits('string', x.length + (occurrences(x, '\n', STRING_MAX) + 1) * Math.max(0, width), 'indent');
+      } else if (name === 'replace' && typeof x === 'string') {
+        this.checkReplace(x, args, kwargs);
+      } else if ((name === 'tojson' || name === 'string') && typeof x === 'object' && x !== null) {
+        this.fits('string', textSize(operand, STRING_MAX, Math.max(0, Number(kwargs.get('indent')?.value ?? 0))), name);
+      }
+      return super.applyFilter(operand, call ? { ...filterNode, args: heldArgs(args, kwargs) } : filterNode, env);
+    }
+    // string methods that build large values: s.split(sep), s.replace(old, new)
+    evaluateCallExpression(expr, env) {
+      const c = expr.callee;
+      const method = c?.type === 'MemberExpression' && !c.computed && c.property?.type === 'Identifier' ? c.property.value : null;
+      if (method !== 'split' && method !== 'replace') return super.evaluateCallExpression(expr, env);
+      const object = this.evaluate(c.object, env);
+      const [args, kwargs] = this.evaluateArguments(expr.args, env);
+      if (typeof object.value === 'string') {
+        const s = object.value;
+        if (method === 'replace') this.checkReplace(s, args, kwargs);
+        else {
+          const sep = args[0]?.value;
+          const pieces = typeof sep === 'string' ? occurrences(s, sep, LIST_MAX) + 1 : words(s, LIST_MAX);
+          const max = args[1]?.value;
+          this.fits('list', Number.isInteger(max) && max >= 0 ? Math.min(pieces, max + 1) : pieces, 'split()');
+        }
+      }
+      return super.evaluateCallExpression({ ...expr, callee: { ...c, object: held(object) }, args: heldArgs(args, kwargs) }, env);
+    }
+    checkReplace(s, args, kwargs) {
+      const [from, to] = [args[0]?.value, args[1]?.value];
+      if (typeof from !== 'string' || typeof to !== 'string') return; // the library refuses it
+      const count = args[2]?.value ?? kwargs.get('count')?.value;
+      let n = occurrences(s, from, STRING_MAX);
+      if (Number.isInteger(count) && count >= 0) n = Math.min(n, count);
+      this.fits('string', s.length + n * Math.max(0, to.length - from.length), 'replace()');
     }
     // a loop's body runs through evaluateBlock, even when empty
     evaluateBlock(statements, env) {
@@ -139,6 +240,7 @@ function boundedInterpreter() {
       return super.evaluateBlock(statements, env);
     }
     evaluate(statement, env) {
+      if (statement?.type === HELD) return statement.value;
       this.step();
       const v = super.evaluate(statement, env);
       const x = v?.value;

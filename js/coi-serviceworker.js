@@ -14,7 +14,10 @@
 // true once isolated, false if isolation cannot be had here (no service workers, not a secure
 // context, or still not isolated after the reload); it stays pending while the page reloads,
 // so `await window.oxinferIsolation` before loadModel() avoids starting a single-thread load
-// that the reload would throw away. Trade-offs: docs/deploy.md.
+// that the reload would throw away. To remove it: load the page with `?nocoi` (the script then
+// unregisters its worker and reloads once, uncontrolled), or call
+// `window.oxinferUnregisterIsolation()` (resolves to whether a worker was removed; the page
+// stays controlled until its next load). Trade-offs: docs/deploy.md.
 
 /* global clients */
 if (typeof window === 'undefined') {
@@ -43,20 +46,45 @@ if (typeof window === 'undefined') {
   }
 } else {
   // ---- the page ----
+  const script = document.currentScript;
+  // this script's service workers (any coep), unregistered
+  window.oxinferUnregisterIsolation = async () => {
+    const mine = new URL(script.src);
+    const regs = (await navigator.serviceWorker?.getRegistrations?.()) ?? [];
+    let removed = false;
+    for (const reg of regs) {
+      const w = reg.active ?? reg.waiting ?? reg.installing;
+      if (w && new URL(w.scriptURL).pathname === mine.pathname) removed = (await reg.unregister()) || removed;
+    }
+    return removed;
+  };
   window.oxinferIsolation = new Promise((resolve) => {
     const RELOADED = 'oxinfer-coi-reloaded';
+    const UNREGISTERED = 'oxinfer-coi-unregistered';
+    if (new URLSearchParams(location.search).has('nocoi')) {
+      // the page asked for none: remove the worker, and reload once if it still controls us
+      return window.oxinferUnregisterIsolation().then(
+        () => {
+          if (navigator.serviceWorker?.controller && !sessionStorage.getItem(UNREGISTERED)) {
+            sessionStorage.setItem(UNREGISTERED, '1');
+            return window.location.reload();
+          }
+          sessionStorage.removeItem(UNREGISTERED);
+          resolve(window.crossOriginIsolated);
+        },
+        () => resolve(window.crossOriginIsolated),
+      );
+    }
     if (window.crossOriginIsolated) {
       sessionStorage.removeItem(RELOADED);
       return resolve(true);
     }
-    if (new URLSearchParams(location.search).has('nocoi')) return resolve(false); // the page asked for none
     const give = (why) => {
       console.warn(`coi-serviceworker: the page is not cross-origin isolated (${why}); the single-threaded engine will run`);
       resolve(false);
     };
     if (!window.isSecureContext) return give('not a secure context: serve it over https or from localhost');
     if (!navigator.serviceWorker) return give('this browser offers no service workers here');
-    const script = document.currentScript;
     const url = new URL(script.src);
     url.searchParams.set('coep', script.dataset.coep === 'credentialless' ? 'credentialless' : 'require-corp');
     const reload = () => {

@@ -88,14 +88,15 @@ export interface LoadOptions {
   simd?: 'auto' | 'relaxed' | 'simd128';
   onProgress?: (p: LoadProgress | DownloadProgress) => void;
   /** Keep URL sources in the model cache (OPFS / a Node directory): downloaded in the
-   *  background, generation can start at once, `model.download` says when the copy is done.
+   *  background, generation can start at once (with `sha256`: once it is verified),
+   *  `model.download` says when the copy is done.
    *  See docs/deploy.md. */
   cache?: boolean | CacheOptions;
   /** Called with a sentence when the engine runs with less than was asked (e.g. one thread). */
   onWarning?: (message: string) => void;
   /** Aborting rejects with an OxError ABORTED and frees the worker. */
   signal?: AbortSignal;
-  /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm,
+  /** Where the engine's files (dist/: oxinfer-mt.js, .mjs, .wasm, .worker.js, oxinfer-st.js, .mjs, .wasm,
    *  and the same with -relaxed) are served, as a folder URL (relative: to the page). Default:
    *  dist/ beside the package's js/, found as `new URL('../dist/...', import.meta.url)`, which
    *  bundlers (Vite, webpack 5) emit as assets. Another origin must allow CORS (and CORP under

@@ -132,6 +132,9 @@ export function planRequest(info, request) {
   if (!request || typeof request !== 'object') throw bad('the request must be an object');
   for (const k of Object.keys(request)) if (!KNOWN.has(k)) throw bad(`unknown field ${JSON.stringify(k)}`);
   if (request.n !== undefined && request.n !== 1) throw bad('n must be 1 (one choice per request)');
+  if (request.stream != null && typeof request.stream !== 'boolean') throw bad(`stream must be true or false, not ${JSON.stringify(request.stream)}`);
+  if (request.stream_options != null && (typeof request.stream_options !== 'object' || Array.isArray(request.stream_options)))
+    throw bad('stream_options must be an object {include_usage}');
   const tools = checkTools(request.tools);
   const choice = toolChoice(request.tool_choice, tools);
   const schema = responseFormat(request.response_format);
@@ -198,9 +201,13 @@ async function* turnEvents(model, plan) {
   yield* model.generate(prompt, { ...plan.opts, stopIds, includeSpecial: true });
 }
 
+// The generation stopped at max_tokens or the context's end: the turn is read as cut (a call
+// cut short stays a partial tool call, never raw markup in content) and finishes 'length'.
+const cutShort = (stats) => stats?.reason === 'length' || stats?.reason === 'context';
+
 function finishReason(stats, turn) {
-  if (turn.toolCalls.length) return 'tool_calls';
-  return stats.reason === 'length' || stats.reason === 'context' ? 'length' : 'stop';
+  if (cutShort(stats)) return 'length';
+  return turn.toolCalls.length ? 'tool_calls' : 'stop';
 }
 
 const usageOf = (st) => ({ prompt_tokens: st.promptTokens, completion_tokens: st.generatedTokens, total_tokens: st.promptTokens + st.generatedTokens });
@@ -236,7 +243,7 @@ export async function createChatCompletion(model, request) {
       if (lp) logprobs.push(lp);
     }
   }
-  const turn = parseTurn(text, { tools: plan.parseTools });
+  const turn = parseTurn(text, { tools: plan.parseTools, partial: cutShort(stats) });
   const message = { role: 'assistant', content: turn.toolCalls.length && !turn.content ? null : turn.content };
   if (turn.reasoning) message.reasoning_content = turn.reasoning;
   if (turn.toolCalls.length) message.tool_calls = turn.toolCalls.map((c) => ({ id: randomId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } }));
@@ -279,7 +286,7 @@ async function* streamCompletion(model, plan, base) {
         yield chunk(toDelta(d), null, lp ? { logprobs: { content: [lp] } } : {});
     }
   }
-  const { deltas, turn } = parser.end();
+  const { deltas, turn } = parser.end({ cut: cutShort(stats) });
   for (const d of deltas) yield chunk(toDelta(d));
   yield chunk({}, finishReason(stats, turn));
   if (plan.includeUsage) yield { ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(stats) };

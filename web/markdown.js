@@ -1,6 +1,9 @@
 // Model replies as HTML: markdown by `marked`, then `DOMPurify` (the model's text is untrusted:
-// a reply may contain HTML). Images are dropped too: a remote image would be a request to a
-// server of the model's choosing, and this page promises that nothing leaves the machine.
+// a reply may contain HTML). Both elements and attributes are on allowlists of what markdown
+// itself produces: anything that can fetch (img, srcset, svg href, link, style attributes with
+// url(), table background, form action…) would be a request to a server of the model's
+// choosing, and this page promises that nothing leaves the machine. The page's
+// Content-Security-Policy (index.html) is the second fence (docs/security.md).
 // Code blocks get a Copy button; links open in a new tab without an opener.
 import { Marked } from 'marked';
 import DOMPurify from 'dompurify';
@@ -14,7 +17,14 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-const PURIFY = { FORBID_TAGS: ['img', 'style', 'form', 'input', 'button', 'textarea', 'select', 'video', 'audio', 'iframe', 'picture', 'source', 'svg', 'math'] };
+const PURIFY = {
+  ALLOWED_TAGS: ['p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'strong', 'b', 'em', 'i', 'del', 's', 'code', 'pre',
+    'kbd', 'sub', 'sup', 'blockquote', 'ul', 'ol', 'li', 'a', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'span', 'div'],
+  // href only on <a> (a click, never a fetch); class carries the code block's language
+  ALLOWED_ATTR: ['href', 'title', 'class', 'align', 'start'],
+  ALLOW_DATA_ATTR: false,
+  ALLOW_ARIA_ATTR: false,
+};
 
 /** Safe HTML for markdown text. */
 export function markdownToHtml(text) {

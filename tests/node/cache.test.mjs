@@ -179,10 +179,10 @@ test('sha256: a match completes, a mismatch is an error and deletes the partial 
   assert.ok(log.every((l) => /^bytes=\d+-\d+$/.test(l.range ?? '')), 'no download');
   assert.deepEqual(await listCachedModels({ dir: a.cacheDir }), []);
 
+  // the engine is handed the copy only once it is verified: a mismatch fails the load itself
   const b = fresh();
-  const m2 = await loadModel(b.url, { threads: 2, cache: { dir: b.cacheDir, sha256: bad } });
-  await assert.rejects(m2.download, (e) => e.code === 'IO' && e.message.includes(`model.gguf: sha256 mismatch: expected ${bad}, got ${good}; the cached copy was deleted`));
-  await m2.unload();
+  await assert.rejects(loadModel(b.url, { threads: 2, cache: { dir: b.cacheDir, sha256: bad } }),
+    (e) => e.code === 'IO' && e.message.includes(`model.gguf: sha256 mismatch: expected ${bad}, got ${good}; the cached copy was deleted`));
   assert.deepEqual(await listCachedModels({ dir: b.cacheDir }), []);
   assert.deepEqual(fs.readdirSync(b.cacheDir), []);
   await assert.rejects(loadModel(b.url, { cache: { dir: b.cacheDir, sha256: 'abc' } }), (e) => e.code === 'RANGE' && /64 hex digits/.test(e.message));

@@ -6,11 +6,13 @@
 //   files: Map path -> { bytes } or { size, byteAt(off) } (a virtual file), plus etag
 //   plan.dropAfter: cut the next download's connection after that many body bytes (once)
 //   plan.slow: send downloads at that many bytes per 10 ms
+//   plan.partialFrom: answer the next whole-file request 206 with the bytes from there (once)
+//   a file without etag is served with neither ETag nor Last-Modified
 //   log: [{url, range}] of the model requests
 // A "download" is a whole-file or open-ended range request (`bytes=N-`); closed ranges
 // (`bytes=a-b`, the engine's reads) are always answered at once and in full.
 // Also serves js/, dist/ and node_modules/ of the repo, `pages` (path -> HTML) and `aliases`
-// (path -> a file under js/); isolate adds COOP/COEP to every answer.
+// (path -> a file under js/); isolate adds COOP/COEP to every answer, `headers` its own.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,17 +28,21 @@ export function bodyOf(f, first, last) {
   return b;
 }
 
-export async function startCacheServer({ isolate = false, pages = {}, aliases = {} } = {}) {
+export async function startCacheServer({ isolate = false, pages = {}, aliases = {}, headers: extra = {} } = {}) {
   const files = new Map();
   const log = [];
-  const plan = { dropAfter: 0, slow: 0 };
-  const iso = isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+  const plan = { dropAfter: 0, slow: 0, partialFrom: 0 };
+  const iso = { ...(isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}), ...extra };
 
   function model(req, res, f) {
     const size = f.bytes ? f.bytes.length : f.size;
-    const head = { ...iso, ETag: f.etag, 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
+    const head = { ...iso, ...(f.etag ? { ETag: f.etag } : {}), 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     let first = 0, last = size - 1, status = 200;
+    if (!m && plan.partialFrom > 0) {
+      [first, status, plan.partialFrom] = [plan.partialFrom, 206, 0];
+      head['Content-Range'] = `bytes ${first}-${last}/${size}`;
+    }
     if (m) {
       first = Number(m[1]);
       if (m[2]) last = Math.min(size - 1, Number(m[2]));

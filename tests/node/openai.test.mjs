@@ -87,7 +87,9 @@ test('tool_choice required: the call parses and its arguments validate, streamed
       temperature: 1, seed, max_tokens: 120,
     });
     const c = r.choices[0];
-    assert.equal(c.finish_reason, 'tool_calls', `seed ${seed}: ${JSON.stringify(c.message)}`);
+    // parallel calls may run into max_tokens: then 'length', and only the last call is cut
+    assert.ok(c.finish_reason === 'tool_calls' || (c.finish_reason === 'length' && c.message.tool_calls.length > 1), `seed ${seed}: ${c.finish_reason} ${JSON.stringify(c.message)}`);
+    assert.doesNotMatch(c.message.content ?? '', /<\|tool_call>/, 'no call markup in content');
     const call = c.message.tool_calls[0];
     assert.equal(call.type, 'function');
     assert.equal(call.function.name, 'get_weather');
