@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "host/hostfile.h"
 #include "model/lora.h"
-#include "tools/lora_write.h"
+#include "writers/lora_write.h"
 
 static int usage(void) {
     fprintf(stderr,

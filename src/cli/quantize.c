@@ -8,8 +8,8 @@
 
 #include "cli.h"
 #include "host/hostfile.h"
-#include "tools/mlx_write.h"
-#include "tools/prequant.h"
+#include "writers/mlx_write.h"
+#include "writers/prequant.h"
 #include "formats/tensors.h"
 
 static void progress(void *ud, uint64_t done, uint64_t total) {

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "formats/gguf.h"
 #include "host/hostfile.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: oxinfer tokenize FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]\n");

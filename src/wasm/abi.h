@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"         /* OX_ERR_CODES */
-#include "model/generate.h"   /* OX_GEN_STATUSES */
+#include "decode/generate.h"   /* OX_GEN_STATUSES */
 #include "model/model.h"      /* OX_QUANTS; model/kv.h: OX_KV_TYPES */
 
 #ifdef __EMSCRIPTEN__
@@ -72,7 +72,7 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(n_bias, "entries in bias_ids / bias")                                                     \
     X(stop_ids, "pointer to n_stop int32 token ids that stop generation, or 0")                 \
     X(n_stop, "entries in stop_ids")                                                            \
-    X(grammar, "pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0") \
+    X(grammar, "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0") \
     X(n_grammar, "bytes of grammar")                                                            \
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
     X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \

@@ -18,9 +18,9 @@
 #include "model/drafter_mtp.h"
 #include "model/embed.h"
 #include "model/estimate.h"
-#include "model/grammar.h"
+#include "decode/grammar.h"
 #include "model/lora.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #define API OX_EXPORT
 

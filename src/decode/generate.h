@@ -47,8 +47,8 @@
 #include <stdint.h>
 #include "base/err.h"
 #include "model/model.h"
-#include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "decode/sampler.h"
+#include "text/tokenizer.h"
 
 /* X(NAME, value, js reason): what a step returns (>= 0; errors are < 0). */
 #define OX_GEN_STATUSES(X)                                                                       \

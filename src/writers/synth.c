@@ -13,7 +13,7 @@
  * (wllama takes text prompts only); the block's first id is synthetic.user_token_first.
  * Byte tokens 0x80+ are typed UNUSED by default: llama.cpp renders UNUSED as "", while a lone
  * non-UTF-8 byte breaks wllama's JSON output. */
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,9 +24,9 @@
 #include "formats/json.h"
 #include "kernels/pool.h"
 #include "formats/safetensors.h"
-#include "tools/gguf_write.h"
-#include "tools/safetensors_write.h"
-#include "tools/synth_widen.h"
+#include "writers/gguf_write.h"
+#include "writers/safetensors_write.h"
+#include "writers/synth_widen.h"
 
 /* ------------------------------------------------------------------ presets */
 
