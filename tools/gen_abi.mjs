@@ -68,8 +68,8 @@ export function generate() {
   const kvType = Object.fromEntries(xlist(kv, 'src/model/kv.h', 'OX_KV_TYPES').map(([, id, js]) => [js, id]));
   const genStatus = Object.fromEntries(xlist(gen, 'src/decode/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]));
   const define = (name) => {
-    const m = new RegExp(`#define ${name} (\\d+)`).exec(gen);
-    if (!m) throw new Error(`src/decode/generate.h: no #define ${name}`);
+    const m = new RegExp(`#define ${name} (\\d+)`).exec(kv);
+    if (!m) throw new Error(`src/model/kv.h: no #define ${name}`);
     return Number(m[1]);
   };
   const drafts = { max: define('OX_GEN_DRAFT_MAX'), greedyDefault: define('OX_GEN_DRAFT_DEFAULT') };
