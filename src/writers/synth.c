@@ -2,8 +2,10 @@
  *
  * Layout follows llama.cpp's gemma4 loader (docs/gemma4.md §3): GGUF tensors without K/V on
  * KV-shared layers and with rope_freqs for the proportional RoPE of full layers, as llama.cpp's
- * converter writes them; the HF checkpoint carries the HF names and also the
- * unused k_proj/v_proj/k_norm of shared layers, as released checkpoints do.
+ * converter writes them; the HF checkpoint carries the HF names, and neither has the k/v
+ * projections or k_norm of KV-shared layers (they would be unused: the layer reads its source's
+ * cache); config.json as transformers writes it (floats where its Gemma 4 config declares
+ * float).
  *
  * Vocab (ids): 0-6 specials <pad> <eos> <bos> <unk> <mask> <|turn> <turn|>; then byte tokens
  * <0x00>..<0xFF>; single characters; BPE merges (word chains, then random merges); last a
@@ -103,7 +105,7 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
 /* ------------------------------------------------------------------ tensor plan */
 
 enum { K_WEIGHT, K_NORM, K_ROPE, K_EYE }; /* K_EYE: row r is the unit vector e_r */
-enum { IN_BOTH, GGUF_ONLY, HF_ONLY };
+enum { IN_BOTH, GGUF_ONLY };
 
 typedef struct ptensor {
     char name[64];   /* GGUF name: the key of the values */
@@ -222,16 +224,11 @@ static int build_plan(const ox_synth *s, plan *p, ox_err *err) {
 #define HF(x) (snprintf(h, sizeof h, "layers.%d.%s", l, x), h)
         N(G("attn_norm.weight"), HF("input_layernorm.weight"), H, 1, 0.1f);
         W(G("attn_q.weight"), HF("self_attn.q_proj.weight"), H, nh * hd);
-        t = W(G("attn_k.weight"), HF("self_attn.k_proj.weight"), H, kvw);
-        if (sh) t->where = HF_ONLY;
-        if (!(s->k_eq_v && is_full(s, l))) {
-            t = W(G("attn_v.weight"), HF("self_attn.v_proj.weight"), H, kvw);
-            if (sh) t->where = HF_ONLY;
-        }
+        if (!sh) W(G("attn_k.weight"), HF("self_attn.k_proj.weight"), H, kvw);
+        if (!sh && !(s->k_eq_v && is_full(s, l))) W(G("attn_v.weight"), HF("self_attn.v_proj.weight"), H, kvw);
         W(G("attn_output.weight"), HF("self_attn.o_proj.weight"), nh * hd, H);
         N(G("attn_q_norm.weight"), HF("self_attn.q_norm.weight"), hd, qk, 0.1f * qk);
-        t = N(G("attn_k_norm.weight"), HF("self_attn.k_norm.weight"), hd, qk, 0.1f * qk);
-        if (sh) t->where = HF_ONLY;
+        if (!sh) N(G("attn_k_norm.weight"), HF("self_attn.k_norm.weight"), hd, qk, 0.1f * qk);
         N(G("post_attention_norm.weight"), HF("post_attention_layernorm.weight"), H, bg, 0.1f * bg);
         N(G("layer_output_scale.weight"), HF("layer_scalar"), 1, 0.7f, 0.1f);
         N(G("ffn_norm.weight"), HF("pre_feedforward_layernorm.weight"), H, 1, 0.1f);
@@ -269,8 +266,7 @@ uint64_t ox_synth_params(const ox_synth *s) {
     plan p = {0};
     if (build_plan(s, &p, NULL)) return 0;
     uint64_t n = 0;
-    for (int i = 0; i < p.n; i++)
-        if (p.t[i].where != HF_ONLY) n += p.t[i].ne[0] * p.t[i].ne[1] * p.t[i].ne[2];
+    for (int i = 0; i < p.n; i++) n += p.t[i].ne[0] * p.t[i].ne[1] * p.t[i].ne[2];
     free(p.t);
     return n;
 }
@@ -877,7 +873,7 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     }
     int n = 0;
     for (int i = 0; i < p.n; i++)
-        if (p.t[i].where != HF_ONLY) x.t[n++] = &p.t[i];
+        x.t[n++] = &p.t[i];
     if (s->by_name) qsort(x.t, (size_t)n, sizeof *x.t, by_name);
     for (int i = 0; i < n; i++) {
         x.type[i] = x.t[i]->type;
@@ -903,7 +899,16 @@ static int write_text(const char *dir, const char *name, const ox_strbuf *b, ox_
     return ok ? 0 : ox_errf(err, OX_E_IO, "synth: write failed: %s", path);
 }
 
+/* A float as transformers writes one: always with a point or an exponent (30.0, not 30), so a
+ * field its config declares float never reads back as an int. */
+static const char *json_float(char *buf, size_t cap, double v) {
+    int n = snprintf(buf, cap, "%.9g", v);
+    if (n > 0 && (size_t)n + 2 < cap && !strpbrk(buf, ".eEni")) memcpy(buf + n, ".0", 3);
+    return buf;
+}
+
 static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
+    char f1[32], f2[32], f3[32];
     ox_sb_printf(b, "{\n  \"architectures\": [\"Gemma4ForConditionalGeneration\"],\n  \"model_type\": \"gemma4\",\n"
                     "  \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": [1, 6],\n"
                     "  \"tie_word_embeddings\": true,\n  \"text_config\": {\n");
@@ -921,11 +926,14 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
     for (int l = 0; l < s->layers; l++)
         ox_sb_printf(b, "%s\"%s\"", l ? ", " : "", is_full(s, l) ? "full_attention" : "sliding_attention");
     ox_sb_printf(b, "],\n    \"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
-                    "\"rope_theta\": %.9g}, \"full_attention\": {\"rope_type\": \"proportional\", "
-                    "\"partial_rotary_factor\": %.9g, \"rope_theta\": %.9g}},\n",
-                 s->rope_base_swa, s->partial_rotary, s->rope_base);
-    ox_sb_printf(b, "    \"rms_norm_eps\": %.9g, \"hidden_activation\": \"gelu_pytorch_tanh\",\n", s->eps);
-    if (s->softcap > 0) ox_sb_printf(b, "    \"final_logit_softcapping\": %.9g,\n", s->softcap);
+                    "\"rope_theta\": %s}, \"full_attention\": {\"rope_type\": \"proportional\", "
+                    "\"partial_rotary_factor\": %s, \"rope_theta\": %s}},\n",
+                 json_float(f1, sizeof f1, s->rope_base_swa), json_float(f2, sizeof f2, s->partial_rotary),
+                 json_float(f3, sizeof f3, s->rope_base));
+    ox_sb_printf(b, "    \"rms_norm_eps\": %s, \"hidden_activation\": \"gelu_pytorch_tanh\",\n",
+                 json_float(f1, sizeof f1, s->eps));
+    if (s->softcap > 0)
+        ox_sb_printf(b, "    \"final_logit_softcapping\": %s,\n", json_float(f1, sizeof f1, s->softcap));
     else ox_sb_printf(b, "    \"final_logit_softcapping\": null,\n");
     ox_sb_printf(b, "    \"tie_word_embeddings\": true, \"attention_bias\": false,\n");
     ox_sb_printf(b, "    \"hidden_size_per_layer_input\": %d, \"vocab_size_per_layer_input\": %d,\n", s->ple,
