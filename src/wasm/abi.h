@@ -236,6 +236,11 @@ OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const in
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
+/* The benchmark's memory-read ceiling (probe.c; tools/bench.mjs, not the package): the pool
+ * resized to n_threads, the best of reps SIMD reads of an mbytes MiB buffer, in bytes/s; or
+ * < 0 (RANGE, NOMEM, a pool error). The pool stays at n_threads. */
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
+
 /* ---- imports (js/hostfile_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
