@@ -24,9 +24,9 @@ for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
 CC=clang cmake -S . -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOX_FUZZ=ON -DOX_SANITIZE=ON -DOX_NATIVE=OFF >/dev/null ||
     { echo "fuzz: cmake configure failed"; exit 1; }
 mkdir -p "$work"
-if ! cmake --build "$bld" -j2 --target oxtools "${targets[@]}" >"$work/build.log" 2>&1 ||
+if ! cmake --build "$bld" -j2 --target oxwriters "${targets[@]}" >"$work/build.log" 2>&1 ||
     ! clang -std=c11 -g -O1 -I src -fsanitize=address,undefined,fuzzer-no-link tests/fuzz/make_corpus.c \
-        "$bld/liboxtools.a" "$bld/liboxcore.a" -lpthread -lm -o "$bld/make_corpus" >>"$work/build.log" 2>&1; then
+        "$bld/liboxwriters.a" "$bld/liboxcore.a" -lpthread -lm -o "$bld/make_corpus" >>"$work/build.log" 2>&1; then
     grep -E "error|Error" "$work/build.log" | head -20
     echo "fuzz: build failed (log $work/build.log)"
     exit 1

@@ -14,7 +14,7 @@ declare -A have=(
 )
 if [ "$need" = test ]; then
   have+=(
-    [clang]=clang [chromium]=chromium
+    [clang]=clang [chromium]=chromium [clang-format]=clang-format # .clang-format (C style)
     ['/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a']=libclang-rt-14-dev
     [/usr/lib/python3/dist-packages/numpy]=python3-numpy
   )

@@ -1,4 +1,4 @@
-// generate.js — one generation. The C generator (ox_wasm_gen_*, src/model/generate.h) owns the
+// generate.js — one generation. The C generator (ox_wasm_gen_*, src/decode/generate.h) owns the
 // sampler, the penalty history, the stop ids and the limits, and runs one forward per step;
 // this loop keeps what is JS's: abort between calls, UTF-8 assembly, stop strings, the
 // thinking flag, token events and the timing in the stats.

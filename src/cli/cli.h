@@ -3,6 +3,7 @@
 #ifndef OX_CLI_H
 #define OX_CLI_H
 
+#include <stddef.h>
 #include "formats/tensors.h"
 
 int cli_inspect(int argc, char **argv);   /* inspect.c  — config, per-layer values, tensor table */
@@ -12,15 +13,35 @@ int cli_synth(int argc, char **argv);     /* synth.c    — write a synthetic Ge
 int cli_tokenize(int argc, char **argv);  /* tokenize.c — text -> ids with a model's tokenizer */
 int cli_lora(int argc, char **argv);      /* lora.c     — write a synthetic LoRA adapter for a model */
 
-/* lora.c: load the n adapters specs[i] ("FILE" or "FILE,FILE") into out[] and attach them with
- * scales[]; 1 after printing the error (nothing attached, nothing left loaded). */
-struct ox_model;
-struct ox_lora;
-int cli_lora_attach(struct ox_model *m, char *const *specs, const float *scales, int n, struct ox_lora **out);
+/* generate.c: a generation from prompt (tokenized with BOS, control tokens matched) through the
+ * engine, its text on stdout; grammar (grammar_len bytes of GBNF) or NULL. 1 after printing
+ * the error. */
+struct ox_engine;
+typedef struct cli_gen_opts {
+    const char *prompt;
+    int max_tokens, ctx;
+    float temperature; /* < 0: the generator's default */
+    unsigned long long seed;
+    const char *grammar;
+    size_t grammar_len;
+} cli_gen_opts;
+int cli_generate(struct ox_engine *e, const cli_gen_opts *o);
 
-/* files.c: the tensor directory over n opened host files, NULL after printing
- * "CMD: CODE: message"; and closing it, the files and the (malloc'd) files array. */
-ox_model_files *cli_files_open(const char *cmd, const int *files, int n);
-void cli_files_close(ox_model_files *mf, int *files, int n);
+/* files.c: host files a subcommand names. cli_files_add opens a path: a file as it is, a
+ * checkpoint directory as its model files (its GGUF files; else its safetensors shards, their
+ * index, config.json, tokenizer.json, chat_template.jinja and the other side files the loader
+ * reads by name). 1 after printing "CMD: message" (a directory with no model files says so). */
+typedef struct cli_files {
+    int *h;
+    int n, cap;
+} cli_files;
+int cli_files_add(const char *cmd, cli_files *fs, const char *path);
+void cli_files_release(cli_files *fs); /* closes the files */
+/* The tensor directory over them, NULL after printing "CMD: CODE: message". */
+ox_model_files *cli_files_open(const char *cmd, const cli_files *fs);
+
+/* lora.c: load the n adapters specs[i] ("FILE", "FILE,FILE" or a PEFT directory) and attach them
+ * to the engine with scales[]; 1 after printing the error (nothing attached). */
+int cli_lora_attach(struct ox_engine *e, char *const *specs, const float *scales, int n);
 
 #endif

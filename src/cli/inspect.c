@@ -68,26 +68,20 @@ static int inspect_adapter(int f) {
 }
 
 int cli_inspect(int argc, char **argv) {
-    int *files = calloc((size_t)argc + 1, sizeof *files), n = 0, rc = 1;
-    ox_err err = {0};
+    cli_files fs = {0};
+    int rc = 1;
     ox_model_files *mf = NULL;
-    if (!files) return 1;
-    for (int i = 0; i < argc; i++) {
-        if ((files[n] = ox_host_open_path(argv[i], &err)) < 0) {
-            fprintf(stderr, "inspect: %s\n", err.msg);
-            goto done;
-        }
-        n++;
-    }
-    if (!n) {
-        fprintf(stderr, "usage: oxinfer inspect FILE...\n");
+    for (int i = 0; i < argc; i++)
+        if (cli_files_add("inspect", &fs, argv[i])) goto done;
+    if (!fs.n) {
+        fprintf(stderr, "usage: oxinfer inspect FILE|DIR...\n");
         goto done;
     }
-    if (n == 1 && inspect_adapter(files[0])) {
+    if (fs.n == 1 && inspect_adapter(fs.h[0])) {
         rc = 0;
         goto done;
     }
-    if (!(mf = cli_files_open("inspect", files, n))) goto done;
+    if (!(mf = cli_files_open("inspect", &fs))) goto done;
     printf("files: %s\n", ox_files_describe(mf));
     print_config(ox_files_config(mf), ox_files_stored_quant(mf));
     if (ox_files_mlx(mf)) printf("MLX quantization: %s (affine; rows repacked to Q4_1 / Q8_A when read)\n", ox_files_mlx(mf));
@@ -113,6 +107,7 @@ int cli_inspect(int argc, char **argv) {
            (unsigned long long)bytes, (double)bytes / (1 << 30));
     rc = 0;
 done:
-    cli_files_close(mf, files, n);
+    ox_files_free(mf);
+    cli_files_release(&fs);
     return rc;
 }

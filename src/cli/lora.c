@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "host/hostfile.h"
+#include "engine/engine.h"
 #include "model/lora.h"
-#include "tools/lora_write.h"
+#include "writers/lora_write.h"
 
 static int usage(void) {
     fprintf(stderr,
@@ -38,7 +38,7 @@ static int parse_targets(const char *s, unsigned *out) {
 }
 
 int cli_lora(int argc, char **argv) {
-    int files[64], n_files = 0;
+    cli_files fs = {0};
     const char *out = NULL, *format = "gguf", *type = "f32";
     ox_lora_spec sp = {.rank = 16, .alpha = 32, .std = 0.02f, .seed = 1, .targets = OX_LORA_ALL_TARGETS};
     ox_err err = {0};
@@ -56,49 +56,40 @@ int cli_lora(int argc, char **argv) {
         else if (!strcmp(a, "--targets") && v) {
             if (parse_targets(v, &sp.targets)) return usage();
             i++;
-        } else if (a[0] == '-' || n_files == 64) return usage();
-        else if ((files[n_files++] = ox_host_open_path(a, &err)) < 0) {
-            fprintf(stderr, "oxinfer lora: %s\n", err.msg);
-            return 1;
-        }
+        } else if (a[0] == '-') return cli_files_release(&fs), usage();
+        else if (cli_files_add("oxinfer lora", &fs, a)) return cli_files_release(&fs), 1;
     }
     int t = !strcmp(type, "f32") ? OX_F32 : !strcmp(type, "f16") ? OX_F16 : !strcmp(type, "bf16") ? OX_BF16 : -1;
     int peft = !strcmp(format, "peft");
-    if (!n_files || !out || t < 0 || (!peft && strcmp(format, "gguf"))) return usage();
+    if (!fs.n || !out || t < 0 || (!peft && strcmp(format, "gguf"))) return cli_files_release(&fs), usage();
     sp.type = (ox_type)t;
-    int *fs = malloc(sizeof *fs * (size_t)n_files);
-    if (!fs) return 1;
-    memcpy(fs, files, sizeof *fs * (size_t)n_files);
-    ox_model_files *mf = cli_files_open("oxinfer lora", fs, n_files);
-    if (!mf) return free(fs), 1;
+    ox_model_files *mf = cli_files_open("oxinfer lora", &fs);
+    if (!mf) return cli_files_release(&fs), 1;
     if (peft) mkdir(out, 0777);
     int rc = peft ? ox_lora_write_peft(ox_files_config(mf), &sp, out, &err)
                   : ox_lora_write_gguf(ox_files_config(mf), &sp, out, &err);
     if (rc) fprintf(stderr, "oxinfer lora: %s: %s\n", ox_err_code_name(err.code), err.msg);
     else printf("wrote %s: rank %d, alpha %g, %s\n", out, sp.rank, (double)sp.alpha, peft ? "PEFT" : "GGUF");
-    cli_files_close(mf, fs, n_files);
+    ox_files_free(mf);
+    cli_files_release(&fs);
     return rc ? 1 : 0;
 }
 
-int cli_lora_attach(ox_model *m, char *const *specs, const float *scales, int n, ox_lora **out) {
-    ox_err err = {0};
-    int rc = 0, k = 0;
-    for (; k < n && !rc; k++) {
-        char buf[2048];
-        int h[2], nh = 0;
+int cli_lora_attach(ox_engine *e, char *const *specs, const float *scales, int n) {
+    cli_files fs = {0};
+    int counts[OX_LORA_MAX] = {0}, rc = 0;
+    for (int k = 0; k < n && !rc; k++) {
+        char buf[4096];
+        int before = fs.n;
         snprintf(buf, sizeof buf, "%s", specs[k]);
-        for (char *save = NULL, *p = strtok_r(buf, ",", &save); p && nh < 2 && !rc; p = strtok_r(NULL, ",", &save))
-            rc = (h[nh++] = ox_host_open_path(p, &err)) < 0;
-        if (!rc) rc = !(out[k] = ox_lora_load(m, h, nh, &err));
-        for (int i = 0; i < nh; i++) ox_host_close(h[i]);
-        if (!rc)
-            fprintf(stderr, "lora %s: %d modules (rank <= %d, %.1f MB), scale %g\n", specs[k], ox_lora_modules(out[k]),
-                    ox_lora_rank_max(out[k]), ox_lora_bytes(out[k]) / 1e6, (double)scales[k]);
+        for (char *save = NULL, *p = strtok_r(buf, ",", &save); p && !rc; p = strtok_r(NULL, ",", &save))
+            rc = cli_files_add("oxinfer run: lora", &fs, p);
+        counts[k] = fs.n - before;
     }
-    if (!rc) rc = ox_model_set_lora(m, out, scales, n, &err) != 0;
-    if (rc) {
-        fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
-        for (int i = 0; i < k; i++) ox_lora_free(out[i]), out[i] = NULL;
-    }
+    ox_err err = {0};
+    int modules = rc ? 0 : ox_engine_set_lora(e, fs.h, counts, scales, n, &err);
+    if (modules < 0) fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg), rc = 1;
+    else if (n) fprintf(stderr, "lora: %d adapters, %d modules\n", n, modules);
+    cli_files_release(&fs);
     return rc;
 }

@@ -8,8 +8,8 @@
 
 #include "cli.h"
 #include "host/hostfile.h"
-#include "tools/mlx_write.h"
-#include "tools/prequant.h"
+#include "writers/mlx_write.h"
+#include "writers/prequant.h"
 #include "formats/tensors.h"
 
 static void progress(void *ud, uint64_t done, uint64_t total) {
@@ -49,22 +49,21 @@ int cli_quantize(int argc, char **argv) {
             return 1;
         }
     const char *out = NULL, *quant = NULL;
-    int *files = calloc((size_t)argc + 1, sizeof *files), n = 0, rc = 1;
+    cli_files fs = {0};
+    int rc = 1;
     ox_err err = {0};
     ox_model_files *mf = NULL;
-    if (!files) return 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
         else if (strcmp(argv[i], "--quant") == 0 && i + 1 < argc) quant = argv[++i];
         else if (argv[i][0] == '-') { fprintf(stderr, "quantize: unknown option %s\n", argv[i]); goto done; }
-        else if ((files[n] = ox_host_open_path(argv[i], &err)) < 0) { fprintf(stderr, "quantize: %s\n", err.msg); goto done; }
-        else n++;
+        else if (cli_files_add("quantize", &fs, argv[i])) goto done;
     }
-    if (!n || !out || !quant) {
+    if (!fs.n || !out || !quant) {
         fprintf(stderr, "usage: oxinfer quantize IN... -o OUT.safetensors --quant q8|q4\n");
         goto done;
     }
-    if (!(mf = cli_files_open("quantize", files, n))) goto done;
+    if (!(mf = cli_files_open("quantize", &fs))) goto done;
     int last = -1;
     if (ox_prequant_write(mf, out, quant, progress, &last, &err)) {
         fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
@@ -74,6 +73,7 @@ int cli_quantize(int argc, char **argv) {
     fprintf(stderr, "quantize: wrote %s (%s)\n", out, quant);
     rc = 0;
 done:
-    cli_files_close(mf, files, n);
+    ox_files_free(mf);
+    cli_files_release(&fs);
     return rc;
 }

@@ -1,6 +1,7 @@
-/* run.c — `oxinfer run FILE... --tokens 2,105,...`: forward over the tokens and print the
+/* run.c — `oxinfer run FILE|DIR... --tokens 2,105,...`: forward over the tokens and print the
  * top-K log-probs (log-softmax of the logits) after every position; `--bench` times load,
- * prefill and decode instead. */
+ * prefill and decode instead; `--prompt TEXT` generates (generate.c). The model, its
+ * tokenizer and the adapters are an engine (engine/engine.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "host/hostfile.h"
+#include "engine/engine.h"
 #include "model/lora.h"
 #include "model/model.h"
 #include "kernels/pool.h"
@@ -25,9 +26,14 @@ static double now_s(void) {
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: oxinfer run FILE... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
+            "usage: oxinfer run FILE|DIR... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
             "                  [--quant q8|q4|bf16] [--step] [--tables-on-host] [--ctx N]\n"
-            "       oxinfer run FILE... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
+            "       oxinfer run FILE|DIR... --prompt TEXT [--n-gen N] [--temp T] [--seed S] [--grammar FILE]\n"
+            "       oxinfer run FILE|DIR... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
+            "  DIR     a checkpoint directory: its GGUF files, or its safetensors with config.json, tokenizer.json\n"
+            "  --prompt TEXT  generate after TEXT (control tokens such as <|turn> matched), the text on stdout;\n"
+            "                 --n-gen tokens at most (default 64), --temp 0 for greedy\n"
+            "  --grammar FILE with --prompt: the output follows this GBNF grammar (docs/grammar.md)\n"
             "  --all   every vocab entry instead of the top K (default K 5)\n"
             "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
             "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
@@ -90,26 +96,21 @@ static void print_top(const float *lg, int V, int pos, int K, int json, int *idx
     }
 }
 
-static int load_model(char **files, int n_files, const ox_load_opts *opts, ox_model **out, double *secs) {
-    ox_err err = {0};
-    int handles[64];
-    if (n_files > 64) n_files = 64;
+/* The engine over the paths' files; fs keeps them open (weights left on the host are read
+ * while it runs): release it after ox_engine_free. */
+static int load_engine(char **paths, int n_paths, const ox_load_opts *opts, int flags, cli_files *fs, ox_engine **out,
+                       double *secs) {
     double t0 = now_s();
-    for (int i = 0; i < n_files; i++) {
-        handles[i] = ox_host_open_path(files[i], &err);
-        if (handles[i] < 0) {
-            fprintf(stderr, "oxinfer run: %s\n", err.msg);
-            return 1;
-        }
-    }
-    ox_model_files *mf = ox_files_open(handles, n_files, &err);
-    ox_model *m = mf ? ox_model_load(mf, opts, &err) : NULL;
-    if (!m) {
+    for (int i = 0; i < n_paths; i++)
+        if (cli_files_add("oxinfer run", fs, paths[i])) return 1;
+    ox_err err = {0};
+    ox_engine *e = ox_engine_load(fs->h, fs->n, opts, flags, &err);
+    if (!e) {
         fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
         return 1;
     }
     *secs = now_s() - t0;
-    *out = m;
+    *out = e;
     return 0;
 }
 
@@ -149,15 +150,14 @@ static double cpu_s(void) {
 
 /* With LoRA adapters attached: decode steps alternate with and without them, so both see the
  * same machine load, and are timed apart (wall and process CPU time per token). */
-static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora *const *ad, const float *sc,
-                      int n_lora) {
-    const ox_config *c = ox_model_config(m);
+static int bench_lora(ox_engine *e, ox_session *s, float *lg, int n_gen) {
+    const ox_config *c = ox_model_config(ox_engine_model(e));
     double wall[2] = {0}, cpu[2] = {0};
     int steps[2] = {0}, rc = 0;
     ox_err err = {0};
     for (int i = 0; rc == 0 && i < 2 * n_gen && ox_session_pos(s) < ox_session_max_ctx(s); i++) {
         int on = i & 1;
-        rc = ox_model_set_lora(m, ad, sc, on ? n_lora : 0, &err);
+        rc = ox_engine_lora_enable(e, on, &err);
         int32_t best = 0;
         for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
         ox_forward_io io = {.tokens = &best, .n = 1, .logits = lg};
@@ -165,7 +165,7 @@ static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora 
         if (!rc) rc = ox_forward(s, &io, &err);
         wall[on] += now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
     }
-    if (!rc) rc = ox_model_set_lora(m, ad, sc, n_lora, &err);
+    if (!rc) rc = ox_engine_lora_enable(e, 1, &err);
     if (rc) return fprintf(stderr, "oxinfer run: %s\n", err.msg), 1;
     for (int on = 0; on < 2; on++)
         printf("decode %s LoRA (interleaved, %d steps): %.2f tok/s, %.1f ms/token wall, %.1f ms/token CPU\n",
@@ -176,9 +176,10 @@ static int bench_lora(ox_model *m, ox_session *s, float *lg, int n_gen, ox_lora 
     return 0;
 }
 
-static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k,
-                 ox_lora *const *ad, const float *sc, int n_lora) {
+static int bench(ox_engine *e, double load_s, int n_prompt, int n_gen, int json, int profile, int verify_k) {
+    ox_model *m = ox_engine_model(e);
     const ox_config *c = ox_model_config(m);
+    int n_lora = ox_engine_lora_count(e);
     ox_err err = {0};
     ox_session *s = ox_session_new(m, n_prompt + (n_lora ? 3 : 1) * n_gen + 1 + verify_k, &err);
     int32_t *toks = malloc(sizeof *toks * (size_t)(n_prompt > 1 ? n_prompt : 1));
@@ -230,26 +231,80 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
                    "%.2f tok/s\nresident %.1f MB, host reads %.1f MB\n",
                    load_s, ox_pool_threads(), n_prompt, t1 - t0, pf, n_gen, t2 - t1, dc, st.resident_bytes / 1e6,
                    st.host_bytes_read / 1e6);
-        if (n_lora && !json) rc = bench_lora(m, s, lg, n_gen, ad, sc, n_lora);
+        if (n_lora && !json) rc = bench_lora(e, s, lg, n_gen);
     }
     free(toks), free(lg);
     ox_session_free(s);
     return rc ? 1 : 0;
 }
 
+/* --tokens: forward and print the top-K log-probs after every position. */
+static int run_tokens(ox_model *m, const char *tokens, int top, int all, int json, int step, int ctx) {
+    int32_t *tok;
+    int n;
+    if (parse_tokens(tokens, &tok, &n)) {
+        fprintf(stderr, "oxinfer run: bad --tokens list\n");
+        return 2;
+    }
+    ox_err err = {0};
+    int V = ox_model_config(m)->vocab;
+    if (all || top > V) top = V;
+    float *lg = malloc(sizeof *lg * (size_t)V * (size_t)n);
+    int *idx = malloc(sizeof *idx * (size_t)V);
+    ox_session *s = lg && idx ? ox_session_new(m, ctx > 0 ? ctx : 0, &err) : NULL;
+    int rc = s ? 0 : 1;
+    if (!s) fprintf(stderr, "oxinfer run: %s\n", lg && idx ? err.msg : "out of memory");
+    for (int i = 0; s && i < n && rc == 0; i += step ? 1 : n) {
+        ox_forward_io io = {.tokens = tok + i, .n = step ? 1 : n, .logits = lg + (size_t)i * V, .all_logits = 1};
+        if (ox_forward(s, &io, &err)) {
+            fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        if (json) printf("{\"positions\":[");
+        for (int i = 0; i < n; i++) print_top(lg + (size_t)i * V, V, i, top, json, idx, i == n - 1);
+        if (json) printf("]}\n");
+    }
+    ox_session_free(s);
+    free(lg), free(idx), free(tok);
+    return rc;
+}
+
+/* The whole of a file (a grammar), NUL-terminated; NULL after printing why. */
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        buf[n] = 0;
+        *len = (size_t)n;
+    } else {
+        free(buf), buf = NULL;
+        fprintf(stderr, "oxinfer run: %s: cannot read\n", path);
+    }
+    if (f) fclose(f);
+    return buf;
+}
+
 int cli_run(int argc, char **argv) {
     char *files[64];
     int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0, verify_k = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *tokens = NULL;
+    const char *tokens = NULL, *grammar = NULL;
+    cli_gen_opts gen = {.temperature = -1};
     ox_load_opts opts = {0};
     char *loras[OX_LORA_MAX];
     float lora_scales[OX_LORA_MAX];
-    ox_lora *attached[OX_LORA_MAX] = {0};
     int n_lora = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tokens") && v) tokens = v, i++;
+        else if (!strcmp(a, "--prompt") && v) gen.prompt = v, i++;
+        else if (!strcmp(a, "--grammar") && v) grammar = v, i++;
+        else if (!strcmp(a, "--temp") && v) gen.temperature = strtof(v, NULL), i++;
+        else if (!strcmp(a, "--seed") && v) gen.seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--top") && v) top = atoi(v), i++;
         else if (!strcmp(a, "--threads") && v) threads = atol(v), i++;
         else if (!strcmp(a, "--ctx") && v) ctx = atoi(v), i++;
@@ -273,56 +328,27 @@ int cli_run(int argc, char **argv) {
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
-    if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0 ||
-        verify_k < 0 || verify_k > 64)
+    if (!n_files || !!tokens + do_bench + !!gen.prompt != 1 || (grammar && !gen.prompt) || top < 1 || threads < 1 ||
+        n_prompt < 1 || n_gen < 0 || verify_k < 0 || verify_k > 64)
         return usage();
     ox_err err = {0};
     if (ox_pool_init((int)threads, &err)) {
         fprintf(stderr, "oxinfer run: %s\n", err.msg);
         return 1;
     }
-    ox_model *m;
+    if (grammar && !(gen.grammar = read_file(grammar, &gen.grammar_len))) return 1;
+    cli_files fs = {0};
+    ox_engine *e = NULL;
     double load_s;
-    if (load_model(files, n_files, &opts, &m, &load_s)) return 1;
-    if (cli_lora_attach(m, loras, lora_scales, n_lora, attached)) {
-        ox_model_free(m);
-        return 1;
-    }
-    if (do_bench) {
-        int rc = bench(m, load_s, n_prompt, n_gen, json, profile, verify_k, attached, lora_scales, n_lora);
-        ox_model_free(m);
-        for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
-        return rc;
-    }
-    int32_t *tok;
-    int n;
-    if (parse_tokens(tokens, &tok, &n)) {
-        ox_model_free(m);
-        fprintf(stderr, "oxinfer run: bad --tokens list\n");
-        return 2;
-    }
-    int V = ox_model_config(m)->vocab;
-    if (all || top > V) top = V;
-    float *lg = malloc(sizeof *lg * (size_t)V * (size_t)n);
-    int *idx = malloc(sizeof *idx * (size_t)V);
-    ox_session *s = lg && idx ? ox_session_new(m, ctx > 0 ? ctx : 0, &err) : NULL;
-    int rc = s ? 0 : 1;
-    if (!s) fprintf(stderr, "oxinfer run: %s\n", lg && idx ? err.msg : "out of memory");
-    for (int i = 0; s && i < n && rc == 0; i += step ? 1 : n) {
-        ox_forward_io io = {.tokens = tok + i, .n = step ? 1 : n, .logits = lg + (size_t)i * V, .all_logits = 1};
-        if (ox_forward(s, &io, &err)) {
-            fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
-            rc = 1;
-        }
-    }
-    if (rc == 0) {
-        if (json) printf("{\"positions\":[");
-        for (int i = 0; i < n; i++) print_top(lg + (size_t)i * V, V, i, top, json, idx, i == n - 1);
-        if (json) printf("]}\n");
-    }
-    ox_session_free(s);
-    free(lg), free(idx), free(tok);
-    ox_model_free(m);
-    for (int i = 0; i < n_lora; i++) ox_lora_free(attached[i]);
+    int rc = load_engine(files, n_files, &opts, gen.prompt ? 0 : OX_ENGINE_NO_TOKENIZER, &fs, &e, &load_s);
+    if (!rc) rc = cli_lora_attach(e, loras, lora_scales, n_lora);
+    if (!rc && do_bench) rc = bench(e, load_s, n_prompt, n_gen, json, profile, verify_k);
+    else if (!rc && gen.prompt) {
+        gen.max_tokens = n_gen, gen.ctx = ctx;
+        rc = cli_generate(e, &gen);
+    } else if (!rc) rc = run_tokens(ox_engine_model(e), tokens, top, all, json, step, ctx);
+    ox_engine_free(e);
+    cli_files_release(&fs);
+    free((char *)gen.grammar);
     return rc;
 }

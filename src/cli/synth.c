@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "kernels/pool.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 static int usage(void) {
     fprintf(stderr,
@@ -24,7 +24,7 @@ static int usage(void) {
             "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
             "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
             "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
-            "  --vocab-file F a trained vocab (see src/tools/synth.c, read_vocab) instead of the made-up one\n"
+            "  --vocab-file F a trained vocab (see src/writers/synth_vocab.c, read_vocab) instead of the made-up one\n"
             "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
             "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
             "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "formats/gguf.h"
 #include "host/hostfile.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: oxinfer tokenize FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]\n");
@@ -73,7 +73,8 @@ static int print_ids(const ox_tokenizer *t, const char *s, size_t n, int flags, 
 
 int cli_tokenize(int argc, char **argv) {
     const char *text = NULL, *path = NULL;
-    int json = 0, lines = 0, flags = OX_TOK_ADD_BOS | OX_TOK_SPECIAL, files[64], n_files = 0, rc = 1;
+    int json = 0, lines = 0, flags = OX_TOK_ADD_BOS | OX_TOK_SPECIAL, rc = 1;
+    cli_files fs = {0};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--text") == 0 && i + 1 < argc) text = argv[++i];
         else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) path = argv[++i];
@@ -81,17 +82,12 @@ int cli_tokenize(int argc, char **argv) {
         else if (strcmp(argv[i], "--lines") == 0) lines = 1;
         else if (strcmp(argv[i], "--no-bos") == 0) flags &= ~OX_TOK_ADD_BOS;
         else if (strcmp(argv[i], "--no-special") == 0) flags &= ~OX_TOK_SPECIAL;
-        else if (argv[i][0] == '-' || n_files == 64) return usage();
-        else {
-            ox_err err = {0};
-            if ((files[n_files] = ox_host_open_path(argv[i], &err)) < 0) {
-                fprintf(stderr, "oxinfer tokenize: %s\n", err.msg);
-                goto out;
-            }
-            n_files++;
-        }
+        else if (argv[i][0] == '-') {
+            rc = usage();
+            goto out;
+        } else if (cli_files_add("oxinfer tokenize", &fs, argv[i])) goto out;
     }
-    if (!n_files || !text == !path) {
+    if (!fs.n || !text == !path) {
         rc = usage();
         goto out;
     }
@@ -101,7 +97,7 @@ int cli_tokenize(int argc, char **argv) {
         fprintf(stderr, "oxinfer tokenize: %s: cannot read\n", path);
         goto out;
     }
-    int f = pick(files, n_files);
+    int f = pick(fs.h, fs.n);
     ox_err err = {0};
     ox_tokenizer *t = f < 0 ? NULL : ox_tokenizer_open(f, &err);
     if (!t) {
@@ -124,6 +120,6 @@ int cli_tokenize(int argc, char **argv) {
     free(buf);
     ox_tokenizer_free(t);
 out:
-    for (int i = 0; i < n_files; i++) ox_host_close(files[i]);
+    cli_files_release(&fs);
     return rc;
 }

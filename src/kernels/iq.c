@@ -2,6 +2,7 @@
  * (formats in iq.h). The float expressions are ggml's, operand for operand, so dequantized
  * values are bit-exact; the dots keep ggml's integer sums and float order. */
 #include "kernels/iq.h"
+#include "kernels/quant.h"
 
 #include <string.h>
 

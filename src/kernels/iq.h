@@ -1,8 +1,8 @@
 /* iq.h — ggml's codebook and low-bit formats: the i-quants (IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S,
  * IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M), the ternary TQ1_0 / TQ2_0 and MXFP4.
  *
- * One block format = one struct (layout identical to ggml's ggml-common.h, sizes checked in
- * iq.c), one dequantize, one scalar dot. quant.c registers the types and forwards to
+ * One block format = one struct (in blocks.h, layout identical to ggml's ggml-common.h, sizes
+ * checked in iq.c), one dequantize, one scalar dot. quant.c registers the types and forwards to
  * ox_iq_dequantize_row / ox_iq_vec_dot_ref; the public entry points stay ox_dequantize_row
  * and ox_vec_dot_ref.
  *
@@ -26,23 +26,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include "kernels/quant.h"
-
-typedef struct { ox_f16 d; uint16_t qs[OX_QK_K / 8]; } ox_block_iq2_xxs;                          /* 66 B  */
-typedef struct { ox_f16 d; uint16_t qs[OX_QK_K / 8]; uint8_t scales[OX_QK_K / 32]; } ox_block_iq2_xs; /* 74 B */
-typedef struct { ox_f16 d; uint8_t qs[OX_QK_K / 4]; uint8_t qh[OX_QK_K / 32]; uint8_t scales[OX_QK_K / 32]; } ox_block_iq2_s; /* 82 B */
-typedef struct { ox_f16 d; uint8_t qs[3 * OX_QK_K / 8]; } ox_block_iq3_xxs;                        /* 98 B  */
-typedef struct {
-    ox_f16 d;
-    uint8_t qs[OX_QK_K / 4], qh[OX_QK_K / 32], signs[OX_QK_K / 8], scales[OX_QK_K / 64];
-} ox_block_iq3_s;                                                                                  /* 110 B */
-typedef struct { ox_f16 d; uint8_t qs[OX_QK_K / 8]; uint16_t qh[OX_QK_K / 32]; } ox_block_iq1_s;   /* 50 B  */
-typedef struct { uint8_t qs[OX_QK_K / 8], qh[OX_QK_K / 16], scales[OX_QK_K / 32]; } ox_block_iq1_m; /* 56 B */
-typedef struct { ox_f16 d; uint8_t qs[OX_QK / 2]; } ox_block_iq4_nl;                               /* 18 B  */
-typedef struct { ox_f16 d; uint16_t scales_h; uint8_t scales_l[OX_QK_K / 64]; uint8_t qs[OX_QK_K / 2]; } ox_block_iq4_xs; /* 136 B */
-typedef struct { uint8_t qs[(OX_QK_K - 4 * OX_QK_K / 64) / 5]; uint8_t qh[OX_QK_K / 64]; ox_f16 d; } ox_block_tq1_0; /* 54 B */
-typedef struct { uint8_t qs[OX_QK_K / 4]; ox_f16 d; } ox_block_tq2_0;                              /* 66 B  */
-typedef struct { uint8_t e; uint8_t qs[OX_QK / 2]; } ox_block_mxfp4;                               /* 17 B  */
+#include "kernels/blocks.h"
 
 /* The codebooks (iq_grids.c): entry i holds 8 (or 4) lane values, one per byte, lane 0 in
  * the low byte. IQ2 lanes are 8, 25 or 43; IQ3_XXS 4..62; IQ3_S odd 1..15; IQ1 -1, 0, 1. */

@@ -229,7 +229,7 @@ static inline __attribute__((always_inline)) void tile_legacy(const ox_matrix *W
 /* ---------------------------------------------------------------- K-quants */
 
 /* prefill (SIMD128; Q6_K at many tokens under relaxed SIMD too): the super-blocks of a row
- * unpacked once (kernels_tile.h's driver) */
+ * unpacked once (kernels_tile.inc's driver) */
 
 /* the 16 quants at k->q[pos..pos+15] (one sub-block's), times that sub-block's scale */
 static inline void store_scaled(ox_kblock *k, int pos, v128_t v) {
@@ -664,5 +664,5 @@ static void krow_q6_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T
 #define OX_KDOT_ALL_Q5_K 1
 #endif
 
-#include "kernels/kernels_tile.h"
+#include "kernels/kernels_tile.inc"
 #endif

@@ -147,5 +147,5 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
     return ab->d * v;
 }
 
-#include "kernels/kernels_tile.h"
+#include "kernels/kernels_tile.inc"
 #endif

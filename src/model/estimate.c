@@ -6,7 +6,6 @@
 
 #include "kernels/pool.h"
 
-#include "model/generate.h"
 #include "model/model_impl.h"
 
 /* Per generation (generate.c, sampler.c): the logits row, the sampler's candidates (id and

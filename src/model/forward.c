@@ -23,7 +23,6 @@ typedef struct acts {
     float *selw;
     float *scores;                                   /* attention, per task */
     int32_t *uniq;                                   /* distinct tokens (PLE rows) */
-    int *row_of;                                     /* token i -> index into uniq */
     uint8_t *stage;                                  /* one stored-format table row */
     float *hn;                                       /* final normed hidden */
     float *lz;                                       /* LoRA: A x per row */
@@ -77,7 +76,6 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, int tasks
     A->slot_of = take(cv, N * K * sizeof(int));
     A->scores = take(cv, (size_t)tasks * (size_t)kv_len * F);
     A->uniq = take(cv, N * sizeof(int32_t));
-    A->row_of = take(cv, N * sizeof(int));
     A->stage = take(cv, stage);
     A->lz = take(cv, N * lora * F);
 }

@@ -18,6 +18,12 @@
 #include "formats/config.h"
 
 #define OX_UBATCH 256 /* tokens per micro-batch of a long prompt: the most one forward writes at once */
+/* Speculative decoding verifies the pending token and up to OX_GEN_DRAFT_MAX drafts in one
+ * forward: a batch within one micro-batch, so the sliding rings' margin covers it. The memory
+ * estimate counts the logits rows of OX_GEN_DRAFT_DEFAULT + 1 (decode/generate.c uses both). */
+#define OX_GEN_DRAFT_MAX 16
+#define OX_GEN_DRAFT_DEFAULT 3 /* the JS API drafts up to this many for greedy requests by default:
+                                  prompt lookup's cost model never picks more (decode/draft_lookup.h) */
 
 /* X(NAME, id, js name): the KV storage types (the JS option kvType takes the js names). */
 #define OX_KV_TYPES(X)       \

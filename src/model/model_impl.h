@@ -1,5 +1,6 @@
-/* model_impl.h — what the model's files share (load.c, session.c, forward.c): the weights of
- * a loaded model and the state of a session. Not part of the API (model.h is). */
+/* model_impl.h — what the model layer's files share (load.c, session.c, forward.c, estimate.c,
+ * drafter_mtp.c, and lora*.c through lora_impl.h): the weights of a loaded model and the state
+ * of a session. Not part of the API (model.h is); no other layer includes it. */
 #ifndef OX_MODEL_IMPL_H
 #define OX_MODEL_IMPL_H
 

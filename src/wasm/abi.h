@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"         /* OX_ERR_CODES */
-#include "model/generate.h"   /* OX_GEN_STATUSES */
+#include "decode/generate.h"   /* OX_GEN_STATUSES */
 #include "model/model.h"      /* OX_QUANTS; model/kv.h: OX_KV_TYPES */
 
 #ifdef __EMSCRIPTEN__
@@ -72,7 +72,7 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(n_bias, "entries in bias_ids / bias")                                                     \
     X(stop_ids, "pointer to n_stop int32 token ids that stop generation, or 0")                 \
     X(n_stop, "entries in stop_ids")                                                            \
-    X(grammar, "pointer to n_grammar bytes of GBNF (model/grammar.h) constraining the output, or 0") \
+    X(grammar, "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0") \
     X(n_grammar, "bytes of grammar")                                                            \
     X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
     X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
@@ -235,6 +235,11 @@ OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const in
 
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
+
+/* The benchmark's memory-read ceiling (probe.c; tools/bench.mjs, not the package): the pool
+ * resized to n_threads, the best of reps SIMD reads of an mbytes MiB buffer, in bytes/s; or
+ * < 0 (RANGE, NOMEM, a pool error). The pool stays at n_threads. */
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
 
 /* ---- imports (js/hostfile_lib.js) ---- */
 

@@ -9,7 +9,9 @@
  * in n_threads contiguous slices, one per pool thread. Returns the best rep's bytes/s, or a
  * negative OX_E_* code (bad argument, out of memory, pool error). The pool is left at
  * n_threads: load a model afterwards, or call ox_wasm_set_threads, to resize it.
- * Debug/benchmark only: not part of the engine's API in js/. */
+ * Benchmark only: declared in abi.h with the other exports; the package never calls it. */
+#include "wasm/abi.h"
+
 #include <emscripten.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,7 @@ static void probe_task(void *p, int task, int n_tasks) {
     c->sink[task] = wasm_i32x4_add(wasm_i32x4_add(a0, a1), wasm_i32x4_add(a2, a3));
 }
 
-EMSCRIPTEN_KEEPALIVE double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps) {
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps) {
     if (n_threads < 1 || mbytes < 1 || mbytes > 2048 || reps < 1) return OX_E_RANGE;
     ox_err err = {0};
     if (ox_pool_init(n_threads, &err) < 0) return err.code ? err.code : OX_E_RANGE;

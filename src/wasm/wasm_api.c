@@ -11,27 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "formats/gguf.h"
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
-#include "model/drafter_mtp.h"
 #include "model/embed.h"
 #include "model/estimate.h"
-#include "model/grammar.h"
 #include "model/lora.h"
-#include "model/tokenizer.h"
 
 #define API OX_EXPORT
 
+/* The engine facade (engine/engine.h) under the ABI's name. */
 struct ox_wasm_engine {
-    ox_model *m;
-    ox_model *drafter;       /* MTP drafter (ox_wasm_load_drafter), or NULL */
-    ox_tokenizer *tok;
-    char *info;              /* JSON, made once */
-    ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
-    ox_lora *lora[OX_LORA_MAX]; /* the attached adapters, owned */
-    int n_lora;
+    ox_engine *core;
 };
 
 struct ox_wasm_gen {
@@ -55,26 +48,9 @@ static int progress(void *ud, uint64_t done, uint64_t total) {
     return ox_js_progress((double)done, (double)total);
 }
 
-static char *info_json(const ox_wasm_engine *e);
-
-/* Load errors name the file; a message about the model as a whole (e.g. out of memory) gets
- * the first file's name in front. */
-static void name_files(const int *files, int n) {
-    for (int i = 0; i < n; i++)
-        if (strstr(last.msg, ox_host_name(files[i]))) return;
-    if (n == 1) ox_err_prefix(&last, "%s", ox_host_name(files[0]));
-    else if (n > 1) ox_err_prefix(&last, "%s (+%d files)", ox_host_name(files[0]), n - 1);
-}
-
 API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident,
                                  int stream, double weight_cache) {
     last = (ox_err){0};
-#define OX_QUANT_NAME_(name, id, js) " " js
-    if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) {
-        ox_errf(&last, OX_E_RANGE, "quant %d is not one of" OX_QUANTS(OX_QUANT_NAME_), quant);
-        return NULL;
-    }
-#undef OX_QUANT_NAME_
     if (!(weight_cache >= 0 && weight_cache <= 9007199254740991.0)) {
         ox_errf(&last, OX_E_RANGE, "weight cache of %.17g bytes is not a byte count", weight_cache);
         return NULL;
@@ -84,23 +60,10 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
         ox_errf(&last, OX_E_NOMEM, "out of memory for the engine");
         return NULL;
     }
-    ox_model_files *mf = ox_files_open(files, n_files, &last);
-    if (!mf) goto fail;
     ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .max_resident = (uint64_t)max_resident,
                       .progress = progress, .stream = (ox_stream)stream, .weight_cache = (uint64_t)weight_cache};
-    e->m = ox_model_load(mf, &o, &last); /* takes mf, also on failure */
-    if (!e->m) goto fail;
-    e->tok = ox_tokenizer_load(ox_model_files_of(e->m), &last);
-    if (!e->tok) goto fail;
-    e->info = info_json(e);
-    if (!e->info) goto fail;
+    if (!(e->core = ox_engine_load(files, n_files, &o, 0, &last))) free(e), e = NULL;
     return e;
-fail:
-    name_files(files, n_files);
-    ox_tokenizer_free(e->tok);
-    ox_model_free(e->m);
-    free(e);
-    return NULL;
 }
 
 extern unsigned char __heap_base; /* wasm-ld: the end of static data and the main stack */
@@ -113,7 +76,7 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     last = (ox_err){0};
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) {
-        name_files(files, n_files);
+        ox_engine_name_files(&last, files, n_files);
         return last.code;
     }
     ox_tokenizer *tok = ox_tokenizer_load(mf, &last);
@@ -128,7 +91,7 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     ox_tokenizer_free(tok);
     ox_files_free(mf);
     if (rc) {
-        name_files(files, n_files);
+        ox_engine_name_files(&last, files, n_files);
         return rc;
     }
 #define OX_EST_OUT_(f, w) out[OX_WASM_EST_##f] = (double)e.f;
@@ -152,102 +115,33 @@ API int ox_wasm_reserve(double bytes) {
 
 API int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant) {
     last = (ox_err){0};
-    if (quant < OX_QUANT_STORED || quant > OX_QUANT_Q4) return ox_errf(&last, OX_E_RANGE, "drafter: quant %d is unknown", quant);
-    ox_model_files *mf = ox_files_open(files, n_files, &last);
-    ox_load_opts o = {.quant = (ox_quant)quant, .progress = progress, .drafter = 1};
-    ox_model *d = mf ? ox_model_load(mf, &o, &last) : NULL; /* takes mf */
-    if (d && ox_mtp_check(d, e->m, &last)) ox_model_free(d), d = NULL;
-    if (!d) {
-        name_files(files, n_files);
-        return last.code ? last.code : OX_E_STATE;
-    }
-    ox_model_free(e->drafter);
-    e->drafter = d;
-    return 0;
+    ox_load_opts o = {.quant = (ox_quant)quant, .progress = progress};
+    return ox_engine_load_drafter(e->core, files, n_files, &o, &last);
 }
 
 API void ox_wasm_free(ox_wasm_engine *e) {
     if (!e) return;
-    ox_tokenizer_free(e->tok);
-    ox_model_free(e->drafter);
-    for (int i = 0; i < e->n_lora; i++) ox_lora_free(e->lora[i]);
-    ox_model_free(e->m);
-    ox_grammar_vocab_free(e->gvocab);
-    free(e->info);
+    ox_engine_free(e->core);
     free(e);
 }
 
 API int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales, int n) {
     last = (ox_err){0};
-    if (n < 0 || n > OX_LORA_MAX) return ox_errf(&last, OX_E_RANGE, "LoRA: %d adapters at once (at most %d)", n, OX_LORA_MAX);
-    ox_lora *next[OX_LORA_MAX] = {0};
     float sc[OX_LORA_MAX];
-    int rc = 0, modules = 0;
-    for (int i = 0, at = 0; i < n && !rc; at += counts[i++]) {
-        sc[i] = (float)scales[i];
-        next[i] = ox_lora_load(e->m, files + at, counts[i], &last);
-        if (!next[i]) rc = last.code;
-        else modules += ox_lora_modules(next[i]);
-    }
-    if (!rc) rc = ox_model_set_lora(e->m, next, sc, n, &last);
-    ox_lora **drop = rc ? next : e->lora; /* on error the new ones go, else the old ones */
-    for (int i = 0; i < (rc ? n : e->n_lora); i++) ox_lora_free(drop[i]);
-    if (rc) return rc;
-    memcpy(e->lora, next, sizeof next);
-    e->n_lora = n;
-    return modules;
+    for (int i = 0; i < n && i < OX_LORA_MAX; i++) sc[i] = (float)scales[i];
+    return ox_engine_set_lora(e->core, files, counts, sc, n, &last);
 }
 
-static int token_id(const ox_wasm_engine *e, const char *piece) {
-    return ox_tokenizer_find(e->tok, piece);
-}
-
-static char *info_json(const ox_wasm_engine *e) {
-    const ox_config *c = ox_model_config(e->m);
-    const ox_model_files *mf = ox_model_files_of(e->m);
-    const struct ox_gguf *g = ox_files_gguf(mf);
-    const char *name = NULL, *sq = ox_files_stored_quant(mf);
-    if (g) ox_gguf_get_str(g, "general.name", &name, NULL);
-    char eos[8 * 12] = "";
-    for (int i = 0, k = 0; i < c->n_eos && i < 8; i++) k += snprintf(eos + k, sizeof eos - k, "%s%d", i ? "," : "", c->eos_ids[i]);
-    size_t cap = 1024 + (name ? 2 * strlen(name) : 0);
-    char *s = malloc(cap), *q = name ? malloc(2 * strlen(name) + 1) : NULL;
-    if (!s || (name && !q)) {
-        free(s);
-        free(q);
-        ox_errf(&last, OX_E_NOMEM, "out of memory for the model info");
-        return NULL;
-    }
-    if (q) { /* JSON string escape: quotes, backslashes; control characters dropped */
-        char *w = q;
-        for (const char *p = name; *p; p++) {
-            if (*p == '"' || *p == '\\') *w++ = '\\';
-            if ((unsigned char)*p >= 0x20) *w++ = *p;
-        }
-        *w = 0;
-    }
-    snprintf(s, cap,
-             "{\"name\":\"%s\",\"vocab\":%d,\"hidden\":%d,\"layers\":%d,\"heads\":%d,\"kvHeads\":%d,"
-             "\"headDim\":%d,\"contextSize\":%d,\"slidingWindow\":%d,\"pleDim\":%d,\"experts\":%d,"
-             "\"bos\":%d,\"pad\":%d,\"eosIds\":[%s],\"turnEnd\":%d,\"channelOpen\":%d,\"channelClose\":%d,"
-             "\"quant\":\"%s\"}",
-             q ? q : "", c->vocab, c->hidden, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->ctx_max,
-             c->sliding_window, c->ple_dim, c->moe ? c->n_experts : 0, c->bos_id, c->pad_id, eos,
-             token_id(e, "<turn|>"), token_id(e, "<|channel>"), token_id(e, "<channel|>"), sq ? sq : "stored");
-    free(q);
-    return s;
-}
-
-API const char *ox_wasm_info(const ox_wasm_engine *e) { return e->info; }
+API const char *ox_wasm_info(const ox_wasm_engine *e) { return ox_engine_info(e->core); }
 
 API const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key) {
-    const struct ox_gguf *g = ox_files_gguf(ox_model_files_of(e->m));
+    const struct ox_gguf *g = ox_files_gguf(ox_model_files_of(ox_engine_model(e->core)));
     const char *s = NULL;
     return g && ox_gguf_get_str(g, key, &s, NULL) == 0 ? s : NULL;
 }
 
 API ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx, int kv_type) {
-    return ox_session_new_kv(e->m, max_ctx, (ox_kv_type)kv_type, &last);
+    return ox_session_new_kv(ox_engine_model(e->core), max_ctx, (ox_kv_type)kv_type, &last);
 }
 API void ox_wasm_session_free(ox_session *s) { ox_session_free(s); }
 API int ox_wasm_session_pos(const ox_session *s) { return ox_session_pos(s); }
@@ -266,16 +160,16 @@ API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logi
 }
 
 API int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out, int cap) {
-    return ox_tokenize(e->tok, text, (size_t)len, special ? OX_TOK_SPECIAL : 0, out, cap, &last);
+    return ox_tokenize(ox_engine_tokenizer(e->core), text, (size_t)len, special ? OX_TOK_SPECIAL : 0, out, cap, &last);
 }
 
 API int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap) {
-    return ox_token_bytes(e->tok, id, show_special ? OX_TOK_SHOW_SPECIAL : 0, out, cap, &last);
+    return ox_token_bytes(ox_engine_tokenizer(e->core), id, show_special ? OX_TOK_SHOW_SPECIAL : 0, out, cap, &last);
 }
 
 API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     ox_model_stats st;
-    ox_model_stats_get(e->m, &st);
+    ox_model_stats_get(ox_engine_model(e->core), &st);
     out[OX_WASM_STAT_resident_bytes] = (double)st.resident_bytes;
     out[OX_WASM_STAT_host_bytes_read] = (double)st.host_bytes_read;
     out[OX_WASM_STAT_rows_fetched] = (double)st.rows_fetched;
@@ -325,28 +219,12 @@ static int gen_params(const double *r, ox_gen_params *p) {
     return 0;
 }
 
-static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) { return ox_grammar_mask(ud, logits, vocab, err); }
-static int grammar_accept(void *ud, int token, ox_err *err) { return ox_grammar_accept(ud, token, err); }
-
-/* The grammar of the record (if any), compiled over the engine's vocabulary, with the
- * generation's stop ids (the model's eos ids unless eos is 0, then stop_ids). */
+/* The grammar of the record (if any), compiled by the engine with the generation's stop ids. */
 static ox_grammar *gen_grammar(ox_wasm_engine *e, const double *r, const ox_gen_params *p) {
     if (isnan(r[OX_WASM_GP_grammar]) || !r[OX_WASM_GP_grammar]) return NULL;
     const char *src = (const char *)(uintptr_t)r[OX_WASM_GP_grammar];
     size_t len = isnan(r[OX_WASM_GP_n_grammar]) ? 0 : (size_t)r[OX_WASM_GP_n_grammar];
-    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return NULL;
-    const ox_config *c = ox_model_config(e->m);
-    int n_eos = p->use_eos ? c->n_eos : 0, n = n_eos + p->n_stop;
-    int32_t *stops = malloc((size_t)(n ? n : 1) * sizeof *stops);
-    if (!stops) {
-        ox_errf(&last, OX_E_NOMEM, "out of memory for the stop ids");
-        return NULL;
-    }
-    for (int i = 0; i < n_eos; i++) stops[i] = c->eos_ids[i];
-    if (p->n_stop) memcpy(stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *stops);
-    ox_grammar *g = ox_grammar_new(e->gvocab, src, len, stops, n, &last);
-    free(stops);
-    return g;
+    return ox_engine_grammar(e->core, src, len, p, &last);
 }
 
 API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double *params) {
@@ -363,17 +241,17 @@ API ox_wasm_gen *ox_wasm_gen_new(ox_wasm_engine *e, ox_session *s, const double 
         free(w);
         return NULL;
     }
-    if (w->grammar) p.filter = (ox_logits_filter){w->grammar, grammar_mask, grammar_accept};
+    if (w->grammar) p.filter = ox_engine_grammar_filter(w->grammar);
     if (!isnan(params[OX_WASM_GP_mtp]) && params[OX_WASM_GP_mtp] != 0) {
-        if (!e->drafter) {
+        if (!ox_engine_drafter(e->core)) {
             ox_grammar_free(w->grammar);
             free(w);
             ox_errf(&last, OX_E_STATE, "speculative method mtp: no MTP drafter is loaded (loadModel's drafter option)");
             return NULL;
         }
-        p.drafter = e->drafter;
+        p.drafter = ox_engine_drafter(e->core);
     }
-    if (!(w->g = ox_gen_new(s, e->tok, &p, &last))) {
+    if (!(w->g = ox_gen_new(s, ox_engine_tokenizer(e->core), &p, &last))) {
         ox_grammar_free(w->grammar);
         free(w);
         return NULL;
@@ -418,6 +296,6 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
 /* ---- embeddings ---- */
 
 API int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out) {
-    return ox_embed(e->m, tokens, n, (ox_pooling)pooling, normalize, out, &last);
+    return ox_embed(ox_engine_model(e->core), tokens, n, (ox_pooling)pooling, normalize, out, &last);
 }
 #endif

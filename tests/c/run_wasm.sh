@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every C test (tests/c/test_*.c) with Emscripten, with the wasm engine's flags (SIMD128 +
 # pthreads), and runs each under Node: the same tests as ctest, against the wasm build of the
-# same core (every layer of src/ and src/tools, but not the wasm entry points).
+# same core (every layer of src/ and src/writers, but not the wasm entry points).
 #   tests/c/run_wasm.sh [build-dir]     (default: /tmp/oxinfer-wasm-tests)
 #   OX_WASM_SANITIZE=1 tests/c/run_wasm.sh [build-dir]   (default: /tmp/oxinfer-wasm-asan-tests)
 #     the same under Emscripten's AddressSanitizer + UndefinedBehaviorSanitizer (-O1 -g; works with
@@ -33,7 +33,7 @@ t0=$SECONDS
 # one broken test does not hide the others.
 # The makefile is kept in $out so that after a failed build each test can be asked whether it is stale.
 cat >"$out/tests.mk" <<'EOF'
-SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host formats kernels model tools,$(wildcard src/$(l)/*.c)))
+SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host kernels formats model text decode engine writers,$(wildcard src/$(l)/*.c)))
 OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(wildcard tests/c/test_*.c))
 # the engine's compile flags (Makefile.emscripten), plus the native host table
@@ -47,7 +47,7 @@ all: $(TESTS) $(OUT)/package.json
 # the repository's package.json says "type": "module"; Emscripten's glue is CommonJS
 $(OUT)/package.json:
 	echo '{ "type": "commonjs" }' > $@
-$(OUT)/obj/%.o: src/%.c $(wildcard src/*/*.h)
+$(OUT)/obj/%.o: src/%.c $(wildcard src/*/*.h src/*/*.inc)
 	@mkdir -p $(@D)
 	emcc $(CFLAGS) -c $< -o $@
 # tests include helpers (ref_forward.c, the fuzz harnesses) directly; an absolute path, as

@@ -10,7 +10,7 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "formats/json.h"
-#include "tools/gguf_write.h"
+#include "writers/gguf_write.h"
 
 /* layer_types JSON array: full where l % period == period - 1 */
 static void layer_types(char *out, size_t cap, int L, int period) {

@@ -1,7 +1,7 @@
-/* test_draft.c — prompt-lookup drafting (model/draft_lookup.h): the latest matching n-gram,
+/* test_draft.c — prompt-lookup drafting (decode/draft_lookup.h): the latest matching n-gram,
  * longest first; the draft length chosen by expected tokens per verify cost; the pause after a miss. */
 #include "check.h"
-#include "model/draft_lookup.h"
+#include "decode/draft_lookup.h"
 
 static void test_match(void) {
     ox_lookup L;

@@ -21,9 +21,9 @@
 #include "model/model.h"
 #include "kernels/pool.h"
 #include "formats/safetensors.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 #include "formats/tensors.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static char dir[64];          /* scratch directory for this run */
 static char good_gguf[128];   /* the pristine model */

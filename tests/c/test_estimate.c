@@ -12,7 +12,7 @@
 #include "kernels/pool.h"
 #include "model/estimate.h"
 #include "model/model_impl.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 static char tmp[256];
 

@@ -11,8 +11,8 @@
 
 #include "check.h"
 #include "host/hostfile.h"
-#include "model/generate.h"
-#include "tools/synth.h"
+#include "decode/generate.h"
+#include "writers/synth.h"
 
 #define MAXGEN 64
 

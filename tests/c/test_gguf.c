@@ -9,7 +9,7 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "kernels/quant.h"
-#include "tools/gguf_write.h"
+#include "writers/gguf_write.h"
 
 #define TMP "/tmp/oxinfer_test_gguf.gguf"
 

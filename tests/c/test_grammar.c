@@ -1,4 +1,4 @@
-/* test_grammar.c — the GBNF grammar engine (model/grammar.h): parse errors, sentences accepted
+/* test_grammar.c — the GBNF grammar engine (decode/grammar.h): parse errors, sentences accepted
  * and refused, repetition bounds, control tokens matched only as tokens, stop tokens only where
  * the text is complete, code points split across byte tokens, and the vocabulary mask equal
  * at every step to a brute-force check of every token through ox_grammar_accept. */
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "model/grammar.h"
-#include "model/tokenizer.h"
+#include "decode/grammar.h"
+#include "text/tokenizer.h"
 
 #define SP "\xE2\x96\x81"
 

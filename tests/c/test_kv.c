@@ -14,9 +14,9 @@
 #include "check.h"
 #include "host/hostfile.h"
 #include "kernels/attn.h"
-#include "model/generate.h"
+#include "decode/generate.h"
 #include "model/model_impl.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 

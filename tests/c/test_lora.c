@@ -16,9 +16,9 @@
 #include "host/hostfile.h"
 #include "kernels/pool.h"
 #include "model/lora_impl.h"
-#include "tools/gguf_write.h"
-#include "tools/lora_write.h"
-#include "tools/synth.h"
+#include "writers/gguf_write.h"
+#include "writers/lora_write.h"
+#include "writers/synth.h"
 
 static char tmp[256];
 #define NTOK 12

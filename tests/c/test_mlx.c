@@ -15,9 +15,9 @@
 #include "host/hostfile.h"
 #include "kernels/pool.h"
 #include "model/model.h"
-#include "tools/mlx_write.h"
-#include "tools/safetensors_write.h"
-#include "tools/synth.h"
+#include "writers/mlx_write.h"
+#include "writers/safetensors_write.h"
+#include "writers/synth.h"
 
 #include "ref_forward.c" /* one executable per test file */
 

@@ -15,8 +15,8 @@
 #include "model/embed.h"
 #include "model/model.h"
 #include "kernels/pool.h"
-#include "tools/synth.h"
-#include "tools/gguf_write.h"
+#include "writers/synth.h"
+#include "writers/gguf_write.h"
 
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 

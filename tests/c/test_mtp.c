@@ -14,8 +14,8 @@
 #include "formats/json.h"
 #include "host/hostfile.h"
 #include "model/drafter_mtp.h"
-#include "model/generate.h"
-#include "tools/synth.h"
+#include "decode/generate.h"
+#include "writers/synth.h"
 
 static char tmp[256];
 

@@ -8,7 +8,7 @@
 #include "host/hostfile.h"
 #include "kernels/quant.h"
 #include "formats/safetensors.h"
-#include "tools/safetensors_write.h"
+#include "writers/safetensors_write.h"
 
 #define TMP "/tmp/oxinfer_test_st.safetensors"
 

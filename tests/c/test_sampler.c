@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "model/sampler.h"
+#include "decode/sampler.h"
 
 static ox_sampler *make(float temp, int top_k, float top_p, float min_p, uint64_t seed) {
     ox_sampler_params p;

@@ -13,7 +13,7 @@
 #include "host/hostfile.h"
 #include "kernels/pool.h"
 #include "model/model.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 static char tmp[256];
 enum { N = 20 }; /* tokens per test sequence: several windows (8) and many expert choices */

@@ -10,12 +10,12 @@
 #include "check.h"
 #include "formats/gguf.h"
 #include "host/hostfile.h"
-#include "tools/prequant.h"
+#include "writers/prequant.h"
 #include "kernels/quant.h"
 #include "formats/safetensors.h"
 #include "formats/tensors.h"
-#include "tools/gguf_write.h"
-#include "tools/safetensors_write.h"
+#include "writers/gguf_write.h"
+#include "writers/safetensors_write.h"
 
 #define DIR "/tmp/oxinfer_test_tensors/"
 enum { V = 100, H = 64, FF = 128 };

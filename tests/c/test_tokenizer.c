@@ -13,8 +13,8 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "formats/json.h"
-#include "model/tokenizer.h"
-#include "tools/gguf_write.h"
+#include "text/tokenizer.h"
+#include "writers/gguf_write.h"
 
 #define SP "\xE2\x96\x81" /* ▁ */
 

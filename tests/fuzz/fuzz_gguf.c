@@ -5,7 +5,7 @@
 #include "formats/gguf.h"
 #include "host/hostfile.h"
 #include "formats/tensors.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static void walk_metadata(const ox_gguf *g) {
     for (uint64_t i = 0; i < g->n_kv; i++) {

@@ -1,11 +1,11 @@
-/* fuzz_grammar.c — the GBNF compiler and matcher (model/grammar.h) on arbitrary grammar text,
+/* fuzz_grammar.c — the GBNF compiler and matcher (decode/grammar.h) on arbitrary grammar text,
  * which reaches the engine from a request body (grammar, json_schema). A refused grammar gives
  * a coded error; an accepted one runs a few steps over a small vocabulary (byte tokens, text
  * tokens, control tokens), where every token the mask allows must be accepted, and a token
  * the mask forbids refused. */
 #include "fuzz.h"
-#include "model/grammar.h"
-#include "model/tokenizer.h"
+#include "decode/grammar.h"
+#include "text/tokenizer.h"
 
 #include <math.h>
 

@@ -8,7 +8,7 @@
 
 #include "host/hostfile.h"
 #include "model/model.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 /* The smallest model synth.c accepts, so the seeds stay a few tens of KB. */
 static inline ox_synth fuzz_mini_synth(const char *preset) {

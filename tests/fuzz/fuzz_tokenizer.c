@@ -7,7 +7,7 @@
  * are matched (every byte has a byte token, so nothing is lost). */
 #include "fuzz.h"
 #include "formats/json.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static ox_tokenizer *tok;
 

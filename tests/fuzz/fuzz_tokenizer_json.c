@@ -2,7 +2,7 @@
  * pre-tokenizer checks) on arbitrary bytes; an accepted vocabulary then encodes and decodes
  * a fixed text and every id. */
 #include "fuzz.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ox_err err = {0};

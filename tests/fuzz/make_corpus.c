@@ -11,11 +11,11 @@
 
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
-#include "tools/mlx_write.h"
-#include "tools/synth.h"
-#include "tools/gguf_write.h"
-#include "tools/safetensors_write.h"
-#include "tools/lora_write.h"
+#include "writers/mlx_write.h"
+#include "writers/synth.h"
+#include "writers/gguf_write.h"
+#include "writers/safetensors_write.h"
+#include "writers/lora_write.h"
 #include "model/lora.h"
 #include "fuzz_models.h"
 

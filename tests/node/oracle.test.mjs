@@ -106,7 +106,7 @@ const TEXTS = [
   ' leading space and trailing ',
 ];
 
-// default vocab: byte tokens <0x80>..<0xFF> typed UNUSED (see synth.c), which
+// default vocab: byte tokens <0x80>..<0xFF> typed UNUSED (see src/writers/synth.c), which
 // llama.cpp still uses for byte fallback; --all-byte-tokens types them BYTE
 for (const [label, extra] of [['default vocab', []], ['--all-byte-tokens', ['--all-byte-tokens']]]) {
   test(`tokenizer (${label}): native and wasm tokenize like llama.cpp`, { timeout: 600000 }, async () => {

@@ -2,7 +2,7 @@
 // given text (bench:decoding). Greedy output does not depend on drafting, so for a prompt and
 // the tokens generated after it, every schedule of forwards can be costed offline:
 //   bestLookup: the cheapest schedule whose drafts are prompt lookup's own candidates
-//     (src/model/draft_lookup.c: the latest 4- to 2-gram match, copied on), any length, drafted
+//     (src/decode/draft_lookup.c: the latest 4- to 2-gram match, copied on), any length, drafted
 //     or not at each step as if the outcome were known: what a perfect length-and-timing policy
 //     would reach with these candidates;
 //   allRight: every draft right (any text): the ceiling the verify costs alone allow.

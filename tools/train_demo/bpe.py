@@ -67,7 +67,7 @@ def train(docs, vocab_size):
 
 
 def write(path, tokens, merges):
-    """The vocab file `oxinfer synth --vocab-file` reads (src/tools/synth.c, read_vocab)."""
+    """The vocab file `oxinfer synth --vocab-file` reads (src/writers/synth_vocab.c, read_vocab)."""
     hx = lambda s: s.encode("utf-8").hex()
     with open(path, "w") as f:
         for p, t in tokens:

@@ -8,7 +8,7 @@
    `oxinfer tokenize` (the engine's own tokenizer) turns the text into ids;
 4. model.py trains the model (Adam, fixed seed, numpy float32, on the CPU);
 5. the weights go to a directory of raw .f32 files and `oxinfer synth --values --vocab-file`
-   writes the final GGUF with the same shapes (src/tools/synth.c).
+   writes the final GGUF with the same shapes (src/writers/synth_gguf.c).
 Same seed, same numpy: the same file.
 """
 import argparse

@@ -1,5 +1,5 @@
 /* sampler.c — see sampler.h. */
-#include "model/sampler.h"
+#include "decode/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/grammar_impl.h"
+#include "decode/grammar_impl.h"
 
 #define MAX_RULES 65536
 #define MAX_REPEAT 1024

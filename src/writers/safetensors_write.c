@@ -1,5 +1,5 @@
 /* safetensors_write.c — see safetensors_write.h. */
-#include "tools/safetensors_write.h"
+#include "writers/safetensors_write.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* lora_write.c — synthetic LoRA adapters (lora_write.h). Adapters are small: every tensor is
  * made in memory, then the file is written in one go. */
 #define _POSIX_C_SOURCE 200809L
-#include "tools/lora_write.h"
+#include "writers/lora_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 
 #include "formats/json.h"
 #include "model/lora.h"
-#include "tools/gguf_write.h"
-#include "tools/safetensors_write.h"
+#include "writers/gguf_write.h"
+#include "writers/safetensors_write.h"
 
 /* The HF module of each target (model/lora.h order), under model.language_model.layers.N. */
 static const char *const hf_module[OX_LORA_N_TARGETS] = {

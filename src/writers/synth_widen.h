@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 #include "base/err.h"
-#include "tools/synth.h"
+#include "writers/synth.h"
 
 typedef struct ox_widen ox_widen;
 struct ox_gguf;

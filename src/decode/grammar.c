@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/grammar.h"
-#include "model/grammar_impl.h"
+#include "decode/grammar.h"
+#include "decode/grammar_impl.h"
 
 /* Open parses at once; an ambiguous grammar is refused past this. The sets are scanned
  * linearly, so a byte costs O(stacks^3) in the worst case: at 1024, `("ab"||"b"){406}` (812

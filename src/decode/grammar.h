@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 typedef struct ox_grammar_vocab ox_grammar_vocab;
 typedef struct ox_grammar ox_grammar;

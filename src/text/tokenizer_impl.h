@@ -5,7 +5,7 @@
 #ifndef OX_TOKENIZER_IMPL_H
 #define OX_TOKENIZER_IMPL_H
 
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #define SPACE_MARK "\xE2\x96\x81" /* U+2581 "▁" */
 

@@ -1,5 +1,5 @@
 /* gguf_write.c — see gguf_write.h. The layout is the reader's (formats/gguf.c). */
-#include "tools/gguf_write.h"
+#include "writers/gguf_write.h"
 
 #include <stdint.h>
 #include <stdlib.h>

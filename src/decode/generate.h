@@ -47,8 +47,8 @@
 #include <stdint.h>
 #include "base/err.h"
 #include "model/model.h"
-#include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "decode/sampler.h"
+#include "text/tokenizer.h"
 
 /* X(NAME, value, js reason): what a step returns (>= 0; errors are < 0). */
 #define OX_GEN_STATUSES(X)                                                                       \
@@ -94,9 +94,8 @@ typedef struct ox_gen_params {
                                    and that many alternatives (the model's distribution) */
 } ox_gen_params;
 
-#define OX_GEN_DRAFT_MAX 16
-#define OX_GEN_DRAFT_DEFAULT 3 /* the JS API drafts up to this many for greedy requests by default:
-                                  prompt lookup's cost model never picks more (draft_lookup.h) */
+/* OX_GEN_DRAFT_MAX, OX_GEN_DRAFT_DEFAULT: model/kv.h (the verify batch the caches and the
+ * memory estimate are sized for). */
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no

@@ -1,7 +1,7 @@
 /* tokenizer_codec.c — encoding (tokenizer.h: added tokens, normalization, BPE merges or
  * SentencePiece scores: symbols in a linked list, candidate pairs in a binary heap with lazy
  * invalidation) and decoding, over the tables tokenizer_load.c builds. */
-#include "model/tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* tokenizer_load.c — building the tokenizer's tables (tokenizer_impl.h) from GGUF metadata
  * (tokenizer.ggml.*) or an HF tokenizer.json, and finding a model's tokenizer. */
-#include "model/tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,14 +2,14 @@
  * chunk of rows at write time (the fill callback), so nothing holds a whole model. A quantized
  * tensor is quantized twice (once for its values, once for its scales): cheaper than keeping
  * the scales of a multi-GB table around, and the results are identical. */
-#include "tools/prequant.h"
+#include "writers/prequant.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/json.h"
 #include "formats/safetensors.h"
-#include "tools/safetensors_write.h"
+#include "writers/safetensors_write.h"
 
 #define CHUNK_BYTES ((size_t)8 << 20)
 

@@ -1,11 +1,11 @@
 /* generate.c — see generate.h. */
-#include "model/generate.h"
+#include "decode/generate.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/draft_lookup.h"
+#include "decode/draft_lookup.h"
 #include "model/drafter_mtp.h"
 
 struct ox_gen {

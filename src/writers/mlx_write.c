@@ -1,7 +1,7 @@
 /* mlx_write.c — see mlx_write.h. Tensors are streamed in chunks of rows through the writer's
  * fill callback; a quantized tensor is quantized once per part written (values, scales,
  * biases, reference), which gives the same bytes each time. */
-#include "tools/mlx_write.h"
+#include "writers/mlx_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "host/hostfile.h"
 #include "kernels/quant.h"
-#include "tools/safetensors_write.h"
+#include "writers/safetensors_write.h"
 
 #define CHUNK_VALUES ((size_t)1 << 20) /* f32 values per chunk of rows */
 

@@ -1,7 +1,7 @@
 /* draft_lookup.c — prompt-lookup drafting (draft_lookup.h). */
 #include <string.h>
 
-#include "model/draft_lookup.h"
+#include "decode/draft_lookup.h"
 
 #define PAUSE_AFTER_MISS 4 /* steps; doubled per consecutive miss, up to 64 */
 #define PAUSE_MAX_SHIFT 4

@@ -1,6 +1,6 @@
 /* synth_widen.c — see synth_widen.h; the construction is described at ox_synth_widen_base
  * (synth.h). */
-#include "tools/synth_widen.h"
+#include "writers/synth_widen.h"
 
 #include <math.h>
 #include <stdio.h>
