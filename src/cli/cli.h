@@ -18,6 +18,10 @@ struct ox_model;
 struct ox_lora;
 int cli_lora_attach(struct ox_model *m, char *const *specs, const float *scales, int n, struct ox_lora **out);
 
+/* schema.c: the GBNF (malloc'd) of the JSON schema in the file at path (tool_notation: Gemma 4's
+ * notation), NULL after printing "oxinfer run: FILE: CODE: message". */
+char *cli_json_schema_grammar(const char *path, int tool_notation);
+
 /* files.c: the tensor directory over n opened host files, NULL after printing
  * "CMD: CODE: message"; and closing it, the files and the (malloc'd) files array. */
 ox_model_files *cli_files_open(const char *cmd, const int *files, int n);

@@ -34,7 +34,9 @@ static int usage(void) {
             "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
             "             verify), each rewound, against one decode step (and their profile)\n"
             "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
-            "          with --bench also decode steps alternating with and without the adapters, timed apart\n");
+            "          with --bench also decode steps alternating with and without the adapters, timed apart\n"
+            "       oxinfer run --json-schema FILE [--tool-notation]  print the schema's GBNF grammar (JSON text,\n"
+            "          or Gemma 4's tool-call notation)\n");
     return 2;
 }
 
@@ -237,6 +239,13 @@ static int bench(ox_model *m, double load_s, int n_prompt, int n_gen, int json, 
     return rc ? 1 : 0;
 }
 
+static int print_schema_grammar(const char *path, int tool_notation) {
+    char *gbnf = cli_json_schema_grammar(path, tool_notation);
+    if (gbnf) fputs(gbnf, stdout);
+    free(gbnf);
+    return gbnf ? 0 : 1;
+}
+
 int cli_run(int argc, char **argv) {
     char *files[64];
     int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0, verify_k = 0;
@@ -247,6 +256,8 @@ int cli_run(int argc, char **argv) {
     float lora_scales[OX_LORA_MAX];
     ox_lora *attached[OX_LORA_MAX] = {0};
     int n_lora = 0;
+    const char *json_schema = NULL;
+    int tool_notation = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tokens") && v) tokens = v, i++;
@@ -270,9 +281,12 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
         else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX) loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
         else if (!strcmp(a, "--lora-scale") && v && n_lora > 0) lora_scales[n_lora - 1] = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--json-schema") && v) json_schema = argv[++i];
+        else if (!strcmp(a, "--tool-notation")) tool_notation = 1;
         else if (a[0] == '-' || n_files == 64) return usage();
         else files[n_files++] = argv[i];
     }
+    if (json_schema && !n_files) return print_schema_grammar(json_schema, tool_notation);
     if (!n_files || (!tokens && !do_bench) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0 ||
         verify_k < 0 || verify_k > 64)
         return usage();

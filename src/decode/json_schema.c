@@ -29,8 +29,7 @@ static const char *const COMMON_BODY[N_COMMON] = {
     "[^<] | \"<\" [^|]", /* no "<|" inside: a string cannot spell its own delimiter */
     "[^<]",              /* one code point (a bounded length counts code points) */
     "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])",
-    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [-+] [0-9]{2} \":\" "
-    "[0-9]{2})?",
+    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [-+] [0-9]{2} \":\" [0-9]{2})?",
     "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}",
 };
 /* between JSON tokens: bounded, so a sampler cannot pad without end (llama.cpp's rule) */
@@ -295,15 +294,31 @@ static const char *lit(builder *b, const char *s, size_t n) {
     return from_sb(b, &sb);
 }
 
-/* the shortest %g that reads back the same double (as JSON.stringify writes numbers) */
+/* a number as JSON.stringify writes it (ECMAScript Number::toString): the shortest digits that
+ * read back the same double, in fixed notation for exponents -7 < e < 21 */
 static int write_number(builder *b, ox_strbuf *sb, double x, const char *where) {
     if (!isfinite(x)) return UNSUP(b, where, "a number out of the range of doubles");
-    char buf[40];
-    for (int p = 1; p <= 17; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, x);
+    if (x == 0) {
+        ox_sb_append(sb, "0", 1);
+        return 0;
+    }
+    char buf[40], digits[24];
+    for (int p = 0; p <= 16; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p, x);
         if (strtod(buf, NULL) == x) break;
     }
-    ox_sb_printf(sb, "%s", buf);
+    const char *m = buf + (buf[0] == '-');
+    char *e = strchr(buf, 'e');
+    int k = 0, n = atoi(e + 1) + 1; /* digits d1..dk, value 0.d1..dk x 10^n */
+    for (const char *q = m; q < e; q++)
+        if (*q != '.') digits[k++] = *q;
+    while (k > 1 && digits[k - 1] == '0') k--;
+    digits[k] = 0;
+    if (x < 0) ox_sb_append(sb, "-", 1);
+    if (k <= n && n <= 21) ox_sb_printf(sb, "%s%.*s", digits, n - k, "000000000000000000000");
+    else if (0 < n && n <= 21) ox_sb_printf(sb, "%.*s.%s", n, digits, digits + n);
+    else if (-6 < n && n <= 0) ox_sb_printf(sb, "0.%.*s%s", -n, "000000", digits);
+    else ox_sb_printf(sb, "%c%s%s%se%c%d", digits[0], k > 1 ? "." : "", digits + 1, "", n - 1 < 0 ? '-' : '+', abs(n - 1));
     return 0;
 }
 

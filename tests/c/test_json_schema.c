@@ -130,6 +130,10 @@ static void test_json_text(void) {
                  "\"allOf\":[{\"minLength\":2}]}]}", OX_SCHEMA_JSON,
                  (doc_case[]){{"{\"a\":[1,\"x\\n\"]}", 1}, {"2.5", 1}, {"\"q\\\"\"", 1}, {"null", 1}, {"\"ab\"", 1}, {"\"a\"", 0},
                               {"{\"a\":[1,\"x\"]}", 0}, {NULL, 0}});
+    /* const / enum numbers spelled as JSON.stringify spells them */
+    check_schema("{\"enum\":[-340,0.1,1e21,1e-7,123456789012345678901,1.5e-6,-0.0,2.5e300]}", OX_SCHEMA_JSON,
+                 (doc_case[]){{"-340", 1}, {"0.1", 1}, {"1e+21", 1}, {"1e-7", 1}, {"123456789012345680000", 1}, {"0.0000015", 1},
+                              {"0", 1}, {"2.5e+300", 1}, {"-3.4e+02", 0}, {"-0", 0}, {NULL, 0}});
     check_schema("{\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"boolean\"}],\"items\":false}", OX_SCHEMA_JSON,
                  (doc_case[]){{"[1, true]", 1}, {"[1]", 0}, {"[1,true,2]", 0}, {NULL, 0}});
     /* optional keys in order, extra keys after them where additionalProperties allows */
