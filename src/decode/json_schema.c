@@ -26,7 +26,7 @@ static const char *const COMMON_BODY[N_COMMON] = {
     "\"-\"? ([0-9] | [1-9] [0-9]{1,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?",
     "\"true\" | \"false\"",
     "\"null\"",
-    "[^<] | \"<\" [^|]", /* no "<|" inside: a string cannot spell its own delimiter */
+    "[^<] | \"<\"+ [^<|]", /* no "<|" inside: a string cannot spell its own delimiter */
     "[^<]",              /* one code point (a bounded length counts code points) */
     "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])",
     "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [-+] [0-9]{2} \":\" [0-9]{2})?",
@@ -478,8 +478,10 @@ static const char *string_schema(builder *b, const view *v, const char *where) {
         return NULL;
     }
     const char *ch = common(b, hi < 0 ? (b->g4 ? C_G4_CHAR : C_JSON_CHAR) : (b->g4 ? C_G4_CHAR1 : C_JSON_CHAR));
+    /* Gemma 4: `<`s may end a string (the close follows them); inside, `<` never precedes `|` */
+    const char *tail = b->g4 && hi < 0 ? " \"<\"*" : "";
     const char *body = hi >= 0 ? sfmt(b, "%s{%lld,%lld}", ch, (long long)lo, (long long)hi)
-                       : lo ? sfmt(b, "%s{%lld,}", ch, (long long)lo) : sfmt(b, "%s*", ch);
+                       : lo ? sfmt(b, "%s{%lld,}%s", ch, (long long)lo, tail) : sfmt(b, "%s*%s", ch, tail);
     return body ? string_of(b, body) : NULL;
 }
 
@@ -609,7 +611,7 @@ done:
  * recurse without end */
 static const char *any_value(builder *b, const char *where, int only_object) {
     const char *key = any_key(b);
-    const char *s0 = string_of(b, sfmt(b, "%s*", common(b, b->g4 ? C_G4_CHAR : C_JSON_CHAR)));
+    const char *s0 = string_schema(b, &(view){{NULL}, 1}, where);
     const char *v0 = s0 ? add(b, "any-0", sfmt(b, "%s | %s | %s | %s", s0, common(b, C_NUMBER), common(b, C_BOOLEAN),
                                                common(b, C_NULL)), where) : NULL;
 #define OBJ(v) sfmt(b, "\"{\" ws (%s ws \":\" ws %s (\",\" ws %s ws \":\" ws %s){0,16})? ws \"}\"", key, v, key, v)

@@ -165,7 +165,10 @@ static void test_gemma4(void) {
     check_schema(schema, OX_SCHEMA_GEMMA4,
                  (doc_case[]){{"{city:<|\"|>Paris \"x\" {}<|\"|>}", 1}, {"{city:<|\"|><|\"|>,n:3}", 1},
                               {"{city:<|\"|>a<|\"|>,tags:[<|\"|>abc<|\"|>,<|\"|><|\"|>]}", 1},
-                              {"{city:<|\"|>a<|\"|>,c:{a:1,b:<|\"|>x<|\"|>}}", 1}, {"{city: <|\"|>a<|\"|>}", 0},
+                              {"{city:<|\"|>a<|\"|>,c:{a:1,b:<|\"|>x<|\"|>}}", 1},
+                              /* `<` anywhere but before `|`, at the end too: the close can follow */
+                              {"{city:<|\"|>a<b<<c<|\"|>}", 1}, {"{city:<|\"|>a<<|\"|>}", 1}, {"{city:<|\"|><<<|\"|>}", 1},
+                              {"{city:<|\"|>a<|b<|\"|>}", 0}, {"{city: <|\"|>a<|\"|>}", 0},
                               {"{\"city\":\"a\"}", 0}, {"{city:<|\"|>a<|\"|>,tags:[<|\"|>abcd<|\"|>]}", 0}, {NULL, 0}});
 }
 

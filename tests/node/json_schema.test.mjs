@@ -177,7 +177,33 @@ test('a forced call\'s grammar: the arguments in Gemma 4 notation, closable stri
   const one = await model.jsonSchemaGrammar(tools, { toolCalls: true, afterName: true, parallel: false });
   assert.match(one, /^root ::= get-weather "<tool_call\|>"\n/);
   assert.match(one, /^get-weather ::= \("\{" ws \("city" ws ":" ws city\) ws "\}"\)$/m);
-  assert.match(one, /^city ::= \("<\|\\"\|>" g4-char\* "<\|\\"\|>"\)$/m);
+  assert.match(one, /^city ::= \("<\|\\"\|>" g4-char\* "<"\* "<\|\\"\|>"\)$/m);
   const more = await model.jsonSchemaGrammar(tools, { toolCalls: true, parallel: true });
   assert.match(more, /\("<\|tool_call>call:" "get_weather" [^\n]*\)\{0,8\}/);
+});
+
+// The demo model's 1,024-token vocabulary has no <|"|> token: a string closes with five
+// ordinary tokens starting with `<`, which this model, trained on plain text, hardly ever samples
+// mid-string (issue #33: forced calls ran to max_tokens). The grammar admits the close after any
+// content (a trailing `<` included); maxLength is the bound that makes the call end.
+test('demo model: a forced call\'s string can always close, and with maxLength it does', async () => {
+  const demo = await loadModel(path.join(process.cwd(), 'web/models/oxinfer-demo.gguf'), { threads: 1 });
+  try {
+    const tool = (city) => [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city }, required: ['city'] } } }];
+    const g = await demo.jsonSchemaGrammar(tool({ type: 'string' }), { toolCalls: true, afterName: true });
+    for (const s of ['Paris', 'a<', '<<', 'a<b', ''])
+      assert.ok(await demo.engine.call('grammarAccepts', { grammar: g, text: `{city:<|"|>${s}<|"|>}<tool_call|>` }), s);
+    assert.ok(!(await demo.engine.call('grammarAccepts', { grammar: g, text: '{city:<|"|>a<|b<|"|>}<tool_call|>' })));
+    for (const seed of [1, 2, 3]) {
+      const r = await demo.createChatCompletion({
+        messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: tool({ type: 'string', maxLength: 16 }),
+        tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, max_tokens: 64, seed,
+      });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c.message));
+      assert.ok([...JSON.parse(c.message.tool_calls[0].function.arguments).city].length <= 16);
+    }
+  } finally {
+    await demo.unload();
+  }
 });
