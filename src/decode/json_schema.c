@@ -454,6 +454,15 @@ static int count_kw(builder *b, const view *v, const char *kw, int64_t dflt, int
     return 0;
 }
 
+/* a non-empty array keyword of at most OX_SCHEMA_MAX_ALTS entries: its length, or 0 (error set) */
+static size_t list_kw(builder *b, const ox_json *x, const char *kw, const char *of, const char *where) {
+    size_t n = ox_json_len(x);
+    if (ox_json_type(x) != OX_JSON_ARRAY || !n) UNSUP(b, where, "%s must be a non-empty array", kw);
+    else if (n > OX_SCHEMA_MAX_ALTS) UNSUP(b, where, "%s of %zu %s (at most %d)", kw, n, of, OX_SCHEMA_MAX_ALTS);
+    else return n;
+    return 0;
+}
+
 static const char *any_value(builder *b, const char *where, int only_object);
 
 static const char *string_schema(builder *b, const view *v, const char *where) {
@@ -494,15 +503,8 @@ static const char *array_schema(builder *b, const view *v, const char *where, in
     }
     const ox_json *prefix = vget(v, "prefixItems"), *items = vget(v, "items");
     if (prefix) {
-        size_t n = ox_json_len(prefix);
-        if (ox_json_type(prefix) != OX_JSON_ARRAY || !n) {
-            UNSUP(b, where, "prefixItems must be a non-empty array");
-            return NULL;
-        }
-        if (n > OX_SCHEMA_MAX_ALTS) {
-            UNSUP(b, where, "prefixItems of %zu schemas (at most %d)", n, OX_SCHEMA_MAX_ALTS);
-            return NULL;
-        }
+        size_t n = list_kw(b, prefix, "prefixItems", "schemas", where);
+        if (!n) return NULL;
         if (items && !(ox_json_type(items) == OX_JSON_BOOL && !ox_json_bool(items, 1))) {
             UNSUP(b, where, "prefixItems with items");
             return NULL;
@@ -802,15 +804,8 @@ static const char *visit_view(builder *b, view *v, const char *where, const char
     if (!alts && (alts = vget(v, "oneOf"))) alts_kw = "oneOf";
     if (cst) body = literal(b, cst, where);
     else if (en) {
-        size_t n = ox_json_len(en);
-        if (ox_json_type(en) != OX_JSON_ARRAY || !n) {
-            UNSUP(b, where, "enum must be a non-empty array");
-            return NULL;
-        }
-        if (n > OX_SCHEMA_MAX_ALTS) {
-            UNSUP(b, where, "enum of %zu values (at most %d)", n, OX_SCHEMA_MAX_ALTS);
-            return NULL;
-        }
+        size_t n = list_kw(b, en, "enum", "values", where);
+        if (!n) return NULL;
         ox_strbuf sb = {0};
         for (size_t i = 0; i < n; i++) {
             const char *l = literal(b, ox_json_at(en, i), where);
@@ -819,15 +814,8 @@ static const char *visit_view(builder *b, view *v, const char *where, const char
         }
         body = b->failed ? (ox_sb_free(&sb), NULL) : from_sb(b, &sb);
     } else if (alts) {
-        size_t n = ox_json_len(alts);
-        if (ox_json_type(alts) != OX_JSON_ARRAY || !n) {
-            UNSUP(b, where, "%s must be a non-empty array", alts_kw);
-            return NULL;
-        }
-        if (n > OX_SCHEMA_MAX_ALTS) {
-            UNSUP(b, where, "%s of %zu schemas (at most %d)", alts_kw, n, OX_SCHEMA_MAX_ALTS);
-            return NULL;
-        }
+        size_t n = list_kw(b, alts, alts_kw, "schemas", where);
+        if (!n) return NULL;
         ox_strbuf sb = {0};
         for (size_t i = 0; i < n; i++) {
             const char *a = visit(b, ox_json_at(alts, i), sfmt(b, "%s/%s/%zu", where, alts_kw, i), NULL, depth + 1);
