@@ -424,6 +424,85 @@ static const char *any_key(builder *b) {
     return b->g4 ? "[a-zA-Z_] [a-zA-Z0-9_]{0,63}" : sfmt(b, "\"\\\"\" %s{1,64} \"\\\"\"", common(b, C_JSON_CHAR));
 }
 
+/* The name of an extra key (additionalProperties) that is none of the object's named keys, so
+ * that a value is never checked against the wrong schema: a trie of the names, one rule per
+ * node; at each node a character that leaves the trie (then any tail), one that follows it, or
+ * the end where no name ends. Extra names are spelled without escapes (the named ones could
+ * otherwise come back escaped), at most 64 characters on the trie, 63 more after leaving it. */
+typedef struct { const char *s; size_t n; } name_ref;
+
+static int by_name(const void *a, const void *c) {
+    const name_ref *x = a, *y = c;
+    int r = memcmp(x->s, y->s, x->n < y->n ? x->n : y->n);
+    return r ? r : (x->n > y->n) - (x->n < y->n);
+}
+
+static int key_char_ok(const builder *b, uint32_t cp, int first) {
+    if (!b->g4) return cp >= 0x20 && cp != '"' && cp != '\\';
+    return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_' || (!first && cp >= '0' && cp <= '9');
+}
+
+static uint32_t next_cp(const char *s, size_t *len) { /* keys are valid UTF-8 (the JSON parser) */
+    const unsigned char *u = (const unsigned char *)s;
+    *len = u[0] < 0x80 ? 1 : u[0] < 0xe0 ? 2 : u[0] < 0xf0 ? 3 : 4;
+    uint32_t cp = *len == 1 ? u[0] : u[0] & (0x7f >> *len);
+    for (size_t k = 1; k < *len; k++) cp = cp << 6 | (u[k] & 0x3f);
+    return cp;
+}
+
+static const char *key_node(builder *b, const name_ref *k, size_t n, size_t off, int depth, const char *tail,
+                            const char *where) {
+    ox_strbuf alts = {0}, leave = {0};
+    int ends = 0;
+    const char *open = b->g4 ? "[" : "[^\"\\\\\\x00-\\x1f";
+    ox_sb_append(&leave, open, strlen(open));
+    for (size_t i = 0; i < n && !b->failed;) {
+        if (k[i].n == off) {
+            ends = 1, i++;
+            continue;
+        }
+        size_t len, len2;
+        uint32_t cp = next_cp(k[i].s + off, &len);
+        size_t j = i + 1;
+        while (j < n && k[j].n > off && next_cp(k[j].s + off, &len2) == cp) j++;
+        if (key_char_ok(b, cp, depth == 0) && depth < 64) {
+            if (!b->g4) ox_sb_printf(&leave, "\\U%08X", (unsigned)cp);
+            const char *child = key_node(b, k + i, j - i, off + len, depth + 1, tail, where);
+            if (child) ox_sb_printf(&alts, "%s[\\U%08X] %s", alts.len ? " | " : "", (unsigned)cp, child);
+        }
+        i = j;
+    }
+    if (b->g4) /* the identifier characters that do not follow here */
+        for (int c = '0'; c <= 'z'; c++)
+            if (key_char_ok(b, (uint32_t)c, depth == 0)) {
+                int child = 0;
+                for (size_t i = 0; i < n && !child; i++) child = k[i].n > off && (unsigned char)k[i].s[off] == c;
+                if (!child) ox_sb_append(&leave, (const char *)&(char){(char)c}, 1);
+            }
+    ox_sb_append(&leave, "]", 1);
+    if (!b->g4 || leave.len > 2) ox_sb_printf(&alts, "%s%s %s", alts.len ? " | " : "", leave.s, tail);
+    if (!ends && depth > 0) ox_sb_printf(&alts, "%s\"\"", alts.len ? " | " : "");
+    ox_sb_free(&leave);
+    const char *body = b->failed ? (ox_sb_free(&alts), NULL) : from_sb(b, &alts);
+    return body && *body ? add(b, "xkey", body, where) : NULL;
+}
+
+static const char *extra_key(builder *b, const ox_json *props, const char *where) {
+    size_t n = ox_json_len(props);
+    name_ref *k = malloc(n * sizeof *k);
+    if (!k) {
+        fail(b, OX_E_NOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) k[i] = (name_ref){ox_json_key(ox_json_at(props, i)), ox_json_key_len(ox_json_at(props, i))};
+    qsort(k, n, sizeof *k, by_name);
+    const char *tail = add(b, "xkey-tail", b->g4 ? "[a-zA-Z0-9_]{0,63}" : "[^\"\\\\\\x00-\\x1f]{0,63}", where);
+    const char *root = tail ? key_node(b, k, n, 0, 0, tail, where) : NULL;
+    free(k);
+    if (!root) return NULL;
+    return b->g4 ? root : sfmt(b, "\"\\\"\" %s \"\\\"\"", root);
+}
+
 /* ---- the walk ---- */
 
 static const char *visit(builder *b, const ox_json *s, const char *where, const char *name, int depth);
@@ -567,7 +646,8 @@ static const char *object_schema(builder *b, const view *v, const char *where, i
     if (extra_s && !extra_false) {
         const ox_json *es = ox_json_type(extra_s) == OX_JSON_BOOL ? NULL : extra_s;
         const char *val = visit(b, es, sfmt(b, "%s/additionalProperties", where), NULL, depth + 1);
-        extra = val ? sfmt(b, "%s ws \":\" ws %s", any_key(b), val) : NULL;
+        const char *name = !val ? NULL : n ? extra_key(b, props, where) : any_key(b);
+        extra = name ? sfmt(b, "%s ws \":\" ws %s", name, val) : NULL;
         more = extra ? sfmt(b, " (ws \",\" ws %s){0,16}", extra) : NULL;
         if (!more) return NULL;
     }

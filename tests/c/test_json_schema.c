@@ -141,6 +141,15 @@ static void test_json_text(void) {
                  OX_SCHEMA_JSON,
                  (doc_case[]){{"{}", 1}, {"{\"b\":1}", 1}, {"{\"a\":1,\"b\":2,\"z\":true}", 1}, {"{\"z\":true}", 1},
                               {"{\"b\":1,\"a\":2}", 0}, {"{\"z\":1}", 0}, {NULL, 0}});
+    /* an extra key is never one of the named keys (its value would be checked against the
+     * named schema), nor an escaped spelling of one */
+    check_schema("{\"properties\":{\"a\":{\"type\":\"boolean\"},\"ab\":{\"type\":\"null\"},\"\u00e9\":{\"type\":\"null\"}},"
+                 "\"additionalProperties\":{\"type\":\"integer\"}}", OX_SCHEMA_JSON,
+                 (doc_case[]){{"{\"a\":true,\"abc\":1,\"b\":2,\"\u00e9\u00e9\":3,\"A\":4}", 1}, {"{\"a\":true,\"a\":1}", 0},
+                              {"{\"ab\":null,\"a\":1}", 0}, {"{\"ab\":1}", 0}, {"{\"\\u0061\":1}", 0}, {"{\"\u00e9\":1}", 0},
+                              {"{\"x\":1,\"\u00e9\":1}", 0}, {NULL, 0}});
+    check_schema("{\"properties\":{\"a\":{\"type\":\"boolean\"}},\"additionalProperties\":{\"type\":\"integer\"}}", OX_SCHEMA_GEMMA4,
+                 (doc_case[]){{"{a:true,b:1,a1:2}", 1}, {"{b:1}", 1}, {"{a:true,a:1}", 0}, {"{a:1}", 0}, {"{1:1}", 0}, {NULL, 0}});
     /* {} / true: any value, two deep; date-time */
     check_schema("{\"title\":\"anything\"}", OX_SCHEMA_JSON,
                  (doc_case[]){{"{\"a\":[1,{\"b\":null}]}", 0}, {"{\"a\":[1,\"x\"]}", 1}, {"\"s\"", 1}, {NULL, 0}});

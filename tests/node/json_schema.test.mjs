@@ -59,19 +59,20 @@ const { schema: schemaArb } = fc.letrec((tie) => ({
   nullable: typed.map((s) => ({ ...s, nullable: true })), // (ajv: nullable needs a type)
 }));
 
-// a value in the shape the grammar writes (keys in order), valid or not, from the schema
+// a value in the shape the grammar writes (keys in order) from the schema, valid or just off it
+// (lengths and counts one beyond a bound, fractions for integers, values outside an enum)
 function valueArb(s, depth = 0) {
   if (s.nullable) return fc.oneof(fc.constant(null), valueArb({ ...s, nullable: undefined }, depth));
-  if (s.const !== undefined) return fc.constant(s.const);
-  if (s.enum) return fc.constantFrom(...s.enum);
+  if (s.const !== undefined) return fc.oneof({ weight: 4, arbitrary: fc.constant(s.const) }, scalar);
+  if (s.enum) return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...s.enum) }, scalar);
   if (s.anyOf) return fc.oneof(...s.anyOf.map((a) => valueArb(a, depth + 1)));
   switch (s.type) {
-    case 'integer': return fc.integer({ min: -1e6, max: 1e6 });
+    case 'integer': return fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -1e6, max: 1e6 }) }, fc.integer({ min: -40, max: 40 }).map((x) => x + 0.5));
     case 'number': return fc.oneof(fc.integer({ min: -1e6, max: 1e6 }), fc.integer({ min: -4000, max: 4000 }).map((x) => x / 8));
     case 'boolean': return fc.boolean();
     case 'null': return fc.constant(null);
-    case 'string': return fc.string({ minLength: s.minLength ?? 0, maxLength: s.maxLength ?? 8 });
-    case 'array': return fc.array(valueArb(s.items, depth + 1), { minLength: s.minItems, maxLength: s.maxItems ?? s.minItems + 3 });
+    case 'string': return fc.string({ minLength: Math.max(0, (s.minLength ?? 0) - 1), maxLength: (s.maxLength ?? 8) + 1 });
+    case 'array': return fc.array(valueArb(s.items, depth + 1), { minLength: Math.max(0, s.minItems - 1), maxLength: (s.maxItems ?? s.minItems + 3) + 1 });
     case 'object': {
       const entries = Object.entries(s.properties).map(([k, v]) => [k, fc.option(valueArb(v, depth + 1), { nil: undefined, freq: s.required.includes(k) ? 100 : 2 })]);
       const extra = s.additionalProperties === undefined || s.additionalProperties === false ? fc.constant({})
@@ -116,7 +117,8 @@ test('property: what the grammar accepts is ajv-valid, and ajv-valid documents o
 });
 
 // whether a value takes the shape the grammar writes: object keys in the order of properties
-// (extra keys after them, only where additionalProperties allows), numbers of at most 16 digits,
+// (extra keys after them, only where additionalProperties allows), numbers of at most 16 digits
+// (integers without an exponent),
 // const and enum values spelled compactly (indented: a document with newlines)
 function inShape(s, v, indented) {
   if (s.const !== undefined || s.enum) return !indented || v === null || typeof v !== 'object';
@@ -135,6 +137,7 @@ function inShape(s, v, indented) {
     const extraOk = keys.slice(named.length).every((k) => /^[^"\\\x00-\x1f]{1,64}$/.test(k) && (extra === true || inShape(extra, v[k], indented)));
     return extraOk && named.every((k) => inShape(s.properties[k], v[k], indented));
   }
+  if (typeof v === 'number' && s.type === 'integer') return /^-?\d{1,16}$/.test(JSON.stringify(v));
   if (typeof v === 'number') return /^-?\d{1,16}(\.\d{1,16})?(e[-+]?\d{1,3})?$/i.test(JSON.stringify(v));
   return true;
 }
