@@ -206,8 +206,8 @@ static size_t body_cost(const char *s) {
 static int charge(builder *b, const char *body, const char *where) {
     b->cost += body_cost(body);
     if (b->cost > OX_SCHEMA_MAX_RULES)
-        return UNSUP(b, where, "the grammar would need more than %d rules (lower maxLength / maxItems, or fewer "
-                               "anyOf members)", OX_SCHEMA_MAX_RULES);
+        return UNSUP(b, where, "the grammar would need more than %d rules (lower maxLength / maxItems, fewer anyOf "
+                               "members, or fewer property names beside additionalProperties)", OX_SCHEMA_MAX_RULES);
     return 0;
 }
 
