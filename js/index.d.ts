@@ -410,6 +410,12 @@ export interface Model {
    *  (mean, last token or first token), unit length unless normalize is false; the checkpoint's
    *  bidirectional attention where its config asks for it. Run apart from the chat's KV cache. */
   embed(texts: string | ArrayLike<number> | Array<string | ArrayLike<number>>, opts?: { pooling?: 'mean' | 'last' | 'cls'; normalize?: boolean }): Promise<Float32Array[]>;
+  /** GBNF for a JSON schema, to pass as the `grammar` option (the output is JSON valid under the
+   *  schema), converted in the engine (docs/grammar.md: the subset, the limits). With
+   *  `toolCalls`, `schema` is an array of OpenAI tools and the grammar is the rest of a forced
+   *  Gemma 4 tool call after `<|tool_call>call:`. Outside the subset: OxError UNSUPPORTED naming
+   *  the keyword or limit. */
+  jsonSchemaGrammar(schema: object | boolean | Array<{ type?: 'function'; function: { name: string; parameters?: object } }>, opts?: { toolCalls?: boolean; afterName?: boolean; parallel?: boolean }): Promise<string>;
   /** OpenAI's Chat Completions (docs/openai.md): a `chat.completion`, or with `stream: true` an
    *  async iterable of `chat.completion.chunk` objects. */
   createChatCompletion(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;

@@ -8,7 +8,7 @@ import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
-import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
+import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, SCHEMA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
 import { splitThought } from './thought.js';
 import { cacheSources } from './cache.js';
@@ -367,6 +367,28 @@ class Model {
     const list = Array.isArray(texts) && (texts.length === 0 || typeof texts[0] !== 'number') ? texts : [texts];
     if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t))) throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
     return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
+  }
+
+  /**
+   * GBNF for a JSON schema (pass it as the `grammar` option: the output is JSON valid under the
+   * schema), converted in the engine (src/decode/json_schema.c; the subset: docs/grammar.md). With
+   * `toolCalls`, `schema` is an array of OpenAI tools and the grammar is the rest of a forced
+   * Gemma 4 tool call after `<|tool_call>call:` (afterName: the first tool's name is written;
+   * parallel: more calls may follow). Outside the subset: OxError UNSUPPORTED naming the keyword.
+   * @param {object | boolean | object[]} schema
+   * @param {{toolCalls?: boolean, afterName?: boolean, parallel?: boolean}} [opts]
+   * @returns {Promise<string>}
+   */
+  async jsonSchemaGrammar(schema, opts = {}) {
+    const { toolCalls = false, afterName = false, parallel = false } = checked('jsonSchemaGrammar', SCHEMA_OPTIONS, opts);
+    let json;
+    try {
+      json = JSON.stringify(schema);
+    } catch (e) {
+      throw new OxError('RANGE', `jsonSchemaGrammar: the schema is not JSON (${e.message})`);
+    }
+    if (json === undefined) throw new OxError('RANGE', 'jsonSchemaGrammar: the schema is not JSON');
+    return this.engine.call('schemaGrammar', { json, toolCalls, afterName, parallel });
   }
 
   /** OpenAI's chat.completions.create shape (js/openai.js). */

@@ -12,7 +12,6 @@
 // json_schema constrain the whole answer with a grammar made from the schema.
 import { OxError } from './errors.js';
 import { TurnStream, parseTurn } from './toolcalls.js';
-import { schemaGrammar, toolCallGrammar } from './schema.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const KNOWN = new Set([
@@ -127,7 +126,8 @@ const int = (v, name, lo, hi = Number.MAX_SAFE_INTEGER) => {
   return x;
 };
 
-/** The request -> everything the generation needs (throws OxError RANGE on any bad field). */
+/** The request -> everything the generation needs (throws OxError RANGE on any bad field);
+ * grammarOf: the schema (or the tools of a forced call) the engine makes the grammar from. */
 export function planRequest(info, request) {
   if (!request || typeof request !== 'object') throw bad('the request must be an object');
   for (const k of Object.keys(request)) if (!KNOWN.has(k)) throw bad(`unknown field ${JSON.stringify(k)}`);
@@ -170,11 +170,15 @@ export function planRequest(info, request) {
   const thinking = request.thinking ?? (request.reasoning_effort !== undefined && request.reasoning_effort !== 'none');
   // The model's turn: forced into a tool call, constrained to a schema, or free.
   let prefix = '';
+  let grammarOf = null;
   if (choice.mode === 'required') {
     prefix = '<|tool_call>call:' + (choice.name ? choice.name : '');
-    opts.grammar = toolCallGrammar(tools.filter((t) => !choice.name || t.function.name === choice.name), { afterName: !!choice.name, parallel: request.parallel_tool_calls !== false });
+    grammarOf = {
+      schema: tools.filter((t) => !choice.name || t.function.name === choice.name),
+      opts: { toolCalls: true, afterName: !!choice.name, parallel: request.parallel_tool_calls !== false },
+    };
   } else if (schema) {
-    opts.grammar = schemaGrammar(schema);
+    grammarOf = { schema, opts: {} };
   } else if (request.grammar !== undefined) {
     if (typeof request.grammar !== 'string') throw bad('grammar must be a GBNF string');
     opts.grammar = request.grammar;
@@ -186,6 +190,7 @@ export function planRequest(info, request) {
     thinking: !!thinking,
     prefix,
     opts,
+    grammarOf,
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,
     modelName: typeof request.model === 'string' ? request.model : info.name || 'oxinfer',
@@ -228,6 +233,7 @@ function logprobEntry(ev) {
  */
 export async function createChatCompletion(model, request) {
   const plan = planRequest(model.info, request);
+  if (plan.grammarOf) plan.opts.grammar = await model.jsonSchemaGrammar(plan.grammarOf.schema, plan.grammarOf.opts);
   const id = randomId('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
   const base = { id, created, model: plan.modelName };

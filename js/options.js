@@ -124,6 +124,7 @@ export const CHAT_OPTIONS = {
 
 export const TOKENIZE_OPTIONS = { special: bool, addBos: bool };
 export const DETOKENIZE_OPTIONS = { skipSpecial: bool };
+export const SCHEMA_OPTIONS = { toolCalls: bool, afterName: bool, parallel: bool };
 export const LOGITS_OPTIONS = { all: bool };
 
 // one adapter of setLora: source like loadModel's, or the two PEFT files as an array

@@ -7,6 +7,7 @@
 //   render    the prompt text of a chat         logits    tokenize  detokenize
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
 //   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
+//   schemaGrammar  a JSON schema or forced tool calls -> GBNF (src/decode/json_schema.c)
 import { setJinjaUrl } from './chat.js';
 import { OxError } from './errors.js';
 import { Engine } from './worker/engine.js';
@@ -52,6 +53,11 @@ function serve(protocol) {
     },
     render: (m) => chatText(loaded(), m),
     logits: (m) => loaded().session.logits(m.tokens, !!m.all),
+    schemaGrammar: (m) => {
+      if (!engine) throw new OxError('STATE', 'the engine is not started (init)');
+      return engine.schemaGrammar(m.json, m);
+    },
+    grammarAccepts: (m) => loaded().grammarAccepts(m.grammar, m.text), // tests only
     tokenize: (m) => loaded().tokenize(m.text, m.special !== false),
     detokenize: (m) => loaded().detokenize(m.ids, !m.skipSpecial),
     embed: (m) => loaded().embed(m.texts, m.opts),

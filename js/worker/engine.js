@@ -177,6 +177,22 @@ export class Engine {
     return null;
   }
 
+  // JSON schema (toolCalls: an array of tools) -> GBNF, by src/decode/json_schema.c; needs no model
+  schemaGrammar(json, { toolCalls, afterName, parallel }) {
+    const { heap } = this;
+    return heap.withString(json, (p, n) => {
+      const g = heap.C.ox_wasm_json_schema_grammar(p, n, toolCalls ? 1 : 0, afterName ? 1 : 0, parallel ? 1 : 0);
+      if (g === null) throw heap.lastError();
+      return g;
+    });
+  }
+
+  // tests: whether the grammar takes the whole text (1/0), over this model's vocabulary
+  grammarAccepts(gbnf, text) {
+    const { heap } = this;
+    return heap.withString(gbnf, (g, ng) => heap.withString(text, (t, nt) => heap.check(heap.C.ox_wasm_grammar_accepts(this.ptr, g, ng, t, nt)) === 1));
+  }
+
   // text -> ids (special: match control tokens such as <bos> in the text)
   tokenize(text, special) {
     const { heap } = this;

@@ -27,6 +27,10 @@ typedef struct cli_gen_opts {
 } cli_gen_opts;
 int cli_generate(struct ox_engine *e, const cli_gen_opts *o);
 
+/* schema.c: the GBNF (malloc'd) of the JSON schema in the file at path (tool_notation: Gemma 4's
+ * notation), NULL after printing "oxinfer run: FILE: CODE: message". */
+char *cli_json_schema_grammar(const char *path, int tool_notation);
+
 /* files.c: host files a subcommand names. cli_files_add opens a path: a file as it is, a
  * checkpoint directory as its model files (its GGUF files; else its safetensors shards, their
  * index, config.json, tokenizer.json, chat_template.jinja and the other side files the loader

@@ -225,6 +225,16 @@ OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
  * hidden size, or < 0. */
 OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out);
 
+/* GBNF (decode/json_schema.h) for n bytes of JSON: tools 0: a JSON schema, the grammar of JSON
+ * text valid under it; tools 1: an array of tools ({function: {name, parameters}}), the grammar
+ * of the rest of a forced call after `<|tool_call>call:` in Gemma 4's notation (after_name: the
+ * name of tools[0] is already written; parallel: more calls may follow). Needs no model. Returns
+ * the grammar, valid until the next call, or NULL (UNSUPPORTED names the keyword or limit). */
+OX_EXPORT const char *ox_wasm_json_schema_grammar(const char *json, int n, int tools, int after_name, int parallel);
+/* Tests: 1 when the grammar (n_gbnf bytes, over the engine's vocabulary) takes the whole of
+ * text[0, n_text) as a complete sentence, 0 when not, or < 0 (the grammar does not compile). */
+OX_EXPORT int ox_wasm_grammar_accepts(ox_wasm_engine *e, const char *gbnf, int n_gbnf, const char *text, int n_text);
+
 /* Attach n LoRA adapters (model/lora.h) in place of the attached ones: adapter i is read from
  * counts[i] consecutive handles of files (one GGUF adapter, or adapter_config.json +
  * adapter_model.safetensors) and scaled by scales[i]; n = 0 detaches all. The files are read only

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "formats/gguf.h"
 #include "formats/tensors.h"
+#include "decode/json_schema.h"
 #include "host/hostfile.h"
 #include "kernels/pool.h"
 #include "model/embed.h"
@@ -297,5 +298,33 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
 
 API int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out) {
     return ox_embed(ox_engine_model(e->core), tokens, n, (ox_pooling)pooling, normalize, out, &last);
+}
+
+/* ---- JSON schema -> grammar ---- */
+
+API const char *ox_wasm_json_schema_grammar(const char *json, int n, int tools, int after_name, int parallel) {
+    static char *gbnf; /* the last result, kept until the next call */
+    free(gbnf);
+    gbnf = NULL;
+    last = (ox_err){0};
+    int mode = tools ? OX_SCHEMA_TOOL_CALLS | (after_name ? OX_SCHEMA_AFTER_NAME : 0) | (parallel ? OX_SCHEMA_PARALLEL : 0)
+                     : OX_SCHEMA_JSON;
+    if (n < 0) {
+        ox_errf(&last, OX_E_RANGE, "JSON schema: %d bytes", n);
+        return NULL;
+    }
+    ox_json_schema_grammar(json, (size_t)n, mode, &gbnf, NULL, &last);
+    return gbnf;
+}
+
+API int ox_wasm_grammar_accepts(ox_wasm_engine *e, const char *gbnf, int n_gbnf, const char *text, int n_text) {
+    if (n_gbnf < 0 || n_text < 0) return ox_errf(&last, OX_E_RANGE, "grammar_accepts: negative length");
+    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return last.code;
+    ox_grammar *g = ox_grammar_new(e->gvocab, gbnf, (size_t)n_gbnf, NULL, 0, &last);
+    if (!g) return last.code;
+    ox_err err = {0};
+    int ok = ox_grammar_accept_text(g, text, (size_t)n_text, &err) == 0 && ox_grammar_complete(g);
+    ox_grammar_free(g);
+    return ok;
 }
 #endif

@@ -89,11 +89,18 @@ static void models(void) {
         copy(p, "fuzz_model", name);
         remove(p);
     }
-    /* grammars: the shapes js/schema.js writes, and the dialect's corners */
+    /* grammars: the shapes src/decode/json_schema.c writes, and the dialect's corners */
     put_s("fuzz_grammar", "json.gbnf", "root ::= ws value ws\nvalue ::= (\"{\" ws (\"\\\"a\\\"\" ws \":\" ws num) ws \"}\")\n"
                                       "num ::= \"-\"? ([0-9] | [1-9] [0-9]{1,15})\nws ::= | \" \" | \"\\n\" [ \\t]{0,8}\n");
     put_s("fuzz_grammar", "tool.gbnf", "root ::= (\"f\" args) \"<tool_call|>\"\nargs ::= \"{\" (\"x\" \":\" str)? \"}\"\n"
                                       "str ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n");
+    /* schemas: the first byte picks the mode (fuzz_json_schema.c) */
+    put_s("fuzz_json_schema", "object.json", "\x00{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"maxLength\":8},"
+                                            "\"b\":{\"anyOf\":[{\"type\":\"integer\"},{\"enum\":[1.5,null,\"x\"]}]}},\"required\":[\"a\"]}");
+    put_s("fuzz_json_schema", "refs.json", "\x01{\"$ref\":\"#/$defs/n\",\"$defs\":{\"n\":{\"properties\":{\"k\":{\"type\":\"array\","
+                                          "\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":3}},\"additionalProperties\":{\"const\":{\"z\":[true]}}}}}");
+    put_s("fuzz_json_schema", "tools.json", "\x03[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":"
+                                           "{\"d\":{\"type\":\"string\",\"format\":\"date-time\"},\"u\":{\"allOf\":[{\"format\":\"uuid\"}]}}}}}]");
     put_s("fuzz_grammar", "classes.gbnf", "root ::= [a-c\\u00e0-\\u00ff]+ [^a-z] . \"\\x41\" (\"ab\" | \"b\"){0,3} # c\n");
     ox_synth s = mini("tiny");
     s.type = s.embd_type = OX_F32;
@@ -318,7 +325,7 @@ int main(int argc, char **argv) {
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
                                     "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
-                                    "fuzz_lora"};
+                                    "fuzz_lora", "fuzz_json_schema"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();

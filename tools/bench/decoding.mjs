@@ -34,7 +34,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../../js/index.js';
-import { schemaGrammar } from '../../js/schema.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic, llamaBin } from './lib.mjs';
 import { bestLookup, allRight } from './lookup_bound.mjs';
@@ -317,7 +316,7 @@ async function constrained() {
   const file = synthModel('e2b-q4_0', ['--preset', 'e2b', '--type', 'q4_0']);
   const model = await loadModel(file, { threads: THREADS });
   // strings without a bound: the mask cache sees the same state at every character
-  const grammar = schemaGrammar({ type: 'object', properties: { name: { type: 'string' }, notes: { type: 'array', items: { type: 'string' } } }, required: ['name', 'notes'] });
+  const grammar = await model.jsonSchemaGrammar({ type: 'object', properties: { name: { type: 'string' }, notes: { type: 'array', items: { type: 'string' } } }, required: ['name', 'notes'] });
   const prompt = [2, ...Array.from({ length: 15 }, (_, i) => 1000 + i)];
   await run(model, prompt, { maxTokens: 4, grammar });
   // back-to-back pairs in alternating order, as for the drafts: a step here is ~0.1 s, and the
