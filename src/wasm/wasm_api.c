@@ -319,8 +319,8 @@ API const char *ox_wasm_json_schema_grammar(const char *json, int n, int tools, 
 
 API int ox_wasm_grammar_accepts(ox_wasm_engine *e, const char *gbnf, int n_gbnf, const char *text, int n_text) {
     if (n_gbnf < 0 || n_text < 0) return ox_errf(&last, OX_E_RANGE, "grammar_accepts: negative length");
-    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return last.code;
-    ox_grammar *g = ox_grammar_new(e->gvocab, gbnf, (size_t)n_gbnf, NULL, 0, &last);
+    ox_gen_params no_stops = {.use_eos = 0};
+    ox_grammar *g = ox_engine_grammar(e->core, gbnf, (size_t)n_gbnf, &no_stops, &last);
     if (!g) return last.code;
     ox_err err = {0};
     int ok = ox_grammar_accept_text(g, text, (size_t)n_text, &err) == 0 && ox_grammar_complete(g);
