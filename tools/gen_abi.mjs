@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// gen_abi.mjs — writes js/abi.js from the C side of the JS<->C contract: src/wasm/abi.h (exports,
+// gen_abi.mjs — writes js/shared/abi.js from the C side of the JS<->C contract: src/wasm/abi.h (exports,
 // imports, record fields) and the lists it includes (error codes in src/base/err.h, quant ids in
 // src/model/model.h, generation statuses in src/model/generate.h).
-//   node tools/gen_abi.mjs           rewrite js/abi.js
-//   node tools/gen_abi.mjs --check   exit 1 if js/abi.js is not what the headers give
+//   node tools/gen_abi.mjs           rewrite js/shared/abi.js
+//   node tools/gen_abi.mjs --check   exit 1 if js/shared/abi.js is not what the headers give
 // The headers are read as text, so the lists keep a strict shape: one X(...) per line, the
 // arguments a name, maybe a number, and a string; prototypes are OX_EXPORT/OX_IMPORT statements.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const OUT = 'js/abi.js';
+const OUT = 'js/shared/abi.js';
 
 // the X(...) entries of `#define LIST(X) \ ...` as [name, number|undefined, string]
 function xlist(text, file, list) {
@@ -110,7 +110,7 @@ ${record('estimateFields', 'ox_wasm_estimate (src/model/estimate.h)', fields('OX
  * string), void. */
 export const exports = Object.freeze(${json(fns('OX_EXPORT'))});
 
-/** Functions the wasm imports from js/hostfile_lib.js. */
+/** Functions the wasm imports from src/host/hostfile_lib.js. */
 export const imports = Object.freeze(${json(fns('OX_IMPORT'))});
 `;
 }

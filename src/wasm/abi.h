@@ -1,10 +1,10 @@
 /* abi.h — the whole contract between the JS package and the wasm engine, in one place.
  *
  * tools/gen_abi.mjs reads this file (and the lists it names in err.h, model.h, generate.h)
- * and writes js/abi.js: error codes, quant ids, generation statuses, the fields of the f64
+ * and writes js/shared/abi.js: error codes, quant ids, generation statuses, the fields of the f64
  * records below, and every export and import with its signature and the comment above it.
- * tests/node/abi.test.mjs fails when js/abi.js is stale, when an export is missing from the
- * built wasm, or when the wasm's code names disagree with js/abi.js.
+ * tests/node/abi.test.mjs fails when js/shared/abi.js is stale, when an export is missing from the
+ * built wasm, or when the wasm's code names disagree with js/shared/abi.js.
  *
  * Conventions. Pointers cross as unsigned 32-bit numbers (JS: `>>> 0`); a NULL return or a
  * negative int return is an error whose code and message ox_wasm_err_code/err_msg hold until
@@ -14,7 +14,7 @@
  * Only the engine worker calls in, one call at a time.
  *
  * Signatures are plain prototypes, OX_EXPORT (JS calls Module._name) or OX_IMPORT (the JS
- * library js/hostfile_lib.js provides them), one per statement, with the comment above. */
+ * library src/host/hostfile_lib.js provides them), one per statement, with the comment above. */
 #ifndef OX_WASM_ABI_H
 #define OX_WASM_ABI_H
 
@@ -182,7 +182,7 @@ OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int le
 OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap);
 
 /* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's),
- * K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/abi.js kvType). */
+ * K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/shared/abi.js kvType). */
 OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx, int kv_type);
 OX_EXPORT void ox_wasm_session_free(ox_session *s);
 /* Allocate all a session of its context needs now: KV caches, token list, scratch
@@ -236,7 +236,7 @@ OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const in
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
-/* ---- imports (js/hostfile_lib.js) ---- */
+/* ---- imports (src/host/hostfile_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
  * (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously. */

@@ -1,5 +1,5 @@
 /* test_generate.c — the C generator (generate.c) against a reference loop written here the way
- * js/worker.js generated before the loop moved into C (ox_sample + ox_forward by hand): same
+ * js/engine/worker.js generated before the loop moved into C (ox_sample + ox_forward by hand): same
  * token streams and end reasons for several seeds and sampling settings; prefix reuse of the
  * session; the logits-filter hook; the session's token list; error paths. */
 #define _POSIX_C_SOURCE 200809L

@@ -89,7 +89,7 @@ static void models(void) {
         copy(p, "fuzz_model", name);
         remove(p);
     }
-    /* grammars: the shapes js/schema.js writes, and the dialect's corners */
+    /* grammars: the shapes js/main/schema.js writes, and the dialect's corners */
     put_s("fuzz_grammar", "json.gbnf", "root ::= ws value ws\nvalue ::= (\"{\" ws (\"\\\"a\\\"\" ws \":\" ws num) ws \"}\")\n"
                                       "num ::= \"-\"? ([0-9] | [1-9] [0-9]{1,15})\nws ::= | \" \" | \"\\n\" [ \\t]{0,8}\n");
     put_s("fuzz_grammar", "tool.gbnf", "root ::= (\"f\" args) \"<tool_call|>\"\nargs ::= \"{\" (\"x\" \":\" str)? \"}\"\n"

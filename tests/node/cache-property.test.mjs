@@ -1,4 +1,4 @@
-// Property-based tests of the model cache's index (js/cache.js, js/cache_store.js, fast-check):
+// Property-based tests of the model cache's index (js/main/cache.js, js/host/cache_store.js, fast-check):
 // arbitrary sequences of downloads (whole, cut short by network faults, resumed), changes of
 // the remote file, deletes, lists and corruptions of the index files (KEY.json, KEY.bin) run
 // against a fake server (fetch stubbed) and the Node store in a temporary directory. After
@@ -13,9 +13,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { cacheSources, listCachedModels, deleteCachedModel } from '../../js/cache.js';
-import { keyOf, runDownload, parseRecord } from '../../js/cache_store.js';
-import { HostError, PROBE_RANGE } from '../../js/hostfile.js';
+import { cacheSources, listCachedModels, deleteCachedModel } from '../../js/main/cache.js';
+import { keyOf, runDownload, parseRecord } from '../../js/host/cache_store.js';
+import { HostError, PROBE_RANGE } from '../../js/host/hostfile.js';
 import { tmpDir } from '../oracle/fixtures.mjs';
 
 const SEED = Number(process.env.FC_SEED ?? 20261201);

@@ -1,11 +1,11 @@
-// fetchRange over fetch() (js/hostfile.js), the read path of the browser's reader thread: a
+// fetchRange over fetch() (js/host/hostfile.js), the read path of the browser's reader thread: a
 // byte-stream body is read with a BYOB reader into pooled staging buffers (no chunk per read
 // left to the GC). Exact bytes under concurrent reads that reuse the pool, into private and
 // shared memory; a body that fails mid-read; the default-reader fallback of a body that is
 // not a byte stream.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fetchRange, HostError } from '../../js/hostfile.js';
+import { fetchRange, HostError } from '../../js/host/hostfile.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = (5 << 20) + 4321;

@@ -7,8 +7,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fc from 'fast-check';
-import { loadModel, OxError } from '../../js/index.js';
-import { checkOptions, OptionError, GENERATE_OPTIONS, CHAT_OPTIONS, LOAD_OPTIONS } from '../../js/options.js';
+import { loadModel, OxError } from '../../js/main/index.js';
+import { checkOptions, OptionError, GENERATE_OPTIONS, CHAT_OPTIONS, LOAD_OPTIONS } from '../../js/main/options.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 const CODES = ['IO', 'FORMAT', 'TRUNCATED', 'UNSUPPORTED', 'MISSING', 'CONFIG', 'NOMEM', 'RANGE', 'ABORTED', 'STATE'];

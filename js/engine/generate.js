@@ -2,8 +2,8 @@
 // sampler, the penalty history, the stop ids and the limits, and runs one forward per step;
 // this loop keeps what is JS's: abort between calls, UTF-8 assembly, stop strings, the
 // thinking flag, token events and the timing in the stats.
-import { genOut, genParams, genStatus } from '../abi.js';
-import { OxError } from '../errors.js';
+import { genOut, genParams, genStatus } from '../shared/abi.js';
+import { OxError } from '../shared/errors.js';
 import { nextTask } from './protocol.js';
 
 const P = Object.fromEntries(genParams.map((f, i) => [f, i]));

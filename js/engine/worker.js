@@ -8,13 +8,13 @@
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
 //   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
 import { setJinjaUrl } from './chat.js';
-import { OxError } from './errors.js';
-import { Engine } from './worker/engine.js';
-import { generate } from './worker/generate.js';
-import { setLora } from './worker/lora.js';
-import { chatText, promptOf } from './worker/prompt.js';
-import { Protocol } from './worker/protocol.js';
-import { inNode } from './worker/runtime.js';
+import { OxError } from '../shared/errors.js';
+import { Engine } from './engine.js';
+import { generate } from './generate.js';
+import { setLora } from './lora.js';
+import { chatText, promptOf } from './prompt.js';
+import { Protocol } from './protocol.js';
+import { inNode } from './runtime.js';
 
 const PROGRESS_MS = 50; // at most one progress event per this, and the last one
 

@@ -1,4 +1,4 @@
-// protocol.js — the engine worker's side of the message protocol (js/connection.js is the
+// protocol.js — the engine worker's side of the message protocol (js/main/connection.js is the
 // main thread's):
 //   request  {id, op, ...args}          ids grow; requests run one after another
 //   reply    {id, ok: true, value} | {id, ok: false, error: {code, message}}
@@ -7,7 +7,7 @@
 //                                      check, or does not start if it is still queued
 // An error without a code (a wasm trap, a bug) leaves the engine in an unknown state: from
 // then on every request fails with STATE and that first message.
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 // Yield to the event loop (so an abort message is seen) and continue in a new task.
 export const nextTask = (() => {
@@ -21,7 +21,7 @@ export const nextTask = (() => {
   });
 })();
 
-// an error to send as it is: ours, or js/hostfile.js's HostError (same code names)
+// an error to send as it is: ours, or js/host/hostfile.js's HostError (same code names)
 const isCoded = (e) => e instanceof OxError || (e?.name === 'HostError' && typeof e.code === 'string');
 
 export class Protocol {

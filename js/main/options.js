@@ -1,4 +1,4 @@
-// options.js — the checks of every option object of the public API (js/index.js): each call
+// options.js — the checks of every option object of the public API (js/main/index.js): each call
 // has a table of the options it reads, name -> check; an option not in its table (a typo, an
 // option of another call) or a value its check refuses is a RANGE error naming it, never
 // silently ignored or coerced. A check returns null when the value is fine, else what it
@@ -72,7 +72,7 @@ export const HOST_OPTIONS = {
   cacheBytes: int(0), cacheMaxRead: int(0), timeoutMs: int(1),
 };
 
-// the model cache (js/cache.js); cache.js checks the sha256 digits itself
+// the model cache (js/main/cache.js); cache.js checks the sha256 digits itself
 const CACHE_OPTIONS = { sha256: string, dir: string, retries: int(0), maxBytes: int(0) };
 
 // memoryBudget: bytes, 'auto' (defaultMemoryBudget()), or {bytes?: bytes | 'auto', fit?: 'context' | 'none'}

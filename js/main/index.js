@@ -1,12 +1,12 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
-// worker (js/worker.js, reached through js/connection.js); every method here is one message
+// worker (js/engine/worker.js, reached through js/main/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { drafts as DRAFTS, kvType as KV_TYPE, quant as QUANT, stream as STREAM } from './abi.js';
+import { drafts as DRAFTS, kvType as KV_TYPE, quant as QUANT, stream as STREAM } from '../shared/abi.js';
 import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
-import { OxError, abortError, toOxError } from './errors.js';
-import { describeSource } from './hostfile.js';
+import { OxError, abortError, toOxError } from '../shared/errors.js';
+import { describeSource } from '../host/hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
@@ -30,7 +30,7 @@ function jinjaUrl() {
   }
 }
 
-// js/options.js: an unknown or invalid option is a RANGE OxError naming it
+// js/main/options.js: an unknown or invalid option is a RANGE OxError naming it
 function optionError(call, table, opts, vocab) {
   try {
     checkOptions(call, table, opts, vocab);
@@ -124,7 +124,7 @@ export function defaultMemoryBudget() {
   return nav.deviceMemory > 0 ? Math.min(wasm32, (nav.deviceMemory * GiB) / 2) : 2 * GiB;
 }
 
-// memoryBudget option -> {bytes, fit} or null (js/options.js checked its shape)
+// memoryBudget option -> {bytes, fit} or null (js/main/options.js checked its shape)
 function budgetOf(v) {
   if (v === undefined) return null;
   const o = typeof v === 'object' ? v : { bytes: v };
@@ -205,7 +205,7 @@ export async function loadModel(sources, opts = {}) {
       throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
-  // opts.cache: URL sources are downloaded into the model cache and read from there (js/cache.js)
+  // opts.cache: URL sources are downloaded into the model cache and read from there (js/main/cache.js)
   const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
   if (cached) descs = cached.sources;
   const env = await chooseEngine(opts);
@@ -263,7 +263,7 @@ export async function loadModel(sources, opts = {}) {
 class Model {
   constructor(engine, info, env) {
     this.engine = engine;
-    /** fetch() for /v1/chat/completions, /v1/embeddings, /v1/models (js/openai.js): pass it to an OpenAI client. */
+    /** fetch() for /v1/chat/completions, /v1/embeddings, /v1/models (js/main/openai.js): pass it to an OpenAI client. */
     this.fetch = createFetchHandler(this);
     const { chatTemplate, ...rest } = info;
     this.info = rest;
@@ -362,7 +362,7 @@ class Model {
     return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
   }
 
-  /** OpenAI's chat.completions.create shape (js/openai.js). */
+  /** OpenAI's chat.completions.create shape (js/main/openai.js). */
   createChatCompletion(request) {
     return createChatCompletion(this, request);
   }
@@ -440,14 +440,14 @@ function base64(bytes) {
   return btoa(s);
 }
 
-// what the chat template needs (js/chat.js renderChat's options)
+// what the chat template needs (js/engine/chat.js renderChat's options)
 function chatArgs(o) {
   const out = {};
   for (const k of ['template', 'thinking', 'addGenerationPrompt', 'tools', 'vars', 'bosToken', 'eosToken']) if (o[k] !== undefined) out[k] = o[k];
   return out;
 }
 
-// The request's generation arguments, from options js/options.js has checked (ranges such as
+// The request's generation arguments, from options js/main/options.js has checked (ranges such as
 // top_p in (0, 1] are the C sampler's, sampler.h, whose messages use its names).
 function samplingArgs(o) {
   const out = {};

@@ -11,9 +11,9 @@
 // Roles: system (first message only), user, assistant|model. Content is a string or an array
 // of parts; as Hugging Face's apply_chat_template does, a template sees the array itself
 // (each part {type: 'text', text}; a bare string part becomes one), and the built-in format
-// joins the parts' text. Text parts only. Runs in the engine worker (js/worker.js).
-import { OxError } from './errors.js';
-import { formatCall, formatDeclaration, formatResponse } from './toolcalls.js';
+// joins the parts' text. Text parts only. Runs in the engine worker (js/engine/worker.js).
+import { OxError } from '../shared/errors.js';
+import { formatCall, formatDeclaration, formatResponse } from '../shared/toolcalls.js';
 
 // content: a string, or an array of text parts (normalized to {type: 'text', text})
 function contentOf(m, i) {
@@ -45,7 +45,7 @@ function normalize(messages) {
 const stripThought = (s) => s.replace(/<\|channel>[\s\S]*?<channel\|>/g, '');
 
 // The built-in Gemma 4 format. Tools as the checkpoints' template writes them
-// (js/toolcalls.js): declarations in the system turn; an assistant message's tool_calls, then
+// (js/shared/toolcalls.js): declarations in the system turn; an assistant message's tool_calls, then
 // the results of the role 'tool' messages after it, in the same model turn, which stays open
 // for the model to go on after the results.
 export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt = true, tools } = {}) {

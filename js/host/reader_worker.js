@@ -1,4 +1,4 @@
-// reader_worker.js — helper thread of the host-file table (js/hostfile.js, class Bridge): runs
+// reader_worker.js — helper thread of the host-file table (js/host/hostfile.js, class Bridge): runs
 // the async reads (HTTP Range fetch, Node Blob slices) that have no fast sync form, and hands
 // the bytes back through shared memory while the engine thread waits in Atomics.wait. A Node
 // worker_threads Worker (init in workerData) or a module Web Worker (init in the first message).

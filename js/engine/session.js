@@ -1,10 +1,10 @@
 // session.js — the KV cache of the loaded model. The C session holds the tokens it has run
 // (ox_wasm_session_pos / _reuse), so nothing here mirrors them.
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 export class Session {
   // heap: Heap; engine: the C engine address; vocab: logits per token; maxContext: 0 = the model's;
-  // kvType: an id of js/abi.js kvType
+  // kvType: an id of js/shared/abi.js kvType
   constructor(heap, engine, vocab, maxContext, kvType) {
     this.heap = heap;
     this.vocab = vocab;

@@ -1,7 +1,7 @@
-// connection.js — the main thread's side of the engine worker (js/worker.js; the protocol is
-// described in js/worker/protocol.js). A Web Worker in browsers, a worker_threads Worker in
+// connection.js — the main thread's side of the engine worker (js/engine/worker.js; the protocol is
+// described in js/engine/protocol.js). A Web Worker in browsers, a worker_threads Worker in
 // Node; both are ES module workers, created with the pattern bundlers recognise.
-import { OxError } from './errors.js';
+import { OxError } from '../shared/errors.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -9,7 +9,7 @@ async function spawnWorker() {
   if (isNode) {
     const wt = await import(/* webpackIgnore: true */ 'node:worker_threads');
     const here = import.meta.url; // (not the literal pattern: a bundler would emit a copy)
-    const w = new wt.Worker(new URL('./worker.js', here));
+    const w = new wt.Worker(new URL('../engine/worker.js', here));
     return {
       post: (m, t) => w.postMessage(m, t),
       listen: (onMsg, onFail) => {
@@ -21,7 +21,7 @@ async function spawnWorker() {
       hold: (on) => (on ? w.ref() : w.unref()),
     };
   }
-  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  const w = new Worker(new URL('../engine/worker.js', import.meta.url), { type: 'module' });
   return {
     post: (m, t) => w.postMessage(m, t ?? []),
     listen: (onMsg, onFail) => {

@@ -10,8 +10,8 @@
 // function starts the model's turn with `<|tool_call>call:` (and the name), and a grammar
 // (grammar option of the engine) keeps the call's syntax; response_format json_object /
 // json_schema constrain the whole answer with a grammar made from the schema.
-import { OxError } from './errors.js';
-import { TurnStream, parseTurn } from './toolcalls.js';
+import { OxError } from '../shared/errors.js';
+import { TurnStream, parseTurn } from '../shared/toolcalls.js';
 import { schemaGrammar, toolCallGrammar } from './schema.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);

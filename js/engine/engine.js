@@ -1,9 +1,9 @@
 // engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
 // table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
-import { estimateFields, statsFields } from '../abi.js';
-import { OxError } from '../errors.js';
-import { HostFiles } from '../hostfile.js';
+import { estimateFields, statsFields } from '../shared/abi.js';
+import { OxError } from '../shared/errors.js';
+import { HostFiles } from '../host/hostfile.js';
 import { Heap } from './heap.js';
 import { startRuntime } from './runtime.js';
 import { Session } from './session.js';
@@ -27,7 +27,7 @@ export class Engine {
     this.info = null;
     this.template = null; // the checkpoint's chat template, or null
     host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
-    M.oxHost = host; // js/hostfile_lib.js reads through it
+    M.oxHost = host; // src/host/hostfile_lib.js reads through it
   }
 
   get threads() {
@@ -62,7 +62,7 @@ export class Engine {
     }
   }
 
-  // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/abi.js),
+  // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/shared/abi.js),
   // tablesOnHost, maxContext, maxResident, stream (an id), weightCache, kvType (an id), budget ({bytes, fit} or null)}; progress(done, total). With a budget the
   // estimate decides the context, and the memory for all of it is taken before the load (wasm
   // memory grows once).

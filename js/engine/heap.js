@@ -1,8 +1,8 @@
-// heap.js — the engine's view of wasm memory, and the exports of js/abi.js bound by name.
+// heap.js — the engine's view of wasm memory, and the exports of js/shared/abi.js bound by name.
 // Everything the worker calls in goes through `heap.C.<export name>`, so the contract is the
 // generated list: a build that lacks an export fails at start-up, naming it.
-import { codes, exports as EXPORTS } from '../abi.js';
-import { OxError } from '../errors.js';
+import { codes, exports as EXPORTS } from '../shared/abi.js';
+import { OxError } from '../shared/errors.js';
 
 const codeName = Object.fromEntries(Object.entries(codes).map(([k, v]) => [v, k]));
 
@@ -11,7 +11,7 @@ function bindExports(M) {
   const C = {};
   for (const { name, ret } of EXPORTS) {
     const f = M[`_${name}`];
-    if (typeof f !== 'function') throw new OxError('MISSING', `the wasm engine has no export ${name} (js/abi.js is newer than dist/): rebuild with make -f Makefile.emscripten`);
+    if (typeof f !== 'function') throw new OxError('MISSING', `the wasm engine has no export ${name} (js/shared/abi.js is newer than dist/): rebuild with make -f Makefile.emscripten`);
     if (ret === 'ptr') C[name] = (...a) => f(...a) >>> 0;
     else if (ret === 'cstr') C[name] = (...a) => {
       const p = f(...a) >>> 0;

@@ -13,7 +13,7 @@
 //            be inlined by a bundler; a Worker URL itself must be same-origin.
 // A strict Content-Security-Policy must allow 'unsafe-eval' (the glue's function body) and
 // blob: workers besides 'wasm-unsafe-eval'.
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 // Node (worker_threads or a test's main thread), not a Web Worker
 export const inNode = typeof WorkerGlobalScope === 'undefined';

@@ -1,12 +1,12 @@
 // hostfile.js — the host-file table: model files stay on the host and the C core reads byte
-// ranges of them synchronously (src/host/hostfile_wasm.c -> js/hostfile_lib.js -> HostFiles.readInto).
+// ranges of them synchronously (src/host/hostfile_wasm.c -> src/host/hostfile_lib.js -> HostFiles.readInto).
 //
 // One adapter per source kind, all with one interface (see SOURCES below): a Node path
 // (fs.readSync), a File/Blob (FileReaderSync in a browser worker), a URL (HTTP Range requests),
 // an OPFS file (sync access handle). Opening is async (it probes sizes and validators); reads
 // are sync and run on the thread that called into wasm. Node has no sync form of fetch() or of
 // Blob reads, and a browser's sync XHR is slow: those reads run on a helper thread
-// (js/reader_worker.js) while the caller waits on a SharedArrayBuffer with Atomics.wait; for
+// (js/host/reader_worker.js) while the caller waits on a SharedArrayBuffer with Atomics.wait; for
 // URLs the helper reads ahead of a sequential scan with a few requests in flight.
 // Large reads are split into CHUNK-sized pieces, so no source ever hands over more than CHUNK
 // bytes at once. A small LRU keeps recently read small ranges (embedding / PLE rows repeat).
@@ -229,7 +229,7 @@ async function probeUrl(name, url, ctx) {
 
 // A transport runs one Range GET: (url, range, signal) -> Promise<{status, header(name) ->
 // string|null, chunks: AsyncIterable<Uint8Array>, cancel()}>. fetch() everywhere; the Node
-// helper thread uses node:http (js/reader_worker.js), which costs half the CPU per byte.
+// helper thread uses node:http (js/host/reader_worker.js), which costs half the CPU per byte.
 // A chunk is valid until the loop over `chunks` asks for the next one (copy it before).
 //
 // Where the body is a byte stream (Chromium), it is read with a BYOB reader into a staging
@@ -301,7 +301,7 @@ export async function fetchRange(name, url, off, len, want, timeoutMs, into = ne
   });
 }
 
-// ---- the helper thread: sync calls answered by js/reader_worker.js ---------------------------
+// ---- the helper thread: sync calls answered by js/host/reader_worker.js ---------------------------
 
 // Control words of the shared block: [state, status, nbytes, gate, progress]; state 0 = waiting,
 // 1 = done; gate: see revoke(); progress counts the helper's copies (a long read that keeps
@@ -533,7 +533,7 @@ const SOURCES = {
   },
 };
 
-// A file still downloading into the model cache (js/cache.js): the bytes written so far are
+// A file still downloading into the model cache (js/main/cache.js): the bytes written so far are
 // read from the local copy (a 'path' or 'opfs' source), the rest from the URL.
 SOURCES.cached = async (d, ctx, host) => {
   const copy = await (await import('./cache_store.js')).openCacheCopy(d); // null: deleted meanwhile

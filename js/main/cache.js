@@ -1,11 +1,11 @@
 // cache.js — the model cache API: `loadModel(url, { cache })` keeps model files in the Origin
 // Private File System (browser) or a cache directory (Node, ~/.cache/oxinfer-web), downloads
 // them in the background, and lets the engine read while the download runs; list and delete.
-// The files and the download loop: js/cache_store.js; the browser's download worker:
-// js/cache_worker.js.
+// The files and the download loop: js/host/cache_store.js; the browser's download worker:
+// js/host/cache_worker.js.
 
-import { HostError } from './hostfile.js';
-import { keyOf, nodeStore, opfsStore, openStore, runDownload } from './cache_store.js';
+import { HostError } from '../host/hostfile.js';
+import { keyOf, nodeStore, opfsStore, openStore, runDownload } from '../host/cache_store.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const DEFAULT_DIR = 'oxinfer-web';
@@ -57,7 +57,7 @@ function startDownload(dir, job, onEvent) {
     abort = () => ac.abort();
     done = openStore(dir).then((store) => runDownload(store, job, ac.signal, emit));
   } else {
-    const w = new Worker(new URL('./cache_worker.js', import.meta.url), { type: 'module' });
+    const w = new Worker(new URL('../host/cache_worker.js', import.meta.url), { type: 'module' });
     abort = () => w.postMessage({ op: 'abort' });
     done = new Promise((res, rej) => {
       w.onmessage = ({ data: ev }) => {

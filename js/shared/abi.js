@@ -105,7 +105,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_stats","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"out","kind":"ptr"}],"doc":"Fill out[OX_WASM_N_STATS] (the OX_WASM_STATS record). Returns the field count."},
   {"name":"ox_wasm_tokenize","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"text","kind":"ptr"},{"name":"len","kind":"i32"},{"name":"special","kind":"i32"},{"name":"out","kind":"ptr"},{"name":"cap","kind":"i32"}],"doc":"Encode len bytes of UTF-8 (special: match control tokens such as <|turn> in the text). Returns the number of ids (> cap: call again with a larger buffer) or < 0."},
   {"name":"ox_wasm_token_bytes","ret":"i32","args":[{"name":"e","kind":"ptr"},{"name":"id","kind":"i32"},{"name":"show_special","kind":"i32"},{"name":"out","kind":"ptr"},{"name":"cap","kind":"i32"}],"doc":"Bytes of one token (control tokens: none, unless show_special). Same return convention."},
-  {"name":"ox_wasm_session_new","ret":"ptr","args":[{"name":"e","kind":"ptr"},{"name":"max_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"}],"doc":"A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's), K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/abi.js kvType)."},
+  {"name":"ox_wasm_session_new","ret":"ptr","args":[{"name":"e","kind":"ptr"},{"name":"max_ctx","kind":"i32"},{"name":"kv_type","kind":"i32"}],"doc":"A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's), K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/shared/abi.js kvType)."},
   {"name":"ox_wasm_session_free","ret":"void","args":[{"name":"s","kind":"ptr"}],"doc":""},
   {"name":"ox_wasm_session_prealloc","ret":"i32","args":[{"name":"s","kind":"ptr"}],"doc":"Allocate all a session of its context needs now: KV caches, token list, scratch (model/estimate.h ox_session_prealloc; a budgeted load: no allocation later). Returns 0 or < 0."},
   {"name":"ox_wasm_session_pos","ret":"i32","args":[{"name":"s","kind":"ptr"}],"doc":"Tokens in the session."},
@@ -124,7 +124,7 @@ export const exports = Object.freeze([
   {"name":"ox_host_wasm_forget","ret":"void","args":[{"name":"file","kind":"i32"}],"doc":"Forget the cached display name of a host handle (JS closed it; the number may be reused)."},
 ]);
 
-/** Functions the wasm imports from js/hostfile_lib.js. */
+/** Functions the wasm imports from src/host/hostfile_lib.js. */
 export const imports = Object.freeze([
   {"name":"ox_js_host_read","ret":"i32","args":[{"name":"file","kind":"i32"},{"name":"off","kind":"f64"},{"name":"len","kind":"u32"},{"name":"dst","kind":"ptr"},{"name":"msg","kind":"ptr"},{"name":"msg_cap","kind":"i32"}],"doc":"Read len bytes at off of host file `file` into dst; 0, or a negative code with a message (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously."},
   {"name":"ox_js_host_size","ret":"f64","args":[{"name":"file","kind":"i32"}],"doc":"Size of a host file in bytes, or -1 for an unknown handle."},

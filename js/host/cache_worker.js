@@ -1,5 +1,5 @@
 // cache_worker.js — the browser's cache download worker (a module worker started by
-// js/cache.js): runs one download into OPFS and reports {type: 'ready'|'progress'|'done'|
+// js/main/cache.js): runs one download into OPFS and reports {type: 'ready'|'progress'|'done'|
 // 'error'} to the page. Message in: {dir, job}, or {op: 'abort'}.
 import { opfsStore, runDownload } from './cache_store.js';
 

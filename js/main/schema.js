@@ -11,7 +11,7 @@
 // never silently ignored. Keys come in the order of `properties`, required ones always,
 // optional ones optionally. Whitespace between JSON tokens is bounded so that a sampler
 // cannot loop on it; Gemma 4's notation has none (as the template writes it).
-import { OxError } from './errors.js';
+import { OxError } from '../shared/errors.js';
 
 const unsupported = (where, what) => new OxError('UNSUPPORTED', `JSON schema${where ? ' at ' + where : ''}: ${what}`);
 const IGNORED = new Set(['$schema', '$id', 'title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly']);

@@ -1,9 +1,9 @@
-// Type declarations for oxinfer-web (js/index.js).
+// Type declarations for oxinfer-web (js/main/index.js).
 import type { CacheOptions, DownloadProgress } from './cache.js';
 export type { CacheOptions, DownloadProgress, CachedModel } from './cache.js';
 export { listCachedModels, deleteCachedModel } from './cache.js';
 
-/** Error codes: the names of src/base/err.h's OX_E_* (js/abi.js `codes`). */
+/** Error codes: the names of src/base/err.h's OX_E_* (js/shared/abi.js `codes`). */
 export type OxErrorCode =
   | 'IO' | 'FORMAT' | 'TRUNCATED' | 'UNSUPPORTED' | 'MISSING' | 'CONFIG'
   | 'NOMEM' | 'RANGE' | 'ABORTED' | 'STATE';
@@ -76,7 +76,7 @@ export interface LoadOptions {
   build?: 'auto' | 'mt' | 'st';
   /** 'auto' (default): the relaxed-SIMD build where the engine validates relaxed SIMD
    *  (Chromium and Node do: on Node 20/21 loadModel turns on V8's relaxed-SIMD flag for the
-   *  process, js/features.js enableRelaxedSimd), else plain SIMD128. */
+   *  process, js/main/features.js enableRelaxedSimd), else plain SIMD128. */
   simd?: 'auto' | 'relaxed' | 'simd128';
   onProgress?: (p: LoadProgress | DownloadProgress) => void;
   /** Keep URL sources in the model cache (OPFS / a Node directory): downloaded in the
@@ -89,7 +89,7 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /** Where the engine's files (dist/: oxinfer-mt.js, .wasm, .worker.js, oxinfer-st.js, .wasm,
    *  and the same with -relaxed) are served, as a folder URL (relative: to the page). Default:
-   *  dist/ beside the package's js/, found as `new URL('../dist/...', import.meta.url)`, which
+   *  dist/ beside the package's js/, found as `new URL('../../dist/...', import.meta.url)`, which
    *  bundlers (Vite, webpack 5) emit as assets. Another origin must allow CORS (and CORP under
    *  COEP). In Node: a file URL; the relaxed build loads where its files are there too, else the
    *  SIMD128 one. */

@@ -1,8 +1,8 @@
 // prompt.js — what a generate or chat request runs: its prompt tokens and options. Text is
-// tokenized here and a chat is rendered here (js/chat.js), next to the tokenizer, so a call
+// tokenized here and a chat is rendered here (js/engine/chat.js), next to the tokenizer, so a call
 // is one round trip from the main thread.
-import { renderChat } from '../chat.js';
-import { OxError } from '../errors.js';
+import { renderChat } from './chat.js';
+import { OxError } from '../shared/errors.js';
 
 // -> the prompt text of a chat request {messages, chat: {template, thinking, ...}}
 export function chatText(engine, m) {

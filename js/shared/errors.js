@@ -1,5 +1,5 @@
 // errors.js — the package's one error class. Codes are the names of the C side's OX_E_*
-// values (js/abi.js, from src/base/err.h); the engine worker sends {code, message} and the
+// values (js/shared/abi.js, from src/base/err.h); the engine worker sends {code, message} and the
 // main thread rebuilds an OxError from it, so an error looks the same wherever it arose.
 import { codes } from './abi.js';
 
@@ -14,7 +14,7 @@ export class OxError extends Error {
 
 export const abortError = (what) => new OxError('ABORTED', `${what} aborted`);
 
-// An OxError for anything thrown: errors that carry a known code (js/hostfile.js's HostError,
+// An OxError for anything thrown: errors that carry a known code (js/host/hostfile.js's HostError,
 // a {code, message} from the worker) keep it; anything else is STATE.
 export function toOxError(e) {
   if (e instanceof OxError) return e;

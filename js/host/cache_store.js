@@ -1,14 +1,14 @@
-// cache_store.js — where the model cache keeps its files and how it fills them (js/cache.js
+// cache_store.js — where the model cache keeps its files and how it fills them (js/main/cache.js
 // is the API). A cached file is two entries: KEY.bin, the bytes downloaded so far (always a
 // prefix of the remote file, written in order), and KEY.json, its record {url, size, etag,
 // lastModified, addedAt, complete, bytes, sha256}. KEY is the SHA-256 of the URL. Because the
 // data file only grows from the front, its current length says which bytes are there: a resumed
 // download asks for `Range: bytes=LENGTH-`, and the engine, reading while the download runs,
 // serves a range from the local copy when it ends below LENGTH and from the URL otherwise
-// (source kind 'cached' of js/hostfile.js, opened through openCacheCopy()).
+// (source kind 'cached' of js/host/hostfile.js, opened through openCacheCopy()).
 //
 // Stores: a directory (Node) or an OPFS directory (browser). The download loop runs in Node on
-// the calling thread, in a browser in js/cache_worker.js: only a worker may write OPFS files
+// the calling thread, in a browser in js/host/cache_worker.js: only a worker may write OPFS files
 // synchronously, and a synchronous handle is the only OPFS write that lands at once (a
 // writable stream commits on close, copying the file).
 

@@ -1,4 +1,4 @@
-// Type declarations for the model cache (js/cache.js); re-exported by index.d.ts.
+// Type declarations for the model cache (js/main/cache.js); re-exported by index.d.ts.
 
 /** loadModel's `cache` option as an object (`cache: true` = all defaults). */
 export interface CacheOptions {

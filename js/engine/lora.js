@@ -2,7 +2,7 @@
 // adapter are opened, read by the C loader (ox_wasm_lora_set) and closed again; the adapters
 // replace the attached ones at once, or on error the old ones stay. The KV cache was filled
 // with the previous weights, so it is emptied.
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 // adapters: [{sources: [descriptor, ...] (one GGUF, or the PEFT config + safetensors), scale}]
 // -> {adapters, modules}

@@ -1,29 +1,29 @@
 // assets.js — where the engine's files are: the Emscripten glue, its wasm and (threaded build)
-// its pthread worker script. By default dist/ beside js/, written as `new URL('../dist/...',
+// its pthread worker script. By default dist/ beside js/, written as `new URL('../../dist/...',
 // import.meta.url)` so that bundlers (Vite, webpack 5, ...) emit the files and rewrite the
 // URLs. An app that serves dist/ elsewhere says where: loadModel(src, {assetBase}) (a URL of
 // the folder) or {locateFile: (name) => url}.
-import { OxError } from './errors.js';
+import { OxError } from '../shared/errors.js';
 
 const DIST = {
   mt: {
-    glue: new URL('../dist/oxinfer-mt.js', import.meta.url),
-    wasm: new URL('../dist/oxinfer-mt.wasm', import.meta.url),
-    worker: new URL('../dist/oxinfer-mt.worker.js', import.meta.url),
+    glue: new URL('../../dist/oxinfer-mt.js', import.meta.url),
+    wasm: new URL('../../dist/oxinfer-mt.wasm', import.meta.url),
+    worker: new URL('../../dist/oxinfer-mt.worker.js', import.meta.url),
   },
   st: {
-    glue: new URL('../dist/oxinfer-st.js', import.meta.url),
-    wasm: new URL('../dist/oxinfer-st.wasm', import.meta.url),
+    glue: new URL('../../dist/oxinfer-st.js', import.meta.url),
+    wasm: new URL('../../dist/oxinfer-st.wasm', import.meta.url),
   },
   // the same with the K-quant tiles on relaxed SIMD's dot product (docs/kernels.md)
   'mt-relaxed': {
-    glue: new URL('../dist/oxinfer-mt-relaxed.js', import.meta.url),
-    wasm: new URL('../dist/oxinfer-mt-relaxed.wasm', import.meta.url),
-    worker: new URL('../dist/oxinfer-mt-relaxed.worker.js', import.meta.url),
+    glue: new URL('../../dist/oxinfer-mt-relaxed.js', import.meta.url),
+    wasm: new URL('../../dist/oxinfer-mt-relaxed.wasm', import.meta.url),
+    worker: new URL('../../dist/oxinfer-mt-relaxed.worker.js', import.meta.url),
   },
   'st-relaxed': {
-    glue: new URL('../dist/oxinfer-st-relaxed.js', import.meta.url),
-    wasm: new URL('../dist/oxinfer-st-relaxed.wasm', import.meta.url),
+    glue: new URL('../../dist/oxinfer-st-relaxed.js', import.meta.url),
+    wasm: new URL('../../dist/oxinfer-st-relaxed.wasm', import.meta.url),
   },
 };
 

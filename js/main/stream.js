@@ -1,5 +1,5 @@
 // stream.js — generate() and chat() results: an async iterator over a worker job's events.
-import { abortError, toOxError } from './errors.js';
+import { abortError, toOxError } from '../shared/errors.js';
 
 // An async iterator over a worker job's token events, ending with {token: null, text: '',
 // stats}. Abort (signal, or leaving the loop early) tells the worker, which stops before its
