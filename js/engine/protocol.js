@@ -21,9 +21,6 @@ export const nextTask = (() => {
   });
 })();
 
-// an error to send as it is: ours, or js/host/hostfile.js's HostError (same code names)
-const isCoded = (e) => e instanceof OxError || (e?.name === 'HostError' && typeof e.code === 'string');
-
 export class Protocol {
   // post(msg, transfer); ops (set by the owner): name -> async (request, job) => value
   constructor(post) {
@@ -63,8 +60,8 @@ export class Protocol {
       const value = await op(m, job);
       this.post({ id, ok: true, value }, ArrayBuffer.isView(value) ? [value.buffer] : []);
     } catch (e) {
-      if (!isCoded(e)) this.kill(`the wasm engine stopped: ${e?.message ?? e}`);
-      this.post({ id, ok: false, error: isCoded(e) ? { code: e.code, message: e.message } : { code: 'STATE', message: this.dead } });
+      if (!(e instanceof OxError)) this.kill(`the wasm engine stopped: ${e?.message ?? e}`);
+      this.post({ id, ok: false, error: e instanceof OxError ? { code: e.code, message: e.message } : { code: 'STATE', message: this.dead } });
     } finally {
       this.jobs.delete(id);
     }

@@ -13,10 +13,9 @@
 //            be inlined by a bundler; a Worker URL itself must be same-origin.
 // A strict Content-Security-Policy must allow 'unsafe-eval' (the glue's function body) and
 // blob: workers besides 'wasm-unsafe-eval'.
+import { isNode } from '../shared/env.js';
 import { OxError } from '../shared/errors.js';
 
-// Node (worker_threads or a test's main thread), not a Web Worker
-export const inNode = typeof WorkerGlobalScope === 'undefined';
 const EXPORT_NAME = { mt: 'OxinferMT', st: 'OxinferST' };
 
 const missing = (what, why) => new OxError('MISSING', `${what}: cannot load the engine (${why}); build it with make -f Makefile.emscripten, or tell loadModel where dist/ is (assetBase, locateFile)`);
@@ -70,8 +69,8 @@ export async function startRuntime({ build, assets, poolSize, onAbort }) {
   const cfg = { oxPoolSize: poolSize, print: (s) => console.log(s), printErr: (s) => console.error(s), onAbort };
   // tests (Node): OX_TEST_MAX_MEMORY caps the threaded build's wasm memory, so that growth is
   // refused in the middle of a generation
-  const cap = inNode ? Number(process.env.OX_TEST_MAX_MEMORY ?? 0) : 0;
+  const cap = isNode ? Number(process.env.OX_TEST_MAX_MEMORY ?? 0) : 0;
   if (cap > 0 && build === 'mt') cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
-  const factory = inNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
+  const factory = isNode ? await nodeFactory(assets, cfg) : await browserFactory(build, assets, cfg);
   return factory(cfg);
 }

@@ -14,7 +14,7 @@ import { generate } from './generate.js';
 import { setLora } from './lora.js';
 import { chatText, promptOf } from './prompt.js';
 import { Protocol } from './protocol.js';
-import { inNode } from './runtime.js';
+import { isNode } from '../shared/env.js';
 
 const PROGRESS_MS = 50; // at most one progress event per this, and the last one
 
@@ -62,7 +62,7 @@ function serve(protocol) {
   };
 }
 
-if (inNode) {
+if (isNode) {
   // Node: messages wait in parentPort's queue until the listener is attached
   import(/* webpackIgnore: true */ 'node:worker_threads').then(({ parentPort }) => {
     const protocol = new Protocol((msg, transfer) => parentPort.postMessage(msg, transfer));

@@ -12,9 +12,10 @@
 // synchronously, and a synchronous handle is the only OPFS write that lands at once (a
 // writable stream commits on close, copying the file).
 
-import { HostError, parseContentRange, PROBE_RANGE } from './hostfile.js';
+import { isNode } from '../shared/env.js';
+import { OxError } from '../shared/errors.js';
+import { parseContentRange, PROBE_RANGE } from './http.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const RECORD_EVERY_MS = 1000; // how often the record's byte count is brought up to date
 const PROGRESS_EVERY_MS = 100;
 const RATE_WINDOW_MS = 3000;
@@ -102,7 +103,7 @@ export async function nodeStore(dir) {
 }
 
 export async function opfsStore(name) {
-  if (!globalThis.navigator?.storage?.getDirectory) throw new HostError('UNSUPPORTED', 'the model cache needs the Origin Private File System (navigator.storage.getDirectory), which this browser does not offer here');
+  if (!globalThis.navigator?.storage?.getDirectory) throw new OxError('UNSUPPORTED', 'the model cache needs the Origin Private File System (navigator.storage.getDirectory), which this browser does not offer here');
   const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(name, { create: true });
   const handle = (key, ext, create = false) => dir.getFileHandle(key + ext, { create });
   const missing = (e) => e?.name === 'NotFoundError';
@@ -124,7 +125,7 @@ export async function opfsStore(name) {
     async remove(key) {
       for (const ext of ['.json', '.bin'])
         await dir.removeEntry(key + ext).catch((e) => {
-          if (!missing(e)) throw new HostError('IO', `${this.where}: cannot delete ${key + ext}: ${e.message}`);
+          if (!missing(e)) throw new OxError('IO', `${this.where}: cannot delete ${key + ext}: ${e.message}`);
         });
     },
     async list() {
@@ -192,7 +193,7 @@ async function hasherFor(data, upTo, hashUrl) {
   const buf = new Uint8Array(4 << 20);
   for (let off = 0; off < upTo; ) {
     const n = data.read(buf.subarray(0, Math.min(buf.length, upTo - off)), off);
-    if (n <= 0) throw new HostError('IO', `cached copy: unexpected end at byte ${off} while hashing`);
+    if (n <= 0) throw new OxError('IO', `cached copy: unexpected end at byte ${off} while hashing`);
     h.update(buf.subarray(0, n));
     off += n;
   }
@@ -227,7 +228,7 @@ export async function runDownload(store, job, signal, emit) {
     data.close();
     if (got !== job.sha256) {
       await store.remove(key).catch(() => {});
-      throw new HostError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${got}; the cached copy was deleted`);
+      throw new OxError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${got}; the cached copy was deleted`);
     }
     await store.writeRecord(key, { ...rec, sha256: job.sha256, complete: true, bytes: have });
     emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
@@ -252,9 +253,9 @@ export async function runDownload(store, job, signal, emit) {
   // Network failures (and bodies that end early) are retried, resuming from the bytes on disk,
   // `retries` times.
   const retry = async (e) => {
-    if (signal.aborted) throw new HostError('ABORTED', `${name}: download aborted at byte ${have}`);
+    if (signal.aborted) throw new OxError('ABORTED', `${name}: download aborted at byte ${have}`);
     if (++failures > job.retries)
-      throw new HostError('IO', `${name}: download failed at byte ${have}${rec ? ` of ${rec.size}` : ''} after ${failures} attempts: ${e.cause?.message ?? e.message}; loading it again resumes from there`);
+      throw new OxError('IO', `${name}: download failed at byte ${have}${rec ? ` of ${rec.size}` : ''} after ${failures} attempts: ${e.cause?.message ?? e.message}; loading it again resumes from there`);
     await new Promise((res) => setTimeout(res, Math.min(4000, 250 * 2 ** (failures - 1))));
   };
   let mismatch = null;
@@ -279,14 +280,14 @@ export async function runDownload(store, job, signal, emit) {
       }
       if (r.status !== 200 && r.status !== 206) {
         cancel();
-        const e = new HostError(r.status === 404 || r.status === 410 ? 'MISSING' : 'IO', `${name}: HTTP ${r.status} from ${url}`);
+        const e = new OxError(r.status === 404 || r.status === 410 ? 'MISSING' : 'IO', `${name}: HTTP ${r.status} from ${url}`);
         if (r.status < 500) throw e;
         await retry(e);
         continue;
       }
       if (!Number.isSafeInteger(total) || total <= 0) {
         cancel();
-        throw new HostError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`);
+        throw new OxError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`);
       }
       const changed = rec && (total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec));
       if (have > 0 && (r.status === 200 || range.first !== have || changed)) {
@@ -307,7 +308,7 @@ export async function runDownload(store, job, signal, emit) {
       try {
         have = await receive(r.body, { data, have, rec, hash, store, key, meter, signal, name });
       } catch (e) {
-        if (e instanceof HostError) throw e;
+        if (e instanceof OxError) throw e;
         have = data.size();
         hash = null; // rebuilt from the disk on the next round
         await retry(e);
@@ -335,7 +336,7 @@ export async function runDownload(store, job, signal, emit) {
   }
   if (mismatch) {
     await store.remove(key).catch(() => {});
-    throw new HostError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${mismatch}; the cached copy was deleted`);
+    throw new OxError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${mismatch}; the cached copy was deleted`);
   }
 }
 
@@ -348,7 +349,7 @@ async function receive(body, { data, have, rec, hash, store, key, meter, signal,
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return have;
-      if (have + value.length > rec.size) throw new HostError('IO', `${name}: the server sent more than the ${rec.size} bytes it announced`);
+      if (have + value.length > rec.size) throw new OxError('IO', `${name}: the server sent more than the ${rec.size} bytes it announced`);
       data.write(value, have);
       hash?.update(value);
       have += value.length;
@@ -358,7 +359,7 @@ async function receive(body, { data, have, rec, hash, store, key, meter, signal,
         data.flush();
         await store.writeRecord(key, { ...rec, bytes: have });
       }
-      if (signal.aborted) throw new HostError('ABORTED', `${name}: download aborted at byte ${have} of ${rec.size}`);
+      if (signal.aborted) throw new OxError('ABORTED', `${name}: download aborted at byte ${have} of ${rec.size}`);
     }
   } finally {
     reader.releaseLock();
@@ -390,7 +391,7 @@ async function checkRoom(store, name, need, maxBytes, key) {
       what = `left of cache.maxBytes=${maxBytes}`;
     }
   }
-  if (need > free) throw new HostError('NOMEM', `${name}: not enough storage to cache it: ${need} more bytes needed, ${Math.max(0, free)} ${what}`);
+  if (need > free) throw new OxError('NOMEM', `${name}: not enough storage to cache it: ${need} more bytes needed, ${Math.max(0, free)} ${what}`);
 }
 
 /**
@@ -418,7 +419,7 @@ export async function openCacheCopy(d) {
     file = await (await opfsStore(d.dir)).dataHandle(d.key);
   } catch (e) {
     if (e.name === 'NotFoundError') return null;
-    throw new HostError('IO', `${d.name}: cannot open the cached copy: ${e.message}`);
+    throw new OxError('IO', `${d.name}: cannot open the cached copy: ${e.message}`);
   }
   // 'readwrite-unsafe': the cache worker holds the file open for writing meanwhile
   let access = null;

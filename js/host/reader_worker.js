@@ -22,9 +22,12 @@
 // with no windows: two copies fewer per byte, and the engine thread asks for the next bytes at
 // once (the socket holds what arrives meanwhile). E2B Q4_K_M from a loopback URL in Chromium:
 // 3.7-4.0 s -> 3.3-3.8 s with the load's page touching (src/model/load.c).
-import { fetchRange, fetchTransport, checkRangeResponse, copyShared, ERROR_CODES, HostError, CHUNK } from './hostfile.js';
+import { codes } from '../shared/abi.js';
+import { isNode } from '../shared/env.js';
+import { OxError } from '../shared/errors.js';
+import { CHUNK, copyShared } from './copy.js';
+import { checkRangeResponse, fetchRange, fetchTransport } from './http.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node;
 
 const AHEAD = 4;
 const SPAN = 32 * CHUNK;
@@ -63,7 +66,7 @@ function answer(status, n) {
 function put(m, src, at) {
   Atomics.add(ctrl, 4, 1);
   if (!m.into) return void copyShared(data, src, at);
-  if (Atomics.compareExchange(ctrl, 3, 0, 1) !== 0) throw new HostError('ABORTED', `${m.name}: the read was given up`);
+  if (Atomics.compareExchange(ctrl, 3, 0, 1) !== 0) throw new OxError('ABORTED', `${m.name}: the read was given up`);
   copyShared(m.into, src, at);
   Atomics.store(ctrl, 3, 0);
   Atomics.notify(ctrl, 3);
@@ -83,7 +86,7 @@ async function directScan(m, st) {
     }
     if (!span.chunk?.length) {
       const { done, value } = await within(m, span.what, span.it.next(), span);
-      if (done) throw new HostError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
+      if (done) throw new OxError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
       span.chunk = value;
     }
     if (span.pos < at) {
@@ -101,10 +104,10 @@ async function directScan(m, st) {
 }
 
 function fail(e, m) {
-  const msg = e instanceof HostError ? e.message : `${m.name}: read failed: ${e.message}`;
+  const msg = e instanceof OxError ? e.message : `${m.name}: read failed: ${e.message}`;
   const bytes = new TextEncoder().encode(msg).subarray(0, data.length);
   data.set(bytes);
-  answer(ERROR_CODES[e.code] ?? ERROR_CODES.IO, bytes.length);
+  answer(codes[e.code] ?? codes.IO, bytes.length);
 }
 
 // A window's buffer is reused once the window is settled (filled, failed or abandoned by the
@@ -155,8 +158,8 @@ async function openSpan(m, st, from) {
   try {
     r = await within(m, what, (transport ?? fetchTransport)(m.url, `bytes=${from}-${end - 1}`, ac.signal), span);
   } catch (e) {
-    if (e instanceof HostError || ac.signal.aborted) throw e;
-    throw new HostError('IO', `${m.name}: fetch of ${what} failed: ${e.cause?.message ?? e.message}`);
+    if (e instanceof OxError || ac.signal.aborted) throw e;
+    throw new OxError('IO', `${m.name}: fetch of ${what} failed: ${e.cause?.message ?? e.message}`);
   }
   span.cancel = () => (ac.abort(), r.cancel());
   if (ac.signal.aborted) r.cancel();
@@ -176,7 +179,7 @@ function within(m, what, p, span) {
   const late = new Promise((_, reject) => {
     timer = setTimeout(() => {
       span.cancel();
-      reject(new HostError('IO', `${m.name}: ${what}: no answer in ${timeoutMs} ms`));
+      reject(new OxError('IO', `${m.name}: ${what}: no answer in ${timeoutMs} ms`));
     }, timeoutMs);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
@@ -203,11 +206,11 @@ async function pump(m, st) {
           if (!span.chunk?.length) {
             const { done, value } = await within(m, span.what, span.it.next(), span);
             if (w.dropped) break;
-            if (done) throw new HostError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
+            if (done) throw new OxError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
             span.chunk = value;
           }
           const n = Math.min(span.chunk.length, w.len - w.got, span.end - span.pos);
-          if (n === 0) throw new HostError('IO', `${m.name}: long body: more than ${span.end - span.from} bytes for ${span.what}`);
+          if (n === 0) throw new OxError('IO', `${m.name}: long body: more than ${span.end - span.from} bytes for ${span.what}`);
           w.buf.set(span.chunk.subarray(0, n), w.got);
           span.chunk = span.chunk.subarray(n);
           w.got += n;
@@ -220,7 +223,7 @@ async function pump(m, st) {
           continue;
         }
         closeSpan(st);
-        const err = e instanceof HostError ? e : new HostError('IO', `${m.name}: short body at offset ${w.off + w.got}: ${e.cause?.message ?? e.message}`);
+        const err = e instanceof OxError ? e : new OxError('IO', `${m.name}: short body at offset ${w.off + w.got}: ${e.cause?.message ?? e.message}`);
         for (const x of st.list) if (!x.settled) settle(x, err);
       }
     }
@@ -274,14 +277,14 @@ async function readUrl(m) {
 
 async function readBlob(m) {
   const blob = blobs.get(m.id);
-  if (!blob) throw new HostError('IO', `${m.name}: blob not registered with the reader thread`);
+  if (!blob) throw new OxError('IO', `${m.name}: blob not registered with the reader thread`);
   let timer;
   const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new HostError('IO', `${m.name}: Blob read at offset ${m.off}: no answer in ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new OxError('IO', `${m.name}: Blob read at offset ${m.off}: no answer in ${timeoutMs} ms`)), timeoutMs);
   });
   try {
     const bytes = new Uint8Array(await Promise.race([blob.slice(m.off, m.off + m.len).arrayBuffer(), late]));
-    if (bytes.length !== m.len) throw new HostError('IO', `${m.name}: short read: got ${bytes.length} of ${m.len} bytes at offset ${m.off}`);
+    if (bytes.length !== m.len) throw new OxError('IO', `${m.name}: short read: got ${bytes.length} of ${m.len} bytes at offset ${m.off}`);
     put(m, bytes, 0);
   } finally {
     clearTimeout(timer);

@@ -4,10 +4,10 @@
 // The files and the download loop: js/host/cache_store.js; the browser's download worker:
 // js/host/cache_worker.js.
 
-import { HostError } from '../host/hostfile.js';
+import { isNode } from '../shared/env.js';
+import { OxError } from '../shared/errors.js';
 import { keyOf, nodeStore, opfsStore, openStore, runDownload } from '../host/cache_store.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const DEFAULT_DIR = 'oxinfer-web';
 
 // Where the page's import map puts the hash library, for the unbundled cache worker; null
@@ -36,7 +36,7 @@ async function cacheDir(opts) {
 
 function checkSha256(s) {
   if (s === undefined || s === null) return null;
-  if (typeof s !== 'string' || !/^[0-9a-f]{64}$/i.test(s)) throw new HostError('RANGE', `cache.sha256 must be 64 hex digits, not ${JSON.stringify(s)}`);
+  if (typeof s !== 'string' || !/^[0-9a-f]{64}$/i.test(s)) throw new OxError('RANGE', `cache.sha256 must be 64 hex digits, not ${JSON.stringify(s)}`);
   return s.toLowerCase();
 }
 
@@ -62,10 +62,10 @@ function startDownload(dir, job, onEvent) {
     done = new Promise((res, rej) => {
       w.onmessage = ({ data: ev }) => {
         if (ev.type === 'done') res();
-        else if (ev.type === 'error') rej(new HostError(ev.code, ev.message));
+        else if (ev.type === 'error') rej(new OxError(ev.code, ev.message));
         else emit(ev);
       };
-      w.onerror = (e) => rej(new HostError('IO', `${job.name}: the cache worker failed: ${e.message}`));
+      w.onerror = (e) => rej(new OxError('IO', `${job.name}: the cache worker failed: ${e.message}`));
     }).finally(() => w.terminate());
     w.postMessage({ dir, job });
   }
@@ -97,7 +97,7 @@ async function sourceFor(dir, key, desc, ready) {
 export async function cacheSources(descs, opts) {
   const c = typeof opts.cache === 'object' ? opts.cache : {};
   const urls = descs.filter((d) => d.kind === 'url');
-  if (c.sha256 !== undefined && urls.length !== 1) throw new HostError('RANGE', `cache.sha256 checks one file, but ${urls.length} URLs were given`);
+  if (c.sha256 !== undefined && urls.length !== 1) throw new OxError('RANGE', `cache.sha256 checks one file, but ${urls.length} URLs were given`);
   const sha256 = checkSha256(c.sha256);
   const retries = c.retries ?? 5; // retries, maxBytes, dir: checked by options.js
   const dir = await cacheDir(c);

@@ -1,9 +1,9 @@
 // connection.js — the main thread's side of the engine worker (js/engine/worker.js; the protocol is
 // described in js/engine/protocol.js). A Web Worker in browsers, a worker_threads Worker in
 // Node; both are ES module workers, created with the pattern bundlers recognise.
+import { isNode } from '../shared/env.js';
 import { OxError } from '../shared/errors.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
 async function spawnWorker() {
   if (isNode) {

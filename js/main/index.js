@@ -5,8 +5,9 @@ import { drafts as DRAFTS, kvType as KV_TYPE, quant as QUANT, stream as STREAM }
 import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
+import { isNode } from '../shared/env.js';
 import { OxError, abortError, toOxError } from '../shared/errors.js';
-import { describeSource } from '../host/hostfile.js';
+import { describeSource } from '../host/source.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
 import { tokenStream } from './stream.js';
@@ -15,7 +16,6 @@ import { cacheSources } from './cache.js';
 export { OxError };
 export { listCachedModels, deleteCachedModel } from './cache.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 const MAX_DEFAULT_THREADS = 8;
 
 // Where the page's import map puts @huggingface/jinja, for an unbundled module worker (import

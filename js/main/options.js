@@ -4,15 +4,8 @@
 // silently ignored or coerced. A check returns null when the value is fine, else what it
 // must be. Token ids are checked against the vocabulary when it is known (vocab > 0).
 //
-// checkOptions(call, table, opts, vocab) throws OptionError (code 'RANGE').
-
-export class OptionError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'OptionError';
-    this.code = 'RANGE';
-  }
-}
+// checkOptions(call, table, opts, vocab) throws an OxError with code 'RANGE'.
+import { OxError } from '../shared/errors.js';
 
 const show = (v) => {
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '...' : v);
@@ -139,13 +132,13 @@ export const LORA_OPTIONS = { source: loraSource, scale: finite() };
 // Options set to undefined count as not given.
 export function checkOptions(call, table, opts, vocab = 0) {
   if (opts === undefined || opts === null) return;
-  if (typeof opts !== 'object' || Array.isArray(opts)) throw new OptionError(`${call}: options must be an object, not ${show(opts)}`);
+  if (typeof opts !== 'object' || Array.isArray(opts)) throw new OxError('RANGE', `${call}: options must be an object, not ${show(opts)}`);
   for (const k of Object.keys(opts)) {
     const v = opts[k];
     if (v === undefined) continue;
     const check = Object.hasOwn(table, k) ? table[k] : null;
-    if (!check) throw new OptionError(`${call}: unknown option ${JSON.stringify(k)} (known: ${Object.keys(table).join(', ')})`);
+    if (!check) throw new OxError('RANGE', `${call}: unknown option ${JSON.stringify(k)} (known: ${Object.keys(table).join(', ')})`);
     const want = check(v, vocab);
-    if (want) throw new OptionError(`${call}: ${k} must be ${want}, not ${show(v)}`);
+    if (want) throw new OxError('RANGE', `${call}: ${k} must be ${want}, not ${show(v)}`);
   }
 }

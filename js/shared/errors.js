@@ -14,8 +14,8 @@ export class OxError extends Error {
 
 export const abortError = (what) => new OxError('ABORTED', `${what} aborted`);
 
-// An OxError for anything thrown: errors that carry a known code (js/host/hostfile.js's HostError,
-// a {code, message} from the worker) keep it; anything else is STATE.
+// An OxError for anything thrown: errors that carry a code (a {code, message} from the worker)
+// keep it; anything else is STATE.
 export function toOxError(e) {
   if (e instanceof OxError) return e;
   return new OxError(typeof e?.code === 'string' ? e.code : 'STATE', e?.message ?? String(e));

@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { HostFiles, HostError, CHUNK, copyShared, describeSource } from '../../js/host/hostfile.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { CHUNK, copyShared } from '../../js/host/copy.js';
+import { describeSource } from '../../js/host/source.js';
+import { OxError } from '../../js/shared/errors.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = CHUNK + 123457; // more than one chunk, odd tail
@@ -22,7 +25,7 @@ function readAt(host, h, off, len) {
 
 function throwsCode(fn, code, pattern) {
   assert.throws(fn, (e) => {
-    assert.ok(e instanceof HostError, `not a HostError: ${e}`);
+    assert.ok(e instanceof OxError, `not a OxError: ${e}`);
     assert.equal(e.code, code, e.message);
     assert.match(e.message, pattern);
     return true;

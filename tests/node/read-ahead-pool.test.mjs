@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { HostFiles, CHUNK } from '../../js/host/hostfile.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { CHUNK } from '../../js/host/copy.js';
 
 const MiB = 1 << 20;
 const SIZE = 64 * MiB;

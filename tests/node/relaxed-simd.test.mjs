@@ -59,7 +59,7 @@ test('loadModel picks the relaxed build in plain Node 20 (and with simd: simd128
   const file = synth(tmpDir('relaxed'), { preset: 'tiny', type: 'q4_k', extra: ['--embd-type', 'q6_k'] });
   const script = path.join(tmpDir('relaxed-run'), 'run.mjs');
   fs.writeFileSync(script, `
-    import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'index.js')).href)};
+    import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'main', 'index.js')).href)};
     const tokens = [2, 40, 41, 300, 301, 302, 77, 78];
     const b = await loadModel(${JSON.stringify(file)}, { threads: 2, simd: 'simd128' });
     const a = await loadModel(${JSON.stringify(file)}, { threads: 2 });
