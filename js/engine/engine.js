@@ -1,7 +1,7 @@
 // engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
 // table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
-import { estimateFields, statsFields } from '../shared/abi.js';
+import { estimateFields, pooling as POOLING, statsFields } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
 import { HostFiles } from '../host/hostfile.js';
 import { Heap } from './heap.js';
@@ -156,8 +156,8 @@ export class Engine {
   // texts -> one embedding each (a Float32Array of hidden floats); pooling: mean, last, cls
   embed(texts, { pooling = 'mean', normalize = true } = {}) {
     const { heap, info } = this;
-    const mode = { mean: 0, last: 1, cls: 2 }[pooling];
-    if (mode === undefined) throw new OxError('RANGE', `pooling must be 'mean', 'last' or 'cls', not ${JSON.stringify(pooling)}`);
+    const mode = POOLING[pooling];
+    if (mode === undefined) throw new OxError('RANGE', `pooling must be one of ${Object.keys(POOLING).join(', ')}, not ${JSON.stringify(pooling)}`);
     return texts.map((t) => {
       const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
       const tokens = ids[0] === info.bos ? ids : [info.bos, ...ids];

@@ -2,15 +2,15 @@
 // sampler, the penalty history, the stop ids and the limits, and runs one forward per step;
 // this loop keeps what is JS's: abort between calls, UTF-8 assembly, stop strings, the
 // thinking flag, token events and the timing in the stats.
-import { genOut, genParams, genStatus } from '../shared/abi.js';
+import { drafts, genOptions, genOut, genParams, genStatus, prefillChunk } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
 import { nextTask } from './protocol.js';
 
 const P = Object.fromEntries(genParams.map((f, i) => [f, i]));
 const O = Object.fromEntries(genOut.map((f, i) => [f, i]));
 const REASON = Object.fromEntries(Object.entries(genStatus).map(([reason, v]) => [v, reason]));
-// options that go to C as they are; unset ones stay NaN, which C reads as its default
-const SAMPLING = ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'maxTokens'];
+// the option at path "a" or "a.b" of o
+const optionAt = (o, path) => path.split('.').reduce((v, k) => v?.[k], o);
 
 // Text stop strings: hold back text that may be the start of one.
 function stopMatcher(stops) {
@@ -47,18 +47,18 @@ function newGenerator(engine, o, seed) {
         heap.withString(o.grammar ?? '', (grammar, grammarBytes) =>
           heap.scoped(n * 8, (p) => {
             const rec = heap.f64(p, n).fill(NaN);
-            for (const k of SAMPLING) if (o[k] !== undefined) rec[P[k]] = o[k];
+            // options that go to C as they are; unset ones stay NaN, which C reads as its default
+            for (const { option, field, type } of genOptions) {
+              const v = optionAt(o, option);
+              if (v !== undefined) rec[P[field]] = type === 'boolean' ? +v : v;
+            }
             rec[P.seed] = seed;
             rec[P.eos] = o.stopIds ? 0 : 1;
-            rec[P.includeSpecial] = o.includeSpecial ? 1 : 0;
             [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
             [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
             if (o.grammar) [rec[P.grammar], rec[P.nGrammar]] = [grammar, grammarBytes];
-            rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? 8 : 0;
+            rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? drafts.asked : 0;
             rec[P.mtp] = o.speculative?.method === 'mtp' ? 1 : 0;
-            if (o.speculative?.minProbability !== undefined) rec[P.draftPMin] = o.speculative.minProbability;
-            rec[P.draftFixed] = o.speculative?.fixedLength ? 1 : 0;
-            rec[P.logprobs] = o.logprobs ?? -1;
             return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
           })))));
 }
@@ -118,7 +118,7 @@ export async function generate(engine, tokens, o, job) {
     let t = performance.now();
     st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
     if (o.soft) setSoft(engine, g, tokens, o.soft);
-    const chunk = o.prefillChunk ?? 256;
+    const chunk = o.prefillChunk ?? prefillChunk;
     for (let left = tokens.length - st.reusedTokens; left > 0; ) {
       left = heap.check(C.ox_wasm_gen_prefill(g, chunk));
       st.prefillTokens = tokens.length - st.reusedTokens - left;

@@ -6,7 +6,6 @@ import { OxError } from '../shared/errors.js';
 import { aborted, bounded } from './bounded.js';
 import { CHUNK, overShared } from './copy.js';
 
-
 // Control words of the shared block: [state, status, nbytes, gate, progress]; state 0 = waiting,
 // 1 = done; gate: see revoke(); progress counts the helper's copies (a long read that keeps
 // arriving is not timed out as a whole).
@@ -17,22 +16,28 @@ export class Bridge {
     const init = { ctrl, data, timeoutMs: ctx.timeoutMs };
     let w;
     // a thread start is slow on a loaded machine: bounded by 30 s, or timeoutMs if longer
-    const ready = bounded({ ...ctx, timeoutMs: Math.max(ctx.timeoutMs, 30000) }, 'reader thread', 'start', () => new Promise((resolve, reject) => {
-      if (isNode) {
-        import(/* webpackIgnore: true */ 'node:worker_threads').then(({ Worker }) => {
-          const here = import.meta.url; // (not the literal pattern, which is the page's: see below)
-          w = new Worker(new URL('./reader_worker.js', here), { workerData: init });
-          w.once('message', resolve);
-          w.once('error', reject);
-        }, reject);
-      } else {
-        // the literal pattern bundlers (Vite, webpack 5) recognise: they emit the worker and its imports
-        w = new Worker(new URL('./reader_worker.js', import.meta.url), { type: 'module' });
-        w.onmessage = () => resolve();
-        w.onerror = (e) => reject(new OxError('IO', `reader thread: ${e.message ?? 'failed to start'}`));
-        w.postMessage(init);
-      }
-    }));
+    const ready = bounded(
+      { ...ctx, timeoutMs: Math.max(ctx.timeoutMs, 30000) },
+      'reader thread',
+      'start',
+      () =>
+        new Promise((resolve, reject) => {
+          if (isNode) {
+            import(/* webpackIgnore: true */ 'node:worker_threads').then(({ Worker }) => {
+              const here = import.meta.url; // (not the literal pattern, which is the page's: see below)
+              w = new Worker(new URL('./reader_worker.js', here), { workerData: init });
+              w.once('message', resolve);
+              w.once('error', reject);
+            }, reject);
+          } else {
+            // the literal pattern bundlers (Vite, webpack 5) recognise: they emit the worker and its imports
+            w = new Worker(new URL('./reader_worker.js', import.meta.url), { type: 'module' });
+            w.onmessage = () => resolve();
+            w.onerror = (e) => reject(new OxError('IO', `reader thread: ${e.message ?? 'failed to start'}`));
+            w.postMessage(init);
+          }
+        }),
+    );
     try {
       await ready;
     } catch (e) {
@@ -40,7 +45,13 @@ export class Bridge {
       throw e;
     }
     if (isNode) w.unref();
-    return new Bridge((m) => w.postMessage(m), () => w.terminate(), ctrl, data, ctx);
+    return new Bridge(
+      (m) => w.postMessage(m),
+      () => w.terminate(),
+      ctrl,
+      data,
+      ctx,
+    );
   }
 
   constructor(post, stop, ctrl, data, ctx) {
@@ -62,10 +73,11 @@ export class Bridge {
     // the helper bounds every wait for bytes by timeoutMs; this bounds the time without any
     // progress (a dead helper), the margin covering the helper's own latency
     const limit = this.ctx.timeoutMs + 5000;
-    let t0 = Date.now(), seen = Atomics.load(this.ctrl, 4);
+    let t0 = Date.now(),
+      seen = Atomics.load(this.ctrl, 4);
     while (Atomics.wait(this.ctrl, 0, 0, 50) === 'timed-out') {
       const p = Atomics.load(this.ctrl, 4);
-      if (p !== seen) (seen = p), (t0 = Date.now());
+      if (p !== seen) ((seen = p), (t0 = Date.now()));
       if (aborted(this.ctx)) {
         this.revoke(`${msg.name}: an earlier read was aborted`);
         throw new OxError('ABORTED', `${msg.name}: read of bytes ${msg.off}-${msg.off + msg.len - 1}: aborted`);
@@ -75,7 +87,8 @@ export class Bridge {
         throw new OxError('IO', this.broken);
       }
     }
-    const status = this.ctrl[1], n = this.ctrl[2];
+    const status = this.ctrl[1],
+      n = this.ctrl[2];
     if (status !== 0) {
       const text = new TextDecoder().decode(this.data.slice(0, n));
       const code = Object.keys(codes).find((k) => codes[k] === status) ?? 'IO';

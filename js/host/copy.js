@@ -17,7 +17,8 @@ export function copyShared(dst, src, at = 0) {
   if (!shared || src.length < 256 || ((dst.byteOffset + at - src.byteOffset) & 7) === 0) return void dst.set(src, at);
   bounce ??= new Uint8Array(BOUNCE + 8);
   for (let i = 0; i < src.length; i += BOUNCE) {
-    const part = src.subarray(i, i + BOUNCE), k = (dst.byteOffset + at + i) & 7;
+    const part = src.subarray(i, i + BOUNCE),
+      k = (dst.byteOffset + at + i) & 7;
     bounce.set(part, k);
     dst.set(bounce.subarray(k, k + part.length), at + i);
   }

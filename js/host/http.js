@@ -17,16 +17,22 @@ export function checkRangeResponse(name, r, off, len, want) {
   if (r.status === 404 || r.status === 410)
     throw new OxError(want ? 'IO' : 'MISSING', `${name}: HTTP ${r.status} (not found) for ${range}`);
   if (r.status === 416)
-    throw new OxError('IO', `${name}: HTTP 416 (range not satisfiable) for ${range}; the file is shorter than expected`);
+    throw new OxError(
+      'IO',
+      `${name}: HTTP 416 (range not satisfiable) for ${range}; the file is shorter than expected`,
+    );
   if (r.status === 200)
-    throw new OxError('UNSUPPORTED', `${name}: the server ignored the Range header (HTTP 200 instead of 206); HTTP Range requests are required`);
-  if (r.status !== 206)
-    throw new OxError('IO', `${name}: HTTP ${r.status} for ${range}`);
+    throw new OxError(
+      'UNSUPPORTED',
+      `${name}: the server ignored the Range header (HTTP 200 instead of 206); HTTP Range requests are required`,
+    );
+  if (r.status !== 206) throw new OxError('IO', `${name}: HTTP ${r.status} for ${range}`);
   // A cross-origin server that does not expose Content-Range (CORS) hides it: then the body
   // length is the check (checkBodyLength) and the size comes from HEAD (probeUrl).
   const header = r.header('content-range');
   const cr = header === null ? null : parseContentRange(header);
-  if (header !== null && !cr) throw new OxError('IO', `${name}: HTTP 206 with a bad Content-Range header (${header}) for ${range}`);
+  if (header !== null && !cr)
+    throw new OxError('IO', `${name}: HTTP 206 with a bad Content-Range header (${header}) for ${range}`);
   if (cr && (cr.first !== off || cr.last !== off + len - 1))
     throw new OxError('IO', `${name}: server sent ${header} for ${range}`);
   const validator = r.header('etag') || r.header('last-modified') || null;
@@ -40,7 +46,6 @@ export function checkRangeResponse(name, r, off, len, want) {
 export function checkBodyLength(name, got, len, off) {
   if (got !== len) throw new OxError('IO', `${name}: short body: got ${got} of ${len} bytes at offset ${off}`);
 }
-
 
 // The first request of a URL: two bytes, not one: some servers (Vite's dev server) read
 // `bytes=0-0` as "from 0 to the end" and send the whole file.
@@ -61,13 +66,22 @@ export async function probeUrl(name, url, ctx) {
     }
     try {
       const tiny = parseContentRange(r.headers.get('content-range'))?.size === 1; // answered 0-0/1
-      const got = checkRangeResponse(name, { status: r.status, header: (h) => r.headers.get(h) }, 0, tiny ? 1 : 2, null);
+      const got = checkRangeResponse(
+        name,
+        { status: r.status, header: (h) => r.headers.get(h) },
+        0,
+        tiny ? 1 : 2,
+        null,
+      );
       await r.arrayBuffer();
       if (got.size < 0) {
         const h = await fetch(url, { method: 'HEAD', signal }).catch(() => null);
         const n = h?.ok ? Number(h.headers.get('content-length') ?? NaN) : NaN;
         if (!Number.isSafeInteger(n) || n <= 0)
-          throw new OxError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length (a cross-origin server must expose Content-Range)`);
+          throw new OxError(
+            'UNSUPPORTED',
+            `${name}: the server says neither Content-Range nor Content-Length (a cross-origin server must expose Content-Range)`,
+          );
         got.size = n;
       }
       return got;
@@ -123,7 +137,16 @@ export async function fetchTransport(url, range, signal) {
 
 // One async Range read (the helper thread); fills `into` (a Uint8Array of exactly len bytes,
 // or a new one) from the response stream, so no second len-sized buffer is made.
-export async function fetchRange(name, url, off, len, want, timeoutMs, into = new Uint8Array(len), transport = fetchTransport) {
+export async function fetchRange(
+  name,
+  url,
+  off,
+  len,
+  want,
+  timeoutMs,
+  into = new Uint8Array(len),
+  transport = fetchTransport,
+) {
   const what = `bytes ${off}-${off + len - 1}`;
   return bounded({ timeoutMs }, name, what, async (signal) => {
     let r;

@@ -39,7 +39,8 @@ export function describeSource(src, base) {
   if (typeof Blob !== 'undefined' && src instanceof Blob)
     return { kind: 'blob', blob: src, name: typeof src.name === 'string' && src.name ? src.name : 'blob' };
   if (src && typeof src === 'object') {
-    if (src.kind === 'file' && typeof src.getFile === 'function')        // FileSystemFileHandle
+    if (src.kind === 'file' && typeof src.getFile === 'function')
+      // FileSystemFileHandle
       return { kind: 'opfs', handle: src, name: src.name };
     const named = (d) => (typeof src.name === 'string' && src.name ? { ...d, name: src.name } : d);
     if (typeof src.path === 'string') return named({ kind: 'path', path: src.path, name: baseName(src.path) });
@@ -55,5 +56,8 @@ export function describeSource(src, base) {
     if (typeof Blob !== 'undefined' && src.blob instanceof Blob) return named(describeSource(src.blob));
     if (src.handle) return named({ kind: 'opfs', handle: src.handle, name: src.handle.name });
   }
-  throw new OxError('RANGE', `unsupported model source: ${Object.prototype.toString.call(src)} (use a path, URL, File/Blob, OPFS file handle, or {path|url|blob|handle, name})`);
+  throw new OxError(
+    'RANGE',
+    `unsupported model source: ${Object.prototype.toString.call(src)} (use a path, URL, File/Blob, OPFS file handle, or {path|url|blob|handle, name})`,
+  );
 }

@@ -9,7 +9,10 @@ import { openCacheCopy } from './cache_store.js';
 import { CHUNK, copyShared } from './copy.js';
 import { checkBodyLength, checkRangeResponse, probeUrl } from './http.js';
 
-const sharedOk = () => typeof SharedArrayBuffer === 'function' && typeof Atomics?.wait === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+const sharedOk = () =>
+  typeof SharedArrayBuffer === 'function' &&
+  typeof Atomics?.wait === 'function' &&
+  (isNode || globalThis.crossOriginIsolated === true);
 
 export const SOURCES = {
   async path(d, ctx, host) {
@@ -23,14 +26,15 @@ export const SOURCES = {
         size: st.size,
         direct: 8 * CHUNK,
         read(off, dst) {
-          for (let done = 0; done < dst.length; ) {
+          for (let done = 0; done < dst.length;) {
             let r;
             try {
               r = fs.readSync(fd, dst, done, dst.length - done, off + done);
             } catch (e) {
               throw new OxError('IO', `${d.name}: read failed at offset ${off + done}: ${e.message}`);
             }
-            if (r === 0) throw new OxError('IO', `${d.name}: unexpected end of file at offset ${off + done} (the file shrank?)`);
+            if (r === 0)
+              throw new OxError('IO', `${d.name}: unexpected end of file at offset ${off + done} (the file shrank?)`);
             done += r;
           }
         },
@@ -87,11 +91,13 @@ export const SOURCES = {
       };
     }
     // no shared memory (a page without COOP/COEP): sync XHR, bounded by its timeout
-    if (typeof XMLHttpRequest === 'undefined') throw new OxError('UNSUPPORTED', `${name}: sync HTTP reads need XMLHttpRequest (a Web Worker)`);
+    if (typeof XMLHttpRequest === 'undefined')
+      throw new OxError('UNSUPPORTED', `${name}: sync HTTP reads need XMLHttpRequest (a Web Worker)`);
     return {
       size: p.size,
       read(off, dst) {
-        const len = dst.length, what = `bytes ${off}-${off + len - 1}`;
+        const len = dst.length,
+          what = `bytes ${off}-${off + len - 1}`;
         const x = new XMLHttpRequest();
         x.open('GET', url, false);
         x.responseType = 'arraybuffer';
@@ -127,7 +133,7 @@ export const SOURCES = {
           const len = dst.length;
           if (!host.tmp || host.tmp.length < len) host.tmp = new Uint8Array(Math.max(len, 1 << 20));
           const t = host.tmp.subarray(0, len);
-          for (let done = 0; done < len; ) {
+          for (let done = 0; done < len;) {
             const r = access.read(t.subarray(done), { at: off + done });
             if (r <= 0) throw new OxError('IO', `${name}: unexpected end of file at offset ${off + done}`);
             done += r;
@@ -151,12 +157,18 @@ SOURCES.cached = async (d, ctx, host) => {
   const remote = await SOURCES.url({ ...d, kind: 'url' }, ctx, host);
   let local = null;
   try {
-    if (remote.size !== d.size) throw new OxError('IO', `${d.name}: the file changed on the server since its download started (size ${d.size} -> ${remote.size})`);
+    if (remote.size !== d.size)
+      throw new OxError(
+        'IO',
+        `${d.name}: the file changed on the server since its download started (size ${d.size} -> ${remote.size})`,
+      );
     // the copy may be deleted between the two steps (a failed sha256 check): then all is remote
-    local = copy && (await SOURCES[copy.source.kind](copy.source, ctx, host).catch((e) => {
-      if (e?.code === 'MISSING') return null;
-      throw e;
-    }));
+    local =
+      copy &&
+      (await SOURCES[copy.source.kind](copy.source, ctx, host).catch((e) => {
+        if (e?.code === 'MISSING') return null;
+        throw e;
+      }));
   } catch (e) {
     remote.close();
     throw e;

@@ -1,7 +1,7 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/engine/worker.js, reached through js/main/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { drafts as DRAFTS, kvType as KV_TYPE, quant as QUANT, stream as STREAM } from '../shared/abi.js';
+import { drafts as DRAFTS, genOptions as GEN_OPTIONS, kvType as KV_TYPE, quant as QUANT, stream as STREAM } from '../shared/abi.js';
 import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -447,22 +447,23 @@ function chatArgs(o) {
   return out;
 }
 
+// the top-level options that go to C as they are (js/shared/abi.js genOptions), and two the worker reads
+const PASSED = [...GEN_OPTIONS.map((g) => g.option).filter((k) => !k.includes('.')), 'prefillChunk', 'grammar'];
+
 // The request's generation arguments, from options js/main/options.js has checked (ranges such as
 // top_p in (0, 1] are the C sampler's, sampler.h, whose messages use its names).
 function samplingArgs(o) {
   const out = {};
-  for (const k of ['temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'frequencyPenalty', 'presencePenalty', 'penaltyWindow', 'seed', 'maxTokens', 'prefillChunk', 'includeSpecial', 'grammar', 'logprobs'])
-    if (o[k] !== undefined) out[k] = o[k];
+  for (const k of PASSED) if (o[k] !== undefined) out[k] = o[k];
   if (o.stop !== undefined) out.stop = Array.isArray(o.stop) ? o.stop : [o.stop];
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
   if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.speculative) {
-    const { method = 'prompt-lookup', draftTokens = 8, minProbability, fixedLength = false } = o.speculative === true ? {} : o.speculative;
-    out.speculative = { method, draftTokens, minProbability, fixedLength };
+    out.speculative = o.speculative === true ? {} : { ...o.speculative };
   } else if (o.speculative === undefined && (o.temperature === 0 || o.topK === 1) && o.grammar === undefined && o.logprobs === undefined) {
     // greedy: prompt lookup by default, where it changes nothing but speed (bench:decoding
     // measured no model slower with it)
-    out.speculative = { method: 'prompt-lookup', draftTokens: DRAFTS.greedyDefault, fixedLength: false };
+    out.speculative = { draftTokens: DRAFTS.greedyDefault };
   }
   return out;
 }

@@ -5,6 +5,7 @@
 // must be. Token ids are checked against the vocabulary when it is known (vocab > 0).
 //
 // checkOptions(call, table, opts, vocab) throws an OxError with code 'RANGE'.
+import { genOptions, kvType, pooling, quant, stream } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
 
 const show = (v) => {
@@ -26,6 +27,23 @@ const signal = (v) => (v && typeof v === 'object' && typeof v.aborted === 'boole
 const string = (v) => (typeof v === 'string' ? null : 'a string');
 const plainObject = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? null : 'an object');
 const array = (v) => (Array.isArray(v) ? null : 'an array');
+const range = (lo, hi) => (v) => (typeof v === 'number' && v >= lo && v <= hi ? null : `a number from ${lo} to ${hi}`);
+const names = (table) => oneOf(...Object.keys(table));
+
+// the check of a generation option that goes to C as it is (js/shared/abi.js genOptions)
+function genCheck({ type, min, max }) {
+  if (type === 'boolean') return bool;
+  if (type === 'integer') return int(min ?? Number.MIN_SAFE_INTEGER, max);
+  return max === undefined ? finite(min) : range(min, max);
+}
+// genOptions' checks of the options at `under` ('': top level; 'speculative': its object)
+const genTable = (under) =>
+  Object.fromEntries(
+    genOptions
+      .map((o) => [o.option.split('.'), genCheck(o)])
+      .filter(([path]) => (path.length === 1 ? '' : path[0]) === under)
+      .map(([path, check]) => [path.at(-1), check]),
+  );
 
 function tokenId(v, vocab) {
   const max = vocab > 0 ? vocab - 1 : 2 ** 31 - 1;
@@ -73,10 +91,10 @@ const BUDGET_OPTIONS = { bytes: (v) => (v === 'auto' ? null : int(1)(v)), fit: o
 const memoryBudget = (v, vocab) => (v === 'auto' ? null : typeof v === 'number' ? int(1)(v) : nested('loadModel: memoryBudget', BUDGET_OPTIONS)(v, vocab));
 
 export const LOAD_OPTIONS = {
-  threads: int(1, 64), quant: oneOf('stored', 'bf16', 'q8', 'q4'), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
+  threads: int(1, 64), quant: names(quant), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
   build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
-  simd: oneOf('auto', 'relaxed', 'simd128'), streamWeights: oneOf('none', 'experts', 'all'), weightCache: int(1),
-  kvType: oneOf('f32', 'f16', 'q8_0'),
+  simd: oneOf('auto', 'relaxed', 'simd128'), streamWeights: names(stream), weightCache: int(1),
+  kvType: names(kvType),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
   // the gemma4-assistant MTP drafter's file(s), sources as for the model (describeSource checks each)
@@ -92,23 +110,20 @@ export const ESTIMATE_OPTIONS = {
   host: nested('estimateMemory: host', HOST_OPTIONS), memoryBudget, signal,
 };
 
-// {method: 'prompt-lookup' | 'mtp', draftTokens: 1..16, fixedLength}, or true / false ('mtp' needs loadModel's drafter)
-const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), draftTokens: int(1, 16), fixedLength: (v) => (typeof v === 'boolean' ? null : 'true or false'), minProbability: (v) => (typeof v === 'number' && v >= 0 && v <= 1 ? null : 'a number from 0 to 1') };
+// {method: 'prompt-lookup' | 'mtp', draftTokens, minProbability, fixedLength}, or true / false ('mtp' needs loadModel's drafter)
+export const SPECULATIVE_OPTIONS = { method: oneOf('prompt-lookup', 'mtp'), ...genTable('speculative') };
 const speculative = (v, vocab) => (typeof v === 'boolean' ? null : nested('speculative', SPECULATIVE_OPTIONS)(v, vocab));
 const softTokens = (v) =>
   plainObject(v) ?? (v.embeddings instanceof Float32Array && (typeof v.token === 'string' || Number.isInteger(v.token)) ? null : '{token: a token id or piece, embeddings: a Float32Array}');
 
-export const SAMPLING_OPTIONS = {
-  temperature: finite(0), topK: int(0), topP: finite(), minP: finite(), repetitionPenalty: finite(), frequencyPenalty: finite(),
-  presencePenalty: finite(), penaltyWindow: int(0), seed: int(0), logitBias,
-};
-
+// the options that go to C as they are (sampling, limits: src/wasm/abi.h OX_WASM_GEN_PARAMS), and
+// those the worker turns into the record's arrays and flags
 export const GENERATE_OPTIONS = {
-  ...SAMPLING_OPTIONS, maxTokens: int(0), stop, stopIds: tokenIds, includeSpecial: bool, prefillChunk: int(1), signal,
-  grammar: (v) => (typeof v === 'string' && v.length ? null : 'a non-empty GBNF string'), speculative, logprobs: int(0, 20), softTokens,
+  ...genTable(''), logitBias, stop, stopIds: tokenIds, prefillChunk: int(1), signal,
+  grammar: (v) => (typeof v === 'string' && v.length ? null : 'a non-empty GBNF string'), speculative, softTokens,
 };
 
-export const EMBED_OPTIONS = { pooling: oneOf('mean', 'last', 'cls'), normalize: bool };
+export const EMBED_OPTIONS = { pooling: names(pooling), normalize: bool };
 
 export const CHAT_OPTIONS = {
   ...GENERATE_OPTIONS, thinking: bool, template: (v) => (v === null ? null : string(v)), tools: array, vars: plainObject,

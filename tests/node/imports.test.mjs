@@ -34,7 +34,9 @@ const graph = new Map(files(js).map((f) => [f, edges(f)]));
 const name = (f) => relative(root, f);
 
 test('every relative import in js/ names a file that exists', () => {
-  const missing = [...graph].flatMap(([f, to]) => to.filter((t) => !existsSync(t)).map((t) => `${name(f)} -> ${name(t)}`));
+  const missing = [...graph].flatMap(([f, to]) =>
+    to.filter((t) => !existsSync(t)).map((t) => `${name(f)} -> ${name(t)}`),
+  );
   assert.deepEqual(missing, []);
 });
 
@@ -53,8 +55,17 @@ test('js/ has no import cycle', () => {
 });
 
 test('each execution context imports only what it may', () => {
-  const may = { shared: ['shared'], host: ['host', 'shared'], engine: ['engine', 'host', 'shared'], main: ['main', 'engine', 'host', 'shared'] };
+  const may = {
+    shared: ['shared'],
+    host: ['host', 'shared'],
+    engine: ['engine', 'host', 'shared'],
+    main: ['main', 'engine', 'host', 'shared'],
+  };
   const ctx = (f) => relative(js, f).split('/')[0];
-  const bad = [...graph].flatMap(([f, to]) => to.filter((t) => may[ctx(f)] && may[ctx(t)] && !may[ctx(f)].includes(ctx(t))).map((t) => `${name(f)} -> ${name(t)}`));
+  const bad = [...graph].flatMap(([f, to]) =>
+    to
+      .filter((t) => may[ctx(f)] && may[ctx(t)] && !may[ctx(f)].includes(ctx(t)))
+      .map((t) => `${name(f)} -> ${name(t)}`),
+  );
   assert.deepEqual(bad, []);
 });
