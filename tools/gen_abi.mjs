@@ -69,6 +69,27 @@ function genRows(abi, define) {
   return rows.map(([, field, kind, lo, hi, js, doc]) => ({ field, kind, min: bound(lo), max: bound(hi), js, doc }));
 }
 
+// OX_WASM_LOAD_OPTIONS rows: X(arg, kind, lo, hi, "js", "meaning") -> {option, type: enum (names:
+// the list's js names), integer (min, max) or boolean}
+function loadOptionsOf(abi, lists, define) {
+  const m = /#define OX_WASM_LOAD_OPTIONS\(X\)((?:[^\n]*\\\n)*[^\n]*)/.exec(abi);
+  if (!m) throw new Error('src/wasm/abi.h: no #define OX_WASM_LOAD_OPTIONS(X)');
+  const rows = [...m[1].matchAll(/X\(\s*(\w+)\s*,\s*([EIB])\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*"(\w+)"\s*,\s*"(?:[^"\\]|\\.)*"\s*\)/g)];
+  if (rows.length !== (m[1].match(/\bX\(/g) ?? []).length) throw new Error('src/wasm/abi.h: an OX_WASM_LOAD_OPTIONS row is not X(arg, kind, lo, hi, "js", "meaning")');
+  const bound = (t) => (t === '_' ? undefined : /^\d+$/.test(t) ? Number(t) : define(t));
+  return rows.map(([, , kind, lo, hi, js]) => {
+    if (kind === 'B') return { option: js, type: 'boolean' };
+    if (kind === 'E') {
+      if (!lists[lo]) throw new Error(`src/wasm/abi.h: OX_WASM_LOAD_OPTIONS ${js}: no list ${lo}`);
+      return { option: js, type: 'enum', names: Object.keys(lists[lo]) };
+    }
+    const o = { option: js, type: 'integer' };
+    if (bound(lo) !== undefined) o.min = bound(lo);
+    if (bound(hi) !== undefined) o.max = bound(hi);
+    return o;
+  });
+}
+
 // the options of generate() a row fills: {option ("a.b": option b of object option a), field,
 // type (number, integer, boolean), min?, max?}
 function genOptionsOf(rows) {
@@ -102,6 +123,8 @@ export function generate() {
   const drafts = { max: define('OX_GEN_DRAFT_MAX'), greedyDefault: define('OX_GEN_DRAFT_DEFAULT'), asked: define('OX_GEN_DRAFT_ASKED') };
   const prefillChunk = define('OX_WASM_PREFILL_CHUNK', abi, 'src/wasm/abi.h');
   const rows = genRows(abi, (name) => define(name));
+  const loadOptions = loadOptionsOf(abi, { OX_QUANTS: quant, OX_STREAMS: stream, OX_KV_TYPES: kvType }, (name) => define(name));
+  const weightCacheDefault = define('OX_WASM_WEIGHT_CACHE_DEFAULT', abi, 'src/wasm/abi.h');
   const fields = (list) => xlist(abi, 'src/wasm/abi.h', list).map(([f, , doc]) => [camel(f), doc]);
   const protos = prototypes(abi);
   const fns = (side) => protos.filter((p) => p.side === side).map(({ side: _, ...p }) => p);
@@ -143,6 +166,13 @@ export const genOptions = Object.freeze(${json(genOptionsOf(rows))});
 
 /** Prompt tokens one prefill call runs by default (generate({prefillChunk})). */
 export const prefillChunk = ${prefillChunk};
+
+/** The options of loadModel() that reach C: option, type (enum: one of names, the first the
+ * default; integer: min / max; boolean). */
+export const loadOptions = Object.freeze(${json(loadOptions)});
+
+/** Bytes for streamed weights when loadModel({streamWeights}) is set without weightCache. */
+export const weightCacheDefault = ${weightCacheDefault};
 
 ${record('genOut', 'ox_wasm_gen_out, rewritten by each ox_wasm_gen_step', fields('OX_WASM_GEN_OUT'))}
 ${record('estimateFields', 'ox_wasm_estimate (src/model/estimate.h)', fields('OX_WASM_ESTIMATE'))}

@@ -3,6 +3,7 @@
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
 import { estimateFields, pooling as POOLING, statsFields } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
+import { withBos } from '../shared/tokens.js';
 import { HostFiles } from '../host/hostfile.js';
 import { Heap } from './heap.js';
 import { startRuntime } from './runtime.js';
@@ -160,7 +161,7 @@ export class Engine {
     if (mode === undefined) throw new OxError('RANGE', `pooling must be one of ${Object.keys(POOLING).join(', ')}, not ${JSON.stringify(pooling)}`);
     return texts.map((t) => {
       const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
-      const tokens = ids[0] === info.bos ? ids : [info.bos, ...ids];
+      const tokens = withBos(ids, info.bos);
       return heap.withInts(tokens, (p) =>
         heap.scoped(info.hidden * 4, (out) => (heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)), heap.f32(out, info.hidden).slice())));
     });

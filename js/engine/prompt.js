@@ -3,6 +3,7 @@
 // is one round trip from the main thread.
 import { renderChat } from './chat.js';
 import { OxError } from '../shared/errors.js';
+import { withBos } from '../shared/tokens.js';
 
 // -> the prompt text of a chat request {messages, chat: {template, thinking, ...}}
 export function chatText(engine, m) {
@@ -22,7 +23,7 @@ export async function promptOf(engine, m) {
   }
   if (typeof m.text === 'string') {
     const ids = engine.tokenize(m.text, true);
-    return { tokens: ids[0] === info.bos ? ids : [info.bos, ...ids], opts };
+    return { tokens: withBos(ids, info.bos), opts };
   }
   if (!Array.isArray(m.tokens)) throw new OxError('RANGE', 'generate: the prompt must be text, token ids or messages');
   return { tokens: m.tokens, opts };

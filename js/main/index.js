@@ -1,12 +1,13 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/engine/worker.js, reached through js/main/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { drafts as DRAFTS, genOptions as GEN_OPTIONS, kvType as KV_TYPE, quant as QUANT, stream as STREAM } from '../shared/abi.js';
+import { drafts as DRAFTS, genOptions as GEN_OPTIONS, kvType as KV_TYPE, quant as QUANT, stream as STREAM, weightCacheDefault as WEIGHT_CACHE_DEFAULT } from '../shared/abi.js';
 import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
 import { isNode } from '../shared/env.js';
 import { OxError, abortError, toOxError } from '../shared/errors.js';
+import { withBos } from '../shared/tokens.js';
 import { describeSource } from '../host/source.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
@@ -178,12 +179,10 @@ export async function estimateMemory(sources, opts = {}) {
 
 // ---- loading ----
 
-const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
-
 // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
 function streamingOf(opts) {
   const stream = STREAM[opts.streamWeights ?? 'none'];
-  return { stream, weightCache: stream ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0 };
+  return { stream, weightCache: stream ? opts.weightCache ?? WEIGHT_CACHE_DEFAULT : 0 };
 }
 
 export async function loadModel(sources, opts = {}) {
@@ -198,11 +197,7 @@ export async function loadModel(sources, opts = {}) {
     throw toOxError(e);
   }
   const quant = QUANT[opts.quant ?? 'stored'];
-  if (quant === undefined) throw new OxError('RANGE', `quant must be one of ${Object.keys(QUANT).join(', ')}`);
   const { stream, weightCache } = streamingOf(opts);
-  for (const k of ['maxContext', 'maxResident'])
-    if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k] >= 0))
-      throw new OxError('RANGE', `${k} must be an integer >= 0 (0 = no limit), not ${opts[k]}`);
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
   // opts.cache: URL sources are downloaded into the model cache and read from there (js/main/cache.js)
@@ -279,7 +274,7 @@ class Model {
     const { special = true, addBos = false } = checked('tokenize', TOKENIZE_OPTIONS, opts);
     if (typeof text !== 'string') throw new OxError('RANGE', 'tokenize: text must be a string');
     const ids = await this.engine.call('tokenize', { text, special });
-    return addBos && ids[0] !== this.info.bos ? [this.info.bos, ...ids] : ids;
+    return addBos ? withBos(ids, this.info.bos) : ids;
   }
 
   async detokenize(ids, opts) {

@@ -5,7 +5,7 @@
 // must be. Token ids are checked against the vocabulary when it is known (vocab > 0).
 //
 // checkOptions(call, table, opts, vocab) throws an OxError with code 'RANGE'.
-import { genOptions, kvType, pooling, quant, stream } from '../shared/abi.js';
+import { genOptions, loadOptions, pooling } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
 
 const show = (v) => {
@@ -90,11 +90,13 @@ const CACHE_OPTIONS = { sha256: string, dir: string, retries: int(0), maxBytes: 
 const BUDGET_OPTIONS = { bytes: (v) => (v === 'auto' ? null : int(1)(v)), fit: oneOf('context', 'none') };
 const memoryBudget = (v, vocab) => (v === 'auto' ? null : typeof v === 'number' ? int(1)(v) : nested('loadModel: memoryBudget', BUDGET_OPTIONS)(v, vocab));
 
+// the load options that reach C (src/wasm/abi.h OX_WASM_LOAD_OPTIONS), and the JS side's own
+const loadCheck = ({ type, names: xs, min, max }) => (type === 'enum' ? oneOf(...xs) : type === 'boolean' ? bool : int(min, max));
+
 export const LOAD_OPTIONS = {
-  threads: int(1, 64), quant: names(quant), tablesOnHost: bool, maxContext: int(0), maxResident: int(0),
-  build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
-  simd: oneOf('auto', 'relaxed', 'simd128'), streamWeights: names(stream), weightCache: int(1),
-  kvType: names(kvType),
+  ...Object.fromEntries(loadOptions.map((o) => [o.option, loadCheck(o)])),
+  threads: int(1, 64), build: oneOf('auto', 'mt', 'st'), onProgress: fn, onWarning: fn, signal, host: nested('loadModel: host', HOST_OPTIONS),
+  simd: oneOf('auto', 'relaxed', 'simd128'),
   assetBase: (v) => (typeof v === 'string' || v instanceof URL ? null : 'a URL (string or URL) of the folder with the engine files'),
   locateFile: fn, cache: (v, vocab) => (typeof v === 'boolean' ? null : nested('loadModel: cache', CACHE_OPTIONS)(v, vocab)),
   // the gemma4-assistant MTP drafter's file(s), sources as for the model (describeSource checks each)

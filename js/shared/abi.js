@@ -87,6 +87,21 @@ export const genOptions = Object.freeze([
 /** Prompt tokens one prefill call runs by default (generate({prefillChunk})). */
 export const prefillChunk = 256;
 
+/** The options of loadModel() that reach C: option, type (enum: one of names, the first the
+ * default; integer: min / max; boolean). */
+export const loadOptions = Object.freeze([
+  {"option":"quant","type":"enum","names":["stored","bf16","q8","q4"]},
+  {"option":"tablesOnHost","type":"boolean"},
+  {"option":"maxResident","type":"integer","min":0},
+  {"option":"streamWeights","type":"enum","names":["none","experts","all"]},
+  {"option":"weightCache","type":"integer","min":1},
+  {"option":"kvType","type":"enum","names":["f32","f16","q8_0"]},
+  {"option":"maxContext","type":"integer","min":0},
+]);
+
+/** Bytes for streamed weights when loadModel({streamWeights}) is set without weightCache. */
+export const weightCacheDefault = 536870912;
+
 /** ox_wasm_gen_out, rewritten by each ox_wasm_gen_step: index i of the f64 record is field i.
  *   token: the token id, -1 if none (STOP: the stop id, which is not output)
  *   bytes: pointer to the token's bytes (UTF-8, may split a character); valid until the next step

@@ -1,6 +1,6 @@
 // hostfile_lib.js — Emscripten JS library (--js-library): the imports of src/host/hostfile_wasm.c.
 // They call the engine's host-file table, Module.oxHost (a HostFiles from js/host/hostfile.js, set
-// by js/engine/worker.js), synchronously. Pool threads have no table: their reads fail with a message.
+// by js/engine/engine.js at start-up), synchronously. Pool threads have no table: their reads fail with a message.
 // Pointers and sizes are unsigned (memory may exceed 2 GiB), hence the `>>> 0`.
 mergeInto(LibraryManager.library, {
   ox_js_host_read: function (file, off, len, dst, msg, msgCap) {

@@ -92,6 +92,22 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(logprobs, logprobs, I, 0, OX_GEN_TOP_MAX, "logprobs",                                     \
       "-1: off; 0..20: each token's log-probability and that many alternatives")
 
+/* The load options of the JS API that reach C (ox_wasm_load, ox_wasm_estimate, ox_wasm_session_new):
+ * X(arg, kind, lo, hi, js, meaning). arg: the C argument; kind: E a name of the list in lo
+ * (OX_QUANTS, OX_STREAMS: model.h; OX_KV_TYPES: kv.h), I an integer in [lo, hi] (_: none), B a
+ * flag; js: loadModel()'s option. js/shared/abi.js loadOptions; js/main/options.js checks them.
+ * Unset: the first name of a list, 0 (off / no limit / the model's maximum), and for
+ * weight_cache with a stream mode OX_WASM_WEIGHT_CACHE_DEFAULT. */
+#define OX_WASM_LOAD_OPTIONS(X)                                                                 \
+    X(quant, E, OX_QUANTS, _, "quant", "precision of bf16/f16/f32 weights in memory")           \
+    X(tables_on_host, B, _, _, "tablesOnHost", "token-embedding rows read from the host too")  \
+    X(max_resident, I, 0, _, "maxResident", "bytes of weights at most; 0: no limit")           \
+    X(stream, E, OX_STREAMS, _, "streamWeights", "which linear weights stay on the host")      \
+    X(weight_cache, I, 1, _, "weightCache", "bytes for the streamed weights")                  \
+    X(kv_type, E, OX_KV_TYPES, _, "kvType", "how K and V rows are stored")                      \
+    X(max_ctx, I, 0, _, "maxContext", "positions of the session; 0: the model's maximum")
+#define OX_WASM_WEIGHT_CACHE_DEFAULT 536870912 /* bytes for streamed weights when the option is unset */
+
 /* Prompt tokens one ox_wasm_gen_prefill call runs unless generate({prefillChunk}) says otherwise:
  * the engine worker looks at aborts and other requests between calls. */
 #define OX_WASM_PREFILL_CHUNK 256
