@@ -267,6 +267,11 @@ OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int
 OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales,
                                int n);
 
+/* Benchmark only (wasm/probe.c, tools/bench.mjs): the best memory read bandwidth in bytes/s of
+ * reps streams over an mbytes MB buffer split across n_threads pool threads (the pool is left
+ * at n_threads), or < 0. Not used by the package. */
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
+
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 

@@ -17,6 +17,7 @@
 
 #include "base/err.h"
 #include "kernels/pool.h"
+#include "wasm/abi.h"
 
 typedef struct {
     const v128_t *buf;
@@ -41,7 +42,7 @@ static void probe_task(void *p, int task, int n_tasks) {
     c->sink[task] = wasm_i32x4_add(wasm_i32x4_add(a0, a1), wasm_i32x4_add(a2, a3));
 }
 
-EMSCRIPTEN_KEEPALIVE double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps) {
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps) {
     if (n_threads < 1 || mbytes < 1 || mbytes > 2048 || reps < 1) return OX_E_RANGE;
     ox_err err = {0};
     if (ox_pool_init(n_threads, &err) < 0) return err.code ? err.code : OX_E_RANGE;
