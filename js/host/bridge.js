@@ -60,8 +60,8 @@ export class Bridge {
 
   // Send a request and block until the helper has put the bytes in dst: itself when dst is
   // over shared memory (then len is up to the source's `direct`), else through `data` (len <=
-  // CHUNK), which costs a copy on each side: with both, the engine's thread spent a third of an
-  // E2B URL load copying. Waits in slices so that an abort is seen within 50 ms. After a timeout
+  // CHUNK), which costs a copy on each side, a large share of a URL load's time on the engine's
+  // thread. Waits in slices so that an abort is seen within 50 ms. After a timeout
   // or an abort the helper may still answer late: the bridge is not used again, and its writes
   // into dst are revoked before this throws (that memory is the caller's again).
   call(msg, dst) {

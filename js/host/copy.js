@@ -6,10 +6,9 @@ export const CHUNK = 8 << 20;
 
 // dst.set(src, at) for a dst over shared memory (the answer block; wasm memory of a threaded
 // build) and a private src. V8 copies into a SharedArrayBuffer by words where source and
-// destination are equally aligned, and byte by byte where not: 4-5x slower. Network chunks land
-// at any offset (an E2B load from a URL in Node: 22,500 socket chunks, 1.0 s of copying ->
-// 0.25 s), so a misaligned copy goes through a private bounce buffer placed at the
-// destination's alignment.
+// destination are equally aligned, and byte by byte (several times slower) where not. Network
+// chunks land at any offset, so a misaligned copy goes through a private bounce buffer placed
+// at the destination's alignment.
 const BOUNCE = 1 << 16;
 let bounce = null;
 export function copyShared(dst, src, at = 0) {

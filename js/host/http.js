@@ -93,13 +93,13 @@ export async function probeUrl(name, url, ctx) {
 
 // A transport runs one Range GET: (url, range, signal) -> Promise<{status, header(name) ->
 // string|null, chunks: AsyncIterable<Uint8Array>, cancel()}>. fetch() everywhere; the Node
-// helper thread uses node:http (js/host/reader_worker.js), which costs half the CPU per byte.
+// helper thread uses node:http (js/host/reader_worker.js), which costs less CPU per byte.
 // A chunk is valid until the loop over `chunks` asks for the next one (copy it before).
 //
 // Where the body is a byte stream (Chromium), it is read with a BYOB reader into a staging
 // buffer of STAGE bytes taken from a pool and returned to it when the body ends: a plain read
-// makes a new chunk per read, which only the GC frees, and a 2.6 GB load then peaked 120-230
-// MB higher in the renderer (npm run bench:memory). The staging buffer is only ever held by the one read that
+// makes a new chunk per read, which only the GC frees, and a large load then peaks higher in
+// the renderer (npm run bench:memory). The staging buffer is only ever held by the one read that
 // took it (a read transfers it; the answer's view is over the same memory), so no view that
 // is still in use can be detached; one whose body fails or is cancelled stays with the stream.
 const STAGE = 1 << 20;

@@ -79,7 +79,7 @@ export const SOURCES = {
 
   async url(d, ctx, host) {
     const { url, name } = d;
-    // the reader thread starts while the size is probed (a thread start is ~0.1 s)
+    // the reader thread starts while the size is probed (a thread start is not free)
     const [p, bridge] = await Promise.all([probeUrl(name, url, ctx), sharedOk() ? host.bridge() : null]);
     const want = { size: p.size, validator: p.validator };
     if (bridge) {
