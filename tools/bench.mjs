@@ -574,7 +574,7 @@ llama.cpp is built from the source inside the npm package \`node-llama-cpp\` by
 \`tools/llamacpp.sh\`. \`Q8_0\` and \`Q4_0\` are our generator's uniform files (every 2-D tensor,
 embedding included, in that type).
 
-Engines: our wasm engine (\`js/index.js\` \`loadModel\` + \`generate\`, threaded build in a
+Engines: our wasm engine (\`js/main/index.js\` \`loadModel\` + \`generate\`, threaded build in a
 cross-origin-isolated page) and wllama (llama.cpp in wasm, memory64 + JSPI build) in the same
 headless Chromium, each page in its own browser context; wllama loads the file from a Blob
 (the fetch is not in its load time; files over 1.8 GB from a browser of its own with a

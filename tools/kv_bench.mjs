@@ -1,7 +1,7 @@
 // kv_bench.mjs — kvType f32 / f16 / q8_0 side by side in Node (wasm): load each once, then per rep a prompt of P
 // tokens (default 2048) prefilled whole and 32 greedy tokens; prints prefill / decode tok/s and resident bytes.
 //   node tools/kv_bench.mjs FILE.gguf [P]
-import { loadModel } from '../js/index.js';
+import { loadModel } from '../js/main/index.js';
 const file = process.argv[2], P = +process.argv[3] || 2048, G = 32;
 const prompt = Array.from({ length: P }, (_, i) => (i ? 7 + ((i * 7919) % 8000) : 2));
 const models = {};

@@ -33,7 +33,7 @@ export function demoMounts(root = ROOT) {
     '/node_modules/marked/lib/': path.join(root, 'node_modules/marked/lib'),
     '/node_modules/dompurify/dist/': path.join(root, 'node_modules/dompurify/dist'),
     // threads on hosts that send no COOP/COEP (docs/deploy.md), served above the page
-    '/coi-serviceworker.js': path.join(root, 'js/coi-serviceworker.js'),
+    '/coi-serviceworker.js': path.join(root, 'js/main/coi-serviceworker.js'),
     '/': path.join(root, 'web'),
   };
 }

@@ -59,7 +59,7 @@ const log = (s) => process.stderr.write(s + '\n');
 
 // an engine: {load(url, opts) -> info, run(o, onSample) -> totals, rss() -> {rss, hwm}, close()}
 async function nodeEngine() {
-  const { loadModel } = await import('../js/index.js');
+  const { loadModel } = await import('../js/main/index.js');
   let model = null;
   return {
     async load(url, opts) {
@@ -88,7 +88,7 @@ async function chromiumEngine(a, server) {
   await page.goto(`${server.url}/`);
   await page.waitForFunction(() => window.benchReady === true);
   await page.evaluate(async () => {
-    const { loadModel } = await import('/js/index.js');
+    const { loadModel } = await import('/js/main/index.js');
     const { chatSoak } = await import('/soak/session.mjs');
     let model = null;
     window.soak = {

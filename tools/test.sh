@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test: native C (ctest), the same under ASan+UBSan (generic and -march=native kernels),
+# Every test: formatting and types, native C (ctest), the same under ASan+UBSan (generic and -march=native kernels),
 # a short fuzz run, the wasm build, the C tests as wasm (plain and under Emscripten's
 # ASan+UBSan), Node tests (wasm engine, JS package), browser tests (headless Chromium).
 # Prints one line per suite and a closing "N passed, N failed".
@@ -75,6 +75,13 @@ browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/bro
 # the packed package in fresh Vite 8 / webpack 5 / plain-ESM apps and in Node (npm registry)
 bundler_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/bundlers/; }
 
+# formatting (prettier, clang-format where .clang-format exists: tools/format.sh) and the public
+# types (tsc over js/main/*.d.ts and tests/types/: tsconfig.json)
+format() { bash tools/format.sh --check && echo "format: 1 passed, 0 failed"; }
+types() { node_modules/.bin/tsc -p tsconfig.json && echo "types: 1 passed, 0 failed"; }
+
+suite format format
+suite types types
 suite native native
 suite sanitize sanitize
 grep -qw avx2 /proc/cpuinfo 2>/dev/null && suite sanitize-native sanitize_native

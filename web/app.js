@@ -1,5 +1,5 @@
 // The chat demo: plain ES modules, no build step.  Talks to the engine only
-// through the package's public API (js/index.js, mapped to "oxinfer-web" by the
+// through the package's public API (js/main/index.js, mapped to "oxinfer-web" by the
 // import map in index.html).
 import { CATALOG, entryUrl, fitOf, fmtBytes, fmtDuration, HF_BASE } from './catalog.js';
 import { explain } from './errors.js';
@@ -79,7 +79,7 @@ window.addEventListener('error', (ev) => showError(ev.error || ev.message));
 let ox = null;
 const engineReady = import('oxinfer-web').then(
   (m) => { ox = m; window.oxinfer.api = m; },
-  (e) => showError(new Error(`Could not load the engine (js/index.js, dist/): ${e.message || e}`)));
+  (e) => showError(new Error(`Could not load the engine (js/main/index.js, dist/): ${e.message || e}`)));
 
 // ---------- environment ----------
 const isolated = self.crossOriginIsolated === true;

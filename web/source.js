@@ -1,5 +1,5 @@
 // Loading a model by URL, through the package's model cache when it has one
-// (`loadModel(url, { cache: true })`, js/cache.js: OPFS, resumable, generation may start before
+// (`loadModel(url, { cache: true })`, js/main/cache.js: OPFS, resumable, generation may start before
 // the download ends), else straight from the URL. Progress comes out in one shape either way:
 //   { phase: 'download' | 'load', bytes, total, rate (bytes/s), eta (s) }
 // The cache makes one attempt; the caller retries (a new load resumes the download).

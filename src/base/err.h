@@ -4,7 +4,7 @@
  * status (0 = ok, or a negative OX_E_* code) or NULL. The message names the file
  * (when one is involved) and the problem, e.g.
  *   "model.gguf: tensor blk.3.attn_q.weight: data [1024, 4096) beyond file end (2048 bytes)".
- * Codes are stable: the JS side gets them by name from js/abi.js, generated from the list
+ * Codes are stable: the JS side gets them by name from js/shared/abi.js, generated from the list
  * below by tools/gen_abi.mjs (src/wasm/abi.h is the whole JS<->C contract). */
 #ifndef OX_ERR_H
 #define OX_ERR_H

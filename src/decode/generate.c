@@ -28,11 +28,11 @@ struct ox_gen {
     float *soft;            /* n_prompt x hidden soft-token embeddings, or NULL */
     uint8_t *soft_mask;
     /* speculative decoding */
-    int draft_max;
+    int draft_tokens;
     ox_lookup look;
     int32_t queue[OX_GEN_DRAFT_MAX + 1]; /* verified, to be returned by the next steps */
     int q_head, q_n;
-    float *rows;            /* a verify batch's logits, (1 + draft_max) x vocab */
+    float *rows;            /* a verify batch's logits, (1 + draft_tokens) x vocab */
     float *scratch;         /* [vocab]: a row the sampler may modify */
     int32_t *text;          /* the drafter's view: session tokens + the pending one */
     int text_cap;
@@ -57,8 +57,8 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
         ox_errf(err, OX_E_RANGE, "generate: bad stop id list");
         return NULL;
     }
-    if (p->draft_max < 0 || p->draft_max > OX_GEN_DRAFT_MAX) {
-        ox_errf(err, OX_E_RANGE, "generate: draft tokens must be from 0 to %d, not %d", OX_GEN_DRAFT_MAX, p->draft_max);
+    if (p->draft_tokens < 0 || p->draft_tokens > OX_GEN_DRAFT_MAX) {
+        ox_errf(err, OX_E_RANGE, "generate: draft tokens must be from 0 to %d, not %d", OX_GEN_DRAFT_MAX, p->draft_tokens);
         return NULL;
     }
     if (p->logprobs < -1 || p->logprobs > OX_GEN_TOP_MAX) {
@@ -68,14 +68,14 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     ox_gen *g = calloc(1, sizeof *g);
     int n_eos = p->use_eos ? c->n_eos : 0;
     /* drafting is for plain sampling: a filter or logprobs want one token per forward */
-    int draft_max = p->filter.mask || p->filter.accept || p->logprobs >= 0 ? 0 : p->draft_max;
+    int draft_tokens = p->filter.mask || p->filter.accept || p->logprobs >= 0 ? 0 : p->draft_tokens;
     if (g) {
         g->stops = malloc((size_t)(n_eos + p->n_stop + 1) * sizeof *g->stops);
         g->logits = malloc((size_t)c->vocab * sizeof *g->logits);
-        if (draft_max || p->logprobs >= 0) g->scratch = malloc((size_t)c->vocab * sizeof *g->scratch);
-        if (draft_max) g->rows = malloc((size_t)(draft_max + 1) * c->vocab * sizeof *g->rows);
+        if (draft_tokens || p->logprobs >= 0) g->scratch = malloc((size_t)c->vocab * sizeof *g->scratch);
+        if (draft_tokens) g->rows = malloc((size_t)(draft_tokens + 1) * c->vocab * sizeof *g->rows);
     }
-    if (!g || !g->stops || !g->logits || ((draft_max || p->logprobs >= 0) && !g->scratch) || (draft_max && !g->rows)) {
+    if (!g || !g->stops || !g->logits || ((draft_tokens || p->logprobs >= 0) && !g->scratch) || (draft_tokens && !g->rows)) {
         ox_gen_free(g);
         ox_errf(err, OX_E_NOMEM, "generate: out of memory for a vocabulary of %d", c->vocab);
         return NULL;
@@ -95,14 +95,14 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     if (n_eos) memcpy(g->stops, c->eos_ids, (size_t)n_eos * sizeof *g->stops);
     if (p->n_stop) memcpy(g->stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *g->stops);
     g->n_stops = n_eos + p->n_stop;
-    g->draft_max = draft_max;
-    if (draft_max) ox_lookup_init(&g->look, draft_max), g->look.fixed = p->draft_fixed != 0, g->look.grace = p->drafter != NULL;
+    g->draft_tokens = draft_tokens;
+    if (draft_tokens) ox_lookup_init(&g->look, draft_tokens), g->look.fixed = p->draft_fixed != 0, g->look.grace = p->drafter != NULL;
     g->h_pos = -1;
     g->draft_p_min = p->draft_p_min;
-    if (draft_max && p->drafter) {
+    if (draft_tokens && p->drafter) {
         g->hidden = c->hidden;
         g->h = malloc((size_t)c->hidden * sizeof *g->h);
-        g->hrows = malloc((size_t)(draft_max + 1) * c->hidden * sizeof *g->hrows);
+        g->hrows = malloc((size_t)(draft_tokens + 1) * c->hidden * sizeof *g->hrows);
         if (!g->h || !g->hrows) {
             ox_gen_free(g);
             ox_errf(err, OX_E_NOMEM, "generate: out of memory for the MTP drafter's hidden states");
@@ -274,7 +274,7 @@ static int speculate(ox_gen *g, ox_err *err) {
     int pos = ox_session_pos(g->s);
     int room = g->limit - pos - g->n_pending - 1; /* every queued token must fit */
     int left = g->max_tokens - g->counts.generated - 1;
-    int cap = g->draft_max < room ? g->draft_max : room;
+    int cap = g->draft_tokens < room ? g->draft_tokens : room;
     if (left < cap) cap = left;
     if (cap <= 0) return 0;
     /* the text so far: the session's tokens, then the pending one */
@@ -343,7 +343,7 @@ int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err) {
         return ox_errf(err, OX_E_STATE, "generate: step before the prompt has run");
     if (g->done) return ox_errf(err, OX_E_STATE, "generate: the generation has ended");
     if (g->counts.generated >= g->max_tokens) return finish(g, OX_GEN_LENGTH);
-    if (g->q_head == g->q_n && g->draft_max) {
+    if (g->q_head == g->q_n && g->draft_tokens) {
         g->q_head = g->q_n = 0;
         int rc = speculate(g, err);
         if (rc < 0) return rc;

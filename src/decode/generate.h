@@ -29,8 +29,8 @@
  * start finds the common prefix without any mirror on the caller's side; a token returned
  * but never forwarded is not in the session.
  *
- * Speculative decoding (draft_max > 0, no filter, no logprobs): when the queue of verified
- * tokens is empty, a step asks the prompt-lookup drafter (draft_lookup.h) for up to draft_max
+ * Speculative decoding (draft_tokens > 0, no filter, no logprobs): when the queue of verified
+ * tokens is empty, a step asks the prompt-lookup drafter (draft_lookup.h) for up to draft_tokens
  * tokens, runs pending + drafts in one batched forward with every row's logits, and verifies
  * the drafts in order with ox_sample_verify (kept with probability p(draft), else replaced by a
  * draw from the rest: the output distribution is unchanged; greedy output is token-identical
@@ -79,11 +79,11 @@ typedef struct ox_gen_params {
     int show_special;           /* a control token's bytes are its text (else none) */
     int max_context;            /* positions the session may reach; <= 0 or beyond: the session's */
     ox_logits_filter filter;
-    int draft_max;              /* speculative decoding with prompt-lookup drafts of at most this
+    int draft_tokens;           /* speculative decoding with prompt-lookup drafts of at most this
                                    many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
-    int draft_fixed;            /* prompt lookup: every draft draft_max long (for measuring a verify's
+    int draft_fixed;            /* prompt lookup: every draft draft_tokens long (for measuring a verify's
                                    cost); 0: the length with the most tokens per cost (draft_lookup.h) */
-    const ox_model *drafter;    /* with draft_max: MTP drafts (drafter_mtp.h) of draft_max tokens
+    const ox_model *drafter;    /* with draft_tokens: MTP drafts (drafter_mtp.h) of draft_tokens tokens
                                    from this gemma4-assistant model instead of prompt lookup */
     float draft_p_min;          /* MTP: a draft ends before a token the drafter gives less than this
                                    probability (default 0.3: a random drafter, p ~ 0.01, then costs a
@@ -96,6 +96,8 @@ typedef struct ox_gen_params {
 
 /* OX_GEN_DRAFT_MAX, OX_GEN_DRAFT_DEFAULT: model/kv.h (the verify batch the caches and the
  * memory estimate are sized for). */
+#define OX_GEN_DRAFT_ASKED 8 /* the JS API drafts up to this many when a request asks for speculative
+                                decoding without saying how many */
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no

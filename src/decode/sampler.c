@@ -22,14 +22,14 @@ struct ox_sampler {
 
 void ox_sampler_defaults(ox_sampler_params *p) {
     *p = (ox_sampler_params){.temperature = 1.0f, .top_k = 64, .top_p = 0.95f, .min_p = 0.0f,
-                             .repeat_penalty = 1.0f, .penalty_window = 64};
+                             .repetition_penalty = 1.0f, .penalty_window = 64};
 }
 
 ox_sampler *ox_sampler_new(const ox_sampler_params *p, ox_err *err) {
     const char *bad = isnan(p->temperature) ? "temperature is NaN"
                       : !(p->top_p > 0 && p->top_p <= 1) ? "top_p must be in (0, 1]"
                       : !(p->min_p >= 0 && p->min_p <= 1) ? "min_p must be in [0, 1]"
-                      : !(p->repeat_penalty > 0 && isfinite(p->repeat_penalty)) ? "repeat_penalty must be > 0"
+                      : !(p->repetition_penalty > 0 && isfinite(p->repetition_penalty)) ? "repetition_penalty must be > 0"
                       : !isfinite(p->frequency_penalty) || !isfinite(p->presence_penalty) ? "penalties must be finite"
                       : p->n_bias < 0 || (p->n_bias && (!p->bias_ids || !p->bias)) ? "bad logit bias list" : NULL;
     for (int i = 0; !bad && i < p->n_bias; i++)
@@ -123,7 +123,7 @@ static int bucket(float l, float lo, float scale) {
 static void penalize(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent) {
     const ox_sampler_params *p = &s->p;
     if (n_recent <= 0 || !recent ||
-        (p->repeat_penalty == 1.0f && p->frequency_penalty == 0.0f && p->presence_penalty == 0.0f))
+        (p->repetition_penalty == 1.0f && p->frequency_penalty == 0.0f && p->presence_penalty == 0.0f))
         return;
     if (p->penalty_window > 0 && n_recent > p->penalty_window) recent += n_recent - p->penalty_window, n_recent = p->penalty_window;
     if ((size_t)n_recent > s->win_cap) {
@@ -139,7 +139,7 @@ static void penalize(ox_sampler *s, float *logits, int vocab, const int32_t *rec
         int32_t id = s->win[i];
         if (id >= 0 && id < vocab) {
             float l = logits[id];
-            l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+            l = l > 0 ? l / p->repetition_penalty : l * p->repetition_penalty;
             logits[id] = l - (float)(j - i) * p->frequency_penalty - p->presence_penalty;
         }
         i = j;

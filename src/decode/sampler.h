@@ -23,7 +23,7 @@ typedef struct ox_sampler_params {
     int top_k;               /* <= 0 or >= vocab: off; 1: greedy */
     float top_p;             /* in (0, 1]; 1: off */
     float min_p;             /* in [0, 1]; 0: off */
-    float repeat_penalty;    /* > 0; 1: off */
+    float repetition_penalty; /* > 0; 1: off */
     float frequency_penalty; /* 0: off */
     float presence_penalty;  /* 0: off */
     int penalty_window;      /* penalties see the last N recent tokens; <= 0: all given */

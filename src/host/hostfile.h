@@ -3,12 +3,12 @@
  * Nothing assumes a file is in memory. A file is a small integer handle into the
  * host-file table, which is process-global state on purpose (one of two exceptions
  * to "no hidden globals", with the thread pool): in wasm the table lives in JS (the
- * host-file shim, js/hostfile.js) and C only sees handles.
+ * host-file shim, js/host/hostfile.js) and C only sees handles.
  *
  *   natively: ox_host_open_path() opens a path; reads are pread().
  *   wasm:     JS registers sources (Node fs, File/Blob, HTTP Range, OPFS) and passes
  *             handles to the wasm API; reads are synchronous calls into JS
- *             (the imports of src/wasm/abi.h, in js/hostfile_lib.js), executed on the calling thread.
+ *             (the imports of src/wasm/abi.h, in src/host/hostfile_lib.js), executed on the calling thread.
  *
  * Reads must happen on the thread that runs the forward pass (never a pool thread):
  * in a browser the sync read primitives exist only on that worker thread. */

@@ -1,5 +1,5 @@
 /* hostfile_wasm.c — the host-read interface in wasm: the table of files lives in JS
- * (js/hostfile.js, class HostFiles); C calls the imports of js/hostfile_lib.js, which run
+ * (js/host/hostfile.js, class HostFiles); C calls the imports of src/host/hostfile_lib.js, which run
  * synchronously on the calling thread. Only the thread that runs the forward pass (the
  * engine worker, which owns the table) may read; a pool thread gets an error.
  * Offsets travel as doubles: exact up to 2^53 bytes. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wasm/abi.h" /* the imports (js/hostfile_lib.js) and ox_host_wasm_forget */
+#include "wasm/abi.h" /* the imports (src/host/hostfile_lib.js) and ox_host_wasm_forget */
 
 #define OX_MAX_FILES 256
 

@@ -6,7 +6,7 @@
 
 int ox_embed(ox_model *m, const int32_t *tokens, int n, ox_pooling pooling, int normalize, float *out, ox_err *err) {
     if (n < 1 || !tokens) return ox_errf(err, OX_E_RANGE, "embed: no tokens");
-    if (pooling != OX_POOL_MEAN && pooling != OX_POOL_LAST && pooling != OX_POOL_FIRST)
+    if (pooling != OX_POOL_MEAN && pooling != OX_POOL_LAST && pooling != OX_POOL_CLS)
         return ox_errf(err, OX_E_RANGE, "embed: pooling %d is not mean (0), last (1) or first (2)", (int)pooling);
     int H = ox_model_config(m)->hidden;
     size_t bytes;

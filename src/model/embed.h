@@ -9,7 +9,15 @@
 #include "base/err.h"
 #include "model/model.h"
 
-typedef enum { OX_POOL_MEAN = 0, OX_POOL_LAST = 1, OX_POOL_FIRST = 2 } ox_pooling;
+/* X(NAME, id, js name): how the token states become one vector. CLS: the first token's state
+ * (BERT's [CLS] position; embed({pooling: 'cls'})). */
+#define OX_POOLINGS(X)                                                                           \
+    X(MEAN, 0, "mean") /* the mean over the tokens */                                            \
+    X(LAST, 1, "last") /* the last token's state */                                              \
+    X(CLS, 2, "cls")   /* the first token's state */
+#define OX_POOL_ENUM_(name, id, js) OX_POOL_##name = id,
+typedef enum { OX_POOLINGS(OX_POOL_ENUM_) } ox_pooling;
+#undef OX_POOL_ENUM_
 
 /* out[hidden]: the pooled states of tokens[0, n), scaled to unit length if normalize.
  * Returns the hidden size, or < 0 (RANGE for no tokens or an unknown pooling, NOMEM). */

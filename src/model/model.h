@@ -16,7 +16,7 @@
 #include "model/kv.h"
 
 /* X(NAME, id, js name): what load does with bf16/f16/f32 linear weights (GGUF quant types
- * stay as stored). The JS option loadModel({quant}) takes the js names (js/abi.js). */
+ * stay as stored). The JS option loadModel({quant}) takes the js names (js/shared/abi.js). */
 #define OX_QUANTS(X)                                                                             \
     X(STORED, 0, "stored") /* as stored */                                                       \
     X(BF16, 1, "bf16")     /* f32 -> bf16 */                                                     \

@@ -1,10 +1,10 @@
 /* abi.h — the whole contract between the JS package and the wasm engine, in one place.
  *
  * tools/gen_abi.mjs reads this file (and the lists it names in err.h, model.h, generate.h)
- * and writes js/abi.js: error codes, quant ids, generation statuses, the fields of the f64
+ * and writes js/shared/abi.js: error codes, quant ids, generation statuses, the fields of the f64
  * records below, and every export and import with its signature and the comment above it.
- * tests/node/abi.test.mjs fails when js/abi.js is stale, when an export is missing from the
- * built wasm, or when the wasm's code names disagree with js/abi.js.
+ * tests/node/abi.test.mjs fails when js/shared/abi.js is stale, when an export is missing from the
+ * built wasm, or when the wasm's code names disagree with js/shared/abi.js.
  *
  * Conventions. Pointers cross as unsigned 32-bit numbers (JS: `>>> 0`); a NULL return or a
  * negative int return is an error whose code and message ox_wasm_err_code/err_msg hold until
@@ -14,7 +14,7 @@
  * Only the engine worker calls in, one call at a time.
  *
  * Signatures are plain prototypes, OX_EXPORT (JS calls Module._name) or OX_IMPORT (the JS
- * library js/hostfile_lib.js provides them), one per statement, with the comment above. */
+ * library src/host/hostfile_lib.js provides them), one per statement, with the comment above. */
 #ifndef OX_WASM_ABI_H
 #define OX_WASM_ABI_H
 
@@ -52,33 +52,65 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(stream_hits, "streamed-weight fetches served by the weight cache")                       \
     X(stream_misses, "streamed-weight fetches read through the host")
 
-/* ox_wasm_gen_new's parameters. NaN = the C default (ox_gen_defaults: temperature 1,
- * top_k 64, top_p 0.95, min_p 0, penalties off, penalty_window 64, max_tokens 256, eos 1). */
+/* ox_wasm_gen_new's parameters, and the generation options of the JS API: each row is
+ * X(field, dst, kind, lo, hi, js, meaning). field: the record's field (JS: its camelCase);
+ * dst: the ox_gen_params member it sets (wasm_api.c gen_params iterates this list); kind: F a
+ * float, I an int, B a flag (0/1), P a pointer, S set by hand in gen_params; lo, hi: the range
+ * the JS API checks (_: none; C checks again, sampler.h / generate.h); js: the option of
+ * generate() / chat() that fills it ("a.b": option b of the object option a; "": the engine
+ * worker fills it). tools/gen_abi.mjs writes js/shared/abi.js genOptions from the rows with a
+ * js name; js/main/options.js checks them, the worker copies them into the record. NaN = the
+ * C default (ox_gen_defaults). Adding a sampling option: one row here and its use in C. */
 #define OX_WASM_GEN_PARAMS(X)                                                                   \
-    X(temperature, "<= 0: greedy")                                                              \
-    X(top_k, "<= 0 or >= vocab: off; 1: greedy")                                                \
-    X(top_p, "in (0, 1]; 1: off")                                                               \
-    X(min_p, "in [0, 1]; 0: off")                                                               \
-    X(repetition_penalty, "> 0; 1: off")                                                        \
-    X(frequency_penalty, "0: off")                                                              \
-    X(presence_penalty, "0: off")                                                               \
-    X(penalty_window, "penalties see the last N tokens, prompt included; <= 0: all")           \
-    X(seed, "required: an integer from 0 to 2^53-1")                                            \
-    X(max_tokens, "tokens output at most; <= 0: none")                                          \
-    X(eos, "1: the model's eos ids stop generation (besides stop_ids); 0: only stop_ids")       \
-    X(include_special, "1: a control token's bytes are its text")                              \
-    X(bias_ids, "pointer to n_bias int32 token ids (logit bias), or 0")                         \
-    X(bias, "pointer to n_bias f32 values added to those logits, or 0")                         \
-    X(n_bias, "entries in bias_ids / bias")                                                     \
-    X(stop_ids, "pointer to n_stop int32 token ids that stop generation, or 0")                 \
-    X(n_stop, "entries in stop_ids")                                                            \
-    X(grammar, "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0") \
-    X(n_grammar, "bytes of grammar")                                                            \
-    X(draft_tokens, "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off") \
-    X(mtp, "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
-    X(draft_p_min, "MTP: a draft ends before a token the drafter gives less than this probability") \
-    X(draft_fixed, "1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)") \
-    X(logprobs, "-1: off; 0..20: each token's log-probability and that many alternatives")
+    X(temperature, sampler.temperature, F, 0, _, "temperature", "<= 0: greedy")                \
+    X(top_k, sampler.top_k, I, 0, _, "topK", "<= 0 or >= vocab: off; 1: greedy")               \
+    X(top_p, sampler.top_p, F, _, _, "topP", "in (0, 1]; 1: off")                               \
+    X(min_p, sampler.min_p, F, _, _, "minP", "in [0, 1]; 0: off")                               \
+    X(repetition_penalty, sampler.repetition_penalty, F, _, _, "repetitionPenalty", "> 0; 1: off") \
+    X(frequency_penalty, sampler.frequency_penalty, F, _, _, "frequencyPenalty", "0: off")     \
+    X(presence_penalty, sampler.presence_penalty, F, _, _, "presencePenalty", "0: off")        \
+    X(penalty_window, sampler.penalty_window, I, 0, _, "penaltyWindow",                        \
+      "penalties see the last N tokens, prompt included; <= 0: all")                           \
+    X(seed, sampler.seed, S, 0, _, "seed", "required: an integer from 0 to 2^53-1")             \
+    X(max_tokens, max_tokens, I, 0, _, "maxTokens", "tokens output at most; <= 0: none")        \
+    X(eos, use_eos, B, _, _, "", "1: the model's eos ids stop generation (besides stop_ids); 0: only stop_ids") \
+    X(include_special, show_special, B, _, _, "includeSpecial", "1: a control token's bytes are its text") \
+    X(bias_ids, sampler.bias_ids, P, _, _, "", "pointer to n_bias int32 token ids (logit bias), or 0") \
+    X(bias, sampler.bias, P, _, _, "", "pointer to n_bias f32 values added to those logits, or 0") \
+    X(n_bias, sampler.n_bias, I, _, _, "", "entries in bias_ids / bias")                        \
+    X(stop_ids, stop_ids, P, _, _, "", "pointer to n_stop int32 token ids that stop generation, or 0") \
+    X(n_stop, n_stop, I, _, _, "", "entries in stop_ids")                                       \
+    X(grammar, filter, S, _, _, "", "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0") \
+    X(n_grammar, filter, S, _, _, "", "bytes of grammar")                                       \
+    X(draft_tokens, draft_tokens, I, 1, OX_GEN_DRAFT_MAX, "speculative.draftTokens",            \
+      "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off")    \
+    X(mtp, drafter, S, _, _, "", "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
+    X(draft_p_min, draft_p_min, F, 0, 1, "speculative.minProbability",                         \
+      "MTP: a draft ends before a token the drafter gives less than this probability")          \
+    X(draft_fixed, draft_fixed, B, _, _, "speculative.fixedLength",                             \
+      "1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)") \
+    X(logprobs, logprobs, I, 0, OX_GEN_TOP_MAX, "logprobs",                                     \
+      "-1: off; 0..20: each token's log-probability and that many alternatives")
+
+/* The load options of the JS API that reach C (ox_wasm_load, ox_wasm_estimate, ox_wasm_session_new):
+ * X(arg, kind, lo, hi, js, meaning). arg: the C argument; kind: E a name of the list in lo
+ * (OX_QUANTS, OX_STREAMS: model.h; OX_KV_TYPES: kv.h), I an integer in [lo, hi] (_: none), B a
+ * flag; js: loadModel()'s option. js/shared/abi.js loadOptions; js/main/options.js checks them.
+ * Unset: the first name of a list, 0 (off / no limit / the model's maximum), and for
+ * weight_cache with a stream mode OX_WASM_WEIGHT_CACHE_DEFAULT. */
+#define OX_WASM_LOAD_OPTIONS(X)                                                                 \
+    X(quant, E, OX_QUANTS, _, "quant", "precision of bf16/f16/f32 weights in memory")           \
+    X(tables_on_host, B, _, _, "tablesOnHost", "token-embedding rows read from the host too")  \
+    X(max_resident, I, 0, _, "maxResident", "bytes of weights at most; 0: no limit")           \
+    X(stream, E, OX_STREAMS, _, "streamWeights", "which linear weights stay on the host")      \
+    X(weight_cache, I, 1, _, "weightCache", "bytes for the streamed weights")                  \
+    X(kv_type, E, OX_KV_TYPES, _, "kvType", "how K and V rows are stored")                      \
+    X(max_ctx, I, 0, _, "maxContext", "positions of the session; 0: the model's maximum")
+#define OX_WASM_WEIGHT_CACHE_DEFAULT 536870912 /* bytes for streamed weights when the option is unset */
+
+/* Prompt tokens one ox_wasm_gen_prefill call runs unless generate({prefillChunk}) says otherwise:
+ * the engine worker looks at aborts and other requests between calls. */
+#define OX_WASM_PREFILL_CHUNK 256
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
 #define OX_WASM_GEN_OUT(X)                                                                      \
@@ -107,16 +139,18 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(file_bytes, "bytes the load reads")                                                       \
     X(context, "positions (the fitted context with fit)")
 #define OX_WASM_COUNT_(field, what) +1
+#define OX_WASM_GP_COUNT_(field, dst, kind, lo, hi, js, what) +1
 enum {
     OX_WASM_N_STATS = 0 OX_WASM_STATS(OX_WASM_COUNT_),
-    OX_WASM_N_GEN_PARAMS = 0 OX_WASM_GEN_PARAMS(OX_WASM_COUNT_),
+    OX_WASM_N_GEN_PARAMS = 0 OX_WASM_GEN_PARAMS(OX_WASM_GP_COUNT_),
     OX_WASM_N_GEN_OUT = 0 OX_WASM_GEN_OUT(OX_WASM_COUNT_),
     OX_WASM_N_ESTIMATE = 0 OX_WASM_ESTIMATE(OX_WASM_COUNT_),
 };
 #undef OX_WASM_COUNT_
+#undef OX_WASM_GP_COUNT_
 /* Field indices: OX_WASM_STAT_resident_bytes, OX_WASM_GP_seed, OX_WASM_GO_token, ... */
 #define OX_WASM_STAT_(f, w) OX_WASM_STAT_##f,
-#define OX_WASM_GP_(f, w) OX_WASM_GP_##f,
+#define OX_WASM_GP_(f, dst, kind, lo, hi, js, w) OX_WASM_GP_##f,
 #define OX_WASM_GO_(f, w) OX_WASM_GO_##f,
 #define OX_WASM_EST_(f, w) OX_WASM_EST_##f,
 enum { OX_WASM_STATS(OX_WASM_STAT_) };
@@ -182,7 +216,7 @@ OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int le
 OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap);
 
 /* A session (KV caches and the tokens in them) of at most max_ctx positions (0: the model's),
- * K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/abi.js kvType). */
+ * K and V stored as kv_type (model/kv.h OX_KV_TYPES: js/shared/abi.js kvType). */
 OX_EXPORT ox_session *ox_wasm_session_new(ox_wasm_engine *e, int max_ctx, int kv_type);
 OX_EXPORT void ox_wasm_session_free(ox_session *s);
 /* Allocate all a session of its context needs now: KV caches, token list, scratch
@@ -243,15 +277,15 @@ OX_EXPORT int ox_wasm_grammar_accepts(ox_wasm_engine *e, const char *gbnf, int n
 OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const int32_t *counts, const double *scales,
                                int n);
 
+/* Benchmark only (wasm/probe.c, tools/bench.mjs): the best memory read bandwidth in bytes/s of
+ * reps streams over an mbytes MB buffer split across n_threads pool threads (the pool is left
+ * at n_threads), or < 0. Not used by the package. */
+OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
+
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
-/* The benchmark's memory-read ceiling (probe.c; tools/bench.mjs, not the package): the pool
- * resized to n_threads, the best of reps SIMD reads of an mbytes MiB buffer, in bytes/s; or
- * < 0 (RANGE, NOMEM, a pool error). The pool stays at n_threads. */
-OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
-
-/* ---- imports (js/hostfile_lib.js) ---- */
+/* ---- imports (src/host/hostfile_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
  * (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously. */

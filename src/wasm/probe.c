@@ -19,6 +19,7 @@
 
 #include "base/err.h"
 #include "kernels/pool.h"
+#include "wasm/abi.h"
 
 typedef struct {
     const v128_t *buf;

@@ -193,30 +193,20 @@ static int gen_params(const double *r, ox_gen_params *p) {
     if (!(seed >= 0 && seed <= 9007199254740991.0 && seed == floor(seed)))
         return ox_errf(&last, OX_E_RANGE, "seed must be an integer from 0 to 2^53-1, not %.17g", seed);
     p->sampler.seed = (uint64_t)seed;
-#define SET(field, dst, type) if (!isnan(r[OX_WASM_GP_##field])) dst = (type)r[OX_WASM_GP_##field]
-#define PTR(field, dst) if (!isnan(r[OX_WASM_GP_##field])) dst = (void *)(uintptr_t)r[OX_WASM_GP_##field]
-    SET(temperature, p->sampler.temperature, float);
-    SET(top_k, p->sampler.top_k, int);
-    SET(top_p, p->sampler.top_p, float);
-    SET(min_p, p->sampler.min_p, float);
-    SET(repetition_penalty, p->sampler.repeat_penalty, float);
-    SET(frequency_penalty, p->sampler.frequency_penalty, float);
-    SET(presence_penalty, p->sampler.presence_penalty, float);
-    SET(penalty_window, p->sampler.penalty_window, int);
-    SET(max_tokens, p->max_tokens, int);
-    SET(eos, p->use_eos, int);
-    SET(include_special, p->show_special, int);
-    PTR(bias_ids, p->sampler.bias_ids);
-    PTR(bias, p->sampler.bias);
-    SET(n_bias, p->sampler.n_bias, int);
-    PTR(stop_ids, p->stop_ids);
-    SET(n_stop, p->n_stop, int);
-    SET(draft_tokens, p->draft_max, int);
-    SET(draft_p_min, p->draft_p_min, float);
-    SET(draft_fixed, p->draft_fixed, int);
-    SET(logprobs, p->logprobs, int);
-#undef SET
-#undef PTR
+    /* every row of OX_WASM_GEN_PARAMS by its kind; S rows are set here (seed) or by the caller */
+#define GP_F(f, dst) p->dst = (float)r[OX_WASM_GP_##f]
+#define GP_I(f, dst) p->dst = (int)r[OX_WASM_GP_##f]
+#define GP_B GP_I
+#define GP_P(f, dst) p->dst = (void *)(uintptr_t)r[OX_WASM_GP_##f]
+#define GP_S(f, dst) (void)0
+#define GP_SET_(f, dst, kind, lo, hi, js, w) if (!isnan(r[OX_WASM_GP_##f])) GP_##kind(f, dst);
+    OX_WASM_GEN_PARAMS(GP_SET_)
+#undef GP_SET_
+#undef GP_F
+#undef GP_I
+#undef GP_B
+#undef GP_P
+#undef GP_S
     return 0;
 }
 

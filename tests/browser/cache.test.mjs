@@ -1,4 +1,4 @@
-// The model cache (js/cache.js) in headless Chromium on a cross-origin-isolated page, in the
+// The model cache (js/main/cache.js) in headless Chromium on a cross-origin-isolated page, in the
 // Origin Private File System: a download cut mid-body is resumed with a Range request by the
 // next load (with a sha256 check in the cache worker) and gives the file's tokens; generation
 // while the download runs gives the tokens of the finished file; list and delete, with the
@@ -16,7 +16,7 @@ import { startCacheServer, IMPORT_MAP } from '../node/cache_server.mjs';
 const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
 const PAGE = `<!doctype html><meta charset="utf-8">${IMPORT_MAP}
 <script type="module">
-import * as ox from '/js/index.js';
+import * as ox from '/js/main/index.js';
 window.ox = ox;
 window.tokens = async (m) => {
   const out = [];

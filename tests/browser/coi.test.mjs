@@ -1,4 +1,4 @@
-// js/coi-serviceworker.js in headless Chromium, on a server that sends no COOP/COEP: the page
+// js/main/coi-serviceworker.js in headless Chromium, on a server that sends no COOP/COEP: the page
 // without it is not isolated and runs the single-threaded build; with it, the page registers
 // the service worker, reloads once, ends up crossOriginIsolated and runs the threaded build,
 // and generates the same tokens; a later visit is isolated without a reload. With data-coep="credentialless" too. (The worker must control
@@ -12,7 +12,7 @@ import { startCacheServer, IMPORT_MAP } from '../node/cache_server.mjs';
 
 const T = 120000;
 const run = `<script type="module">
-import { loadModel } from '/js/index.js';
+import { loadModel } from '/js/main/index.js';
 window.result = (async () => {
   const isolated = await window.oxinferIsolation;
   const m = await loadModel('/models/model.gguf', { threads: 2 });
@@ -37,7 +37,7 @@ before(async () => {
       '/coi-cl.html': page('<script src="/coi-serviceworker.js" data-coep="credentialless"></script>'),
       '/probe.html': '<!doctype html><meta charset="utf-8"><script src="/coi-serviceworker.js"></script><script>window.oxinferIsolation.then(async (isolated) => { window.probe = { isolated, controlled: !!navigator.serviceWorker.controller, registrations: (await navigator.serviceWorker.getRegistrations()).length, loads: performance.getEntriesByType("navigation")[0].type }; });</script>',
     },
-    aliases: { '/coi-serviceworker.js': 'js/coi-serviceworker.js' },
+    aliases: { '/coi-serviceworker.js': 'js/main/coi-serviceworker.js' },
   });
   server.files.set('/models/model.gguf', { bytes, etag: '"m"' });
   browser = await launchChromium();

@@ -15,7 +15,7 @@ const T = 120000;
 const NONCE = 'cspt3st';
 const STRICT_CSP = `default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'nonce-${NONCE}'; worker-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'`;
 const run = `<script type="module" nonce="${NONCE}">
-import { loadModel } from '/js/index.js';
+import { loadModel } from '/js/main/index.js';
 window.violations = [];
 document.addEventListener('securitypolicyviolation', (e) => window.violations.push(e.violatedDirective + ' ' + e.blockedURI));
 window.result = (async () => {

@@ -14,7 +14,7 @@ const missing = []; // 404s the page asked for
 
 const PAGE = `<!doctype html><meta charset="utf-8">
 <script type="importmap">{"imports": {
-  "oxinfer-web": "/js/index.js",
+  "oxinfer-web": "/js/main/index.js",
   "@huggingface/jinja": "/node_modules/@huggingface/jinja/dist/index.js",
   "openai": "/node_modules/openai/index.mjs"}}</script>
 <script type="module">

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { startServer, ROOT } from '../../tools/serve.mjs';
 import { launchChromium, collectErrors } from '../oracle/browser.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
-import { loadModel } from '../../js/index.js';
+import { loadModel } from '../../js/main/index.js';
 
 const VERSIONS = { vite: '8', webpack: '5', 'webpack-cli': '7' };
 const PROMPT = [2, 5, 300, 301, 17];
@@ -176,7 +176,7 @@ test('webpack 5: production build, served with COOP/COEP', { timeout: T }, async
 test('plain ESM in a page: an import map onto node_modules', { timeout: T }, async (t) => {
   if (skip) return t.skip(skip);
   const nm = path.join(app, 'node_modules');
-  const map = { imports: { 'oxinfer-web': '/node_modules/oxinfer-web/js/index.js', '@huggingface/jinja': '/node_modules/@huggingface/jinja/dist/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } };
+  const map = { imports: { 'oxinfer-web': '/node_modules/oxinfer-web/js/main/index.js', '@huggingface/jinja': '/node_modules/@huggingface/jinja/dist/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } };
   const root = path.join(dir, 'plain');
   fs.mkdirSync(root);
   fs.writeFileSync(path.join(root, 'main.js'), MAIN(sha256));

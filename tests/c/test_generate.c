@@ -1,5 +1,5 @@
 /* test_generate.c — the C generator (generate.c) against a reference loop written here the way
- * js/worker.js generated before the loop moved into C (ox_sample + ox_forward by hand): same
+ * js/engine/worker.js generated before the loop moved into C (ox_sample + ox_forward by hand): same
  * token streams and end reasons for several seeds and sampling settings; prefix reuse of the
  * session; the logits-filter hook; the session's token list; error paths. */
 #define _POSIX_C_SOURCE 200809L
@@ -163,11 +163,11 @@ static void test_streams_match_reference(void) {
     S[n] = base, S[n].name = "greedy", S[n].sp.temperature = 0, n++;
     S[n] = base, S[n].name = "temperature 0.7, top-k 8, top-p 0.8, min-p 0.05";
     S[n].sp.temperature = 0.7f, S[n].sp.top_k = 8, S[n].sp.top_p = 0.8f, S[n].sp.min_p = 0.05f, n++;
-    S[n] = base, S[n].name = "penalties, window 8", S[n].sp.repeat_penalty = 1.5f, S[n].sp.frequency_penalty = 0.4f;
+    S[n] = base, S[n].name = "penalties, window 8", S[n].sp.repetition_penalty = 1.5f, S[n].sp.frequency_penalty = 0.4f;
     S[n].sp.presence_penalty = 0.6f, S[n].sp.penalty_window = 8, n++;
     S[n] = S[n - 1], S[n].name = "penalties, window all (<= 0)", S[n].sp.penalty_window = 0, n++;
     S[n] = base, S[n].name = "greedy, repetition penalty over the prompt", S[n].sp.temperature = 0;
-    S[n].sp.repeat_penalty = 3.0f, S[n].sp.penalty_window = 64, n++;
+    S[n].sp.repetition_penalty = 3.0f, S[n].sp.penalty_window = 64, n++;
     static const int32_t bias_ids[2] = {1, 300};
     static const float bias[2] = {2.5f, -INFINITY};
     S[n] = base, S[n].name = "logit bias (eos +2.5: stops)", S[n].sp.bias_ids = bias_ids, S[n].sp.bias = bias;
@@ -359,7 +359,7 @@ static void test_speculative(void) {
         {"greedy, one token favoured", d, 40, 1, 0, 0, 16, {0}},
         {"greedy, one token favoured, context 75", d, 40, 1, 0, 75, 16, {0}},
     };
-    S[3].sp.repeat_penalty = 1.3f;
+    S[3].sp.repetition_penalty = 1.3f;
     static const int32_t fav_id[1] = {300};
     static const float fav[1] = {50};
     for (int i = 5; i < 7; i++) S[i].sp.bias_ids = fav_id, S[i].sp.bias = fav, S[i].sp.n_bias = 1;
@@ -378,7 +378,7 @@ static void test_speculative(void) {
         for (int kf = 0; kf < 10; kf++) {
             int k = 1 << (kf / 2);
             ox_gen_params q = p;
-            q.draft_max = k, q.draft_fixed = kf % 2;
+            q.draft_tokens = k, q.draft_fixed = kf % 2;
             ox_err err = {0};
             ox_session *s = ox_session_new(model, st.ctx, &err);
             run got = generated(&st, s, &q, prompt, 60);
@@ -403,12 +403,12 @@ static void test_speculative(void) {
     setting st = S[0];
     st.sp.temperature = 0.8f, st.sp.seed = 3;
     ox_gen_params p = gen_params(&st);
-    p.draft_max = 4;
+    p.draft_tokens = 4;
     run r = generated(&st, NULL, &p, prompt, 60);
     CHECK(r.status >= 0 && r.n <= 40 && r.pos == 60 + r.n - (r.status == OX_GEN_LENGTH ? 1 : 0));
     /* bad draft counts are refused */
     ox_err err = {0};
-    p.draft_max = OX_GEN_DRAFT_MAX + 1;
+    p.draft_tokens = OX_GEN_DRAFT_MAX + 1;
     ox_session *s = ox_session_new(model, 0, &err);
     CHECK(ox_gen_new(s, tokenizer, &p, &err) == NULL && err.code == OX_E_RANGE);
     ox_session_free(s);

@@ -214,7 +214,7 @@ static void test_generate_wraps(void) {
         ox_session *s = ox_session_new_rings(model, 0, OX_KV_F32, !k, &err);
         ox_gen_params p;
         ox_gen_defaults(&p);
-        p.sampler.temperature = 0, p.max_tokens = 700, p.use_eos = 0, p.draft_max = 8;
+        p.sampler.temperature = 0, p.max_tokens = 700, p.use_eos = 0, p.draft_tokens = 8;
         ox_gen *g = s ? ox_gen_new(s, NULL, &p, &err) : NULL;
         CHECK(g && ox_gen_start(g, prompt, 300, &err) == 0);
         while (g && ox_gen_prefill(g, 128, &err) > 0) {}

@@ -128,7 +128,7 @@ static gen_out generate(ox_model *m, const ox_model *d, int draft, float tempera
     ox_gen_params p;
     ox_gen_defaults(&p);
     p.sampler.temperature = temperature, p.sampler.seed = 9, p.max_tokens = max_tokens, p.use_eos = 0;
-    p.draft_max = draft, p.drafter = d, p.draft_p_min = p_min;
+    p.draft_tokens = draft, p.drafter = d, p.draft_p_min = p_min;
     ox_session *s = ox_session_new(m, 0, &err);
     ox_gen *g = s ? ox_gen_new(s, NULL, &p, &err) : NULL;
     CHECK_MSG(g != NULL, "%s", err.msg);
@@ -203,7 +203,7 @@ static void test_bad_drafters(void) {
     ox_session *s = ox_session_new(m, 0, &err);
     ox_gen_params p;
     ox_gen_defaults(&p);
-    p.draft_max = 4, p.drafter = d;
+    p.draft_tokens = 4, p.drafter = d;
     err = (ox_err){0};
     CHECK(ox_gen_new(s, NULL, &p, &err) == NULL);
     CHECK_ERR(err, code, "MTP drafter", "width 512");

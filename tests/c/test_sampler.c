@@ -181,7 +181,7 @@ static void test_penalties(void) {
     ox_sampler_params p;
     ox_sampler_defaults(&p);
     p.temperature = 0;
-    p.repeat_penalty = 2.0f;
+    p.repetition_penalty = 2.0f;
     p.frequency_penalty = 0.5f;
     p.presence_penalty = 0.25f;
     p.penalty_window = 0;
@@ -224,7 +224,7 @@ static void test_penalties(void) {
     CHECK(ox_sampler_new(&p, &err) == NULL && err.code == OX_E_RANGE);
     CHECK_STR_CONTAINS(err.msg, "top_p");
     ox_sampler_defaults(&p);
-    p.repeat_penalty = 0;
+    p.repetition_penalty = 0;
     CHECK(ox_sampler_new(&p, &err) == NULL && err.code == OX_E_RANGE);
     ox_sampler_defaults(&p);
     p.temperature = NAN;

@@ -1,14 +1,14 @@
-// abi.test.mjs — the JS<->C contract (src/wasm/abi.h -> js/abi.js) holds on both sides:
-// js/abi.js is what tools/gen_abi.mjs makes of the headers now, every declared export exists in
-// both built engines with its arity, every import is provided by js/hostfile_lib.js, and the
-// wasm names each error code as js/abi.js does. Needs dist/ (make -f Makefile.emscripten).
+// abi.test.mjs — the JS<->C contract (src/wasm/abi.h -> js/shared/abi.js) holds on both sides:
+// js/shared/abi.js is what tools/gen_abi.mjs makes of the headers now, every declared export exists in
+// both built engines with its arity, every import is provided by src/host/hostfile_lib.js, and the
+// wasm names each error code as js/shared/abi.js does. Needs dist/ (make -f Makefile.emscripten).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { generate } from '../../tools/gen_abi.mjs';
-import * as abi from '../../js/abi.js';
+import * as abi from '../../js/shared/abi.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -18,8 +18,8 @@ async function engine(build) {
   return factory({ oxPoolSize: 1, wasmBinary: readFileSync(glue.replace(/\.js$/, '.wasm')), print() {}, printErr() {} });
 }
 
-test('js/abi.js is up to date with the headers (node tools/gen_abi.mjs)', () => {
-  assert.equal(readFileSync(`${root}js/abi.js`, 'utf8'), generate());
+test('js/shared/abi.js is up to date with the headers (node tools/gen_abi.mjs)', () => {
+  assert.equal(readFileSync(`${root}js/shared/abi.js`, 'utf8'), generate());
 });
 
 test('the contract lists what the worker needs', () => {
@@ -35,7 +35,7 @@ test('the contract lists what the worker needs', () => {
 });
 
 for (const build of ['st', 'mt']) {
-  test(`the ${build} engine has every declared export, and names the codes as js/abi.js`, async () => {
+  test(`the ${build} engine has every declared export, and names the codes as js/shared/abi.js`, async () => {
     const M = await engine(build);
     const glue = readFileSync(`${root}dist/oxinfer-${build}.js`, 'utf8');
     for (const e of abi.exports) {
@@ -52,11 +52,11 @@ for (const build of ['st', 'mt']) {
   });
 }
 
-test('js/hostfile_lib.js provides every declared import', () => {
-  const lib = readFileSync(`${root}js/hostfile_lib.js`, 'utf8');
+test('src/host/hostfile_lib.js provides every declared import', () => {
+  const lib = readFileSync(`${root}src/host/hostfile_lib.js`, 'utf8');
   for (const i of abi.imports) {
     const m = new RegExp(`\\b${i.name}: function \\(([^)]*)\\)`).exec(lib);
-    assert.ok(m, `${i.name} is missing from js/hostfile_lib.js`);
+    assert.ok(m, `${i.name} is missing from src/host/hostfile_lib.js`);
     assert.equal(m[1].split(',').filter((s) => s.trim()).length, i.args.length, `${i.name}: arity`);
   }
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { ROOT } from '../../tools/serve.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 

@@ -1,12 +1,12 @@
 // Chat content arrays: a Jinja template receives a message's content array as the array
 // itself (as Hugging Face's apply_chat_template passes it), and the built-in Gemma 4 format
 // joins the text parts; both through the engine worker (model.renderChat / chat) and through
-// js/chat.js directly. Errors of a template rendered in the worker keep their code.
+// js/engine/chat.js directly. Errors of a template rendered in the worker keep their code.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { loadModel, OxError } from '../../js/index.js';
-import { renderChat } from '../../js/chat.js';
+import { loadModel, OxError } from '../../js/main/index.js';
+import { renderChat } from '../../js/engine/chat.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
 

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { collect } from './api_collect.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 

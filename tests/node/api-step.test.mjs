@@ -1,16 +1,17 @@
 // The decode loop makes one call into wasm per generated token (ox_wasm_gen_step), and a
 // generation is the same with the engine driven directly on this thread: the worker's modules
-// (js/worker/engine.js, generate.js) run here on a runtime whose exports count their calls.
+// (js/engine/engine.js, generate.js) run here on a runtime whose exports count their calls.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { exports as EXPORTS } from '../../js/abi.js';
-import { describeSource, HostFiles } from '../../js/hostfile.js';
-import { Engine } from '../../js/worker/engine.js';
-import { generate } from '../../js/worker/generate.js';
-import { startRuntime } from '../../js/worker/runtime.js';
+import { exports as EXPORTS } from '../../js/shared/abi.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { describeSource } from '../../js/host/source.js';
+import { Engine } from '../../js/engine/engine.js';
+import { generate } from '../../js/engine/generate.js';
+import { startRuntime } from '../../js/engine/runtime.js';
 import { ROOT } from '../../tools/serve.mjs';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 

@@ -1,11 +1,11 @@
-// The package API (js/index.js) on the wasm engine (dist/), with synthetic models made by the
+// The package API (js/main/index.js) on the wasm engine (dist/), with synthetic models made by the
 // project's own `oxinfer synth` and checked against the native CLI (`oxinfer run --json`).
 // Needs dist/ (make -f Makefile.emscripten) and the CLI ($OX_CLI or build/oxinfer).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { synth, cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startServer } from './hostfile_server.mjs';
 import { collect } from './api_collect.mjs';

@@ -1,4 +1,4 @@
-// The model cache (js/cache.js, js/cache_store.js) against a hostile or careless server:
+// The model cache (js/main/cache.js, js/host/cache_store.js) against a hostile or careless server:
 // with cache.sha256 the engine reads no byte before the hash is checked (the load resolves
 // with the copy complete and verified; a mismatch fails the load, and the engine never sent a
 // read); a server with neither ETag nor Last-Modified gets no resume (a file replaced by
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadModel, listCachedModels } from '../../js/index.js';
+import { loadModel, listCachedModels } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startCacheServer } from './cache_server.mjs';
 

@@ -1,11 +1,11 @@
-// Property-based tests of the model cache's index (js/cache.js, js/cache_store.js, fast-check):
+// Property-based tests of the model cache's index (js/main/cache.js, js/host/cache_store.js, fast-check):
 // arbitrary sequences of downloads (whole, cut short by network faults, resumed), changes of
 // the remote file, deletes, lists and corruptions of the index files (KEY.json, KEY.bin) run
 // against a fake server (fetch stubbed) and the Node store in a temporary directory. After
 // every step: what cacheSources hands the engine is the server's current file (a complete
 // local copy byte for byte, or a partial one that is a prefix of it, with the right size);
 // a finished download leaves exactly the file; a resumed one asks only for the missing bytes;
-// every failure is a HostError with a stable code; listCachedModels and deleteCachedModel
+// every failure is a OxError with a stable code; listCachedModels and deleteCachedModel
 // never throw and agree with the files. A second property drives runDownload directly over
 // an in-memory store whose writes and free space fail. Seeded (FC_SEED, default fixed).
 import { test, before, after } from 'node:test';
@@ -13,9 +13,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { cacheSources, listCachedModels, deleteCachedModel } from '../../js/cache.js';
-import { keyOf, runDownload, parseRecord } from '../../js/cache_store.js';
-import { HostError, PROBE_RANGE } from '../../js/hostfile.js';
+import { cacheSources, listCachedModels, deleteCachedModel } from '../../js/main/cache.js';
+import { keyOf, runDownload, parseRecord } from '../../js/host/cache_store.js';
+import { PROBE_RANGE } from '../../js/host/http.js';
+import { OxError } from '../../js/shared/errors.js';
 import { tmpDir } from '../oracle/fixtures.mjs';
 
 const SEED = Number(process.env.FC_SEED ?? 20261201);
@@ -101,7 +102,7 @@ const step = fc.oneof(
     field: fc.constantFrom('url', 'size', 'complete', 'bytes', 'etag', 'lastModified', 'sha256', 'addedAt'), junk: fc.constantFrom(...RECORD_JUNK), text: fc.string({ maxLength: 20 }), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
 );
 
-const isCoded = (e) => e instanceof HostError && CODES.includes(e.code);
+const isCoded = (e) => e instanceof OxError && CODES.includes(e.code);
 const sha256 = async (b) => Buffer.from(await crypto.subtle.digest('SHA-256', b)).toString('hex');
 
 async function runLoad(dir, s) {
@@ -247,7 +248,7 @@ function memoryStore({ failWriteAt, free, recordFails }) {
     data,
     readRecord: async (k) => (records.has(k) ? JSON.parse(records.get(k)) : null),
     async writeRecord(k, r) {
-      if (recordFails) throw new HostError('IO', 'memory: the record cannot be written');
+      if (recordFails) throw new OxError('IO', 'memory: the record cannot be written');
       records.set(k, JSON.stringify(r));
     },
     remove: async (k) => void (records.delete(k), data.delete(k)),

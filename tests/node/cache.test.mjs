@@ -1,4 +1,4 @@
-// The model cache (js/cache.js) in Node, against a local server: a download lands in the cache
+// The model cache (js/main/cache.js) in Node, against a local server: a download lands in the cache
 // directory byte for byte; a connection dropped mid-body is resumed with a Range request (in
 // the same load, and in the next one); a changed ETag restarts it; a sha256 mismatch is an
 // error and leaves nothing behind; not enough room is a NOMEM error before any byte moves;
@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadModel, listCachedModels, deleteCachedModel } from '../../js/index.js';
-import { cacheSources } from '../../js/cache.js';
+import { loadModel, listCachedModels, deleteCachedModel } from '../../js/main/index.js';
+import { cacheSources } from '../../js/main/cache.js';
 import { Worker } from 'node:worker_threads';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startCacheServer, bodyOf } from './cache_server.mjs';
@@ -71,7 +71,7 @@ function readInWorker(src, offsets, len) {
     const h = await host.open(workerData.src);
     parentPort.postMessage(workerData.offsets.map((off) => { const b = new Uint8Array(workerData.len); host.read(h, off, b); return b; }));
     host.closeAll();`;
-  const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), { workerData: { src, offsets, len, lib: new URL('../../js/hostfile.js', import.meta.url).href } });
+  const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), { workerData: { src, offsets, len, lib: new URL('../../js/host/hostfile.js', import.meta.url).href } });
   return new Promise((resolve, reject) => {
     w.once('message', resolve);
     w.once('error', reject);

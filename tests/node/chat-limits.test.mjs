@@ -1,4 +1,4 @@
-// Chat-template limits checked before the work (js/chat.js): an operation that would build a
+// Chat-template limits checked before the work (js/engine/chat.js): an operation that would build a
 // string over 16 MiB characters or a list over 2^20 elements fails with FORMAT before it
 // allocates: string doubling with `~` and `+`, list doubling, split() with and without a
 // separator, replace() (method and filter), indent, join (of a list and of a string's
@@ -38,7 +38,7 @@ function renderCapped(templates) {
       }
       parentPort.postMessage(out);
     });`;
-  const w = new Worker(src, { eval: true, workerData: { templates, chat: new URL('../../js/chat.js', import.meta.url).href }, resourceLimits: { maxOldGenerationSizeMb: 192 } });
+  const w = new Worker(src, { eval: true, workerData: { templates, chat: new URL('../../js/engine/chat.js', import.meta.url).href }, resourceLimits: { maxOldGenerationSizeMb: 192 } });
   return new Promise((resolve, reject) => {
     w.once('message', (m) => resolve(m));
     w.once('error', reject);

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { loadModel } from '../../js/index.js';
-import { splitThought } from '../../js/thought.js';
+import { loadModel } from '../../js/main/index.js';
+import { splitThought } from '../../js/main/thought.js';
 import { requireDist } from '../oracle/fixtures.mjs';
 
 const DEMO = path.join(import.meta.dirname, '..', '..', 'web', 'models', 'oxinfer-demo.gguf');

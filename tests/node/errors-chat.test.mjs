@@ -1,4 +1,4 @@
-// The chat template path (js/chat.js) on random input: random messages (roles valid and not,
+// The chat template path (js/engine/chat.js) on random input: random messages (roles valid and not,
 // contents as strings / part arrays / junk, unicode including lone surrogates and special-token
 // text), the built-in Gemma 4 format and random Jinja templates assembled from fragments.
 // Each case must render to a string or throw an Error with a stable code (RANGE / FORMAT);
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import { spawnSync } from 'node:child_process';
 
-const CHAT = new URL('../../js/chat.js', import.meta.url).href;
+const CHAT = new URL('../../js/engine/chat.js', import.meta.url).href;
 
 // Runs `body` (source of an async function (renderChat, workerData) -> result) in a worker;
 // rejects if it does not finish within `ms` (the watchdog of a hang, not a timing check).

@@ -1,4 +1,4 @@
-// Faults of the environment through the JS API (js/index.js on the wasm engine in dist/):
+// Faults of the environment through the JS API (js/main/index.js on the wasm engine in dist/):
 // a model server that accepts and never answers (the load ends in IO naming the file and what
 // timed out, or in ABORTED at once on the signal); wasm memory growth refused in the middle of
 // a generation (OX_TEST_MAX_MEMORY caps the threaded build's memory: the generation ends in
@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startServer } from './hostfile_server.mjs';
 

@@ -1,4 +1,4 @@
-// Bad input and failure through the JS API (js/index.js on the wasm engine in dist/): corrupt
+// Bad input and failure through the JS API (js/main/index.js on the wasm engine in dist/): corrupt
 // files given as a path and as a Blob, HTTP sources that misbehave (404, 416, 200 without
 // Range, a short body, a file that changes mid-load, a server that starts failing in the
 // middle of generation), and a header that claims a tensor larger than wasm memory. Each
@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 const CODES = ['IO', 'FORMAT', 'TRUNCATED', 'UNSUPPORTED', 'MISSING', 'CONFIG', 'NOMEM', 'RANGE', 'ABORTED', 'STATE'];

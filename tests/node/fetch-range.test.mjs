@@ -1,11 +1,12 @@
-// fetchRange over fetch() (js/hostfile.js), the read path of the browser's reader thread: a
+// fetchRange over fetch() (js/host/hostfile.js), the read path of the browser's reader thread: a
 // byte-stream body is read with a BYOB reader into pooled staging buffers (no chunk per read
 // left to the GC). Exact bytes under concurrent reads that reuse the pool, into private and
 // shared memory; a body that fails mid-read; the default-reader fallback of a body that is
 // not a byte stream.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fetchRange, HostError } from '../../js/hostfile.js';
+import { fetchRange } from '../../js/host/http.js';
+import { OxError } from '../../js/shared/errors.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = (5 << 20) + 4321;
@@ -32,7 +33,7 @@ test('concurrent Range reads give the exact bytes, round after round (pooled sta
 });
 
 test('a body cut mid-read is an IO error, and the reads after it are exact', async () => {
-  await assert.rejects(fetchRange('data.bin', `${fx.server.base}/short/data.bin`, 100, 3 << 20, want, 30000), (e) => e instanceof HostError && e.code === 'IO' && /data\.bin: short body/.test(e.message));
+  await assert.rejects(fetchRange('data.bin', `${fx.server.base}/short/data.bin`, 100, 3 << 20, want, 30000), (e) => e instanceof OxError && e.code === 'IO' && /data\.bin: short body/.test(e.message));
   const url = `${fx.server.base}/f/data.bin`;
   const got = await Promise.all([0, 1, 2].map((i) => fetchRange('data.bin', url, i * 1000003, 1500000, want, 30000)));
   got.forEach((g, i) => assert.deepEqual(g, bytes.subarray(i * 1000003, i * 1000003 + 1500000)));

@@ -1,4 +1,4 @@
-// Every host operation is bounded (js/hostfile.js): a server that accepts and never answers
+// Every host operation is bounded (js/host/hostfile.js): a server that accepts and never answers
 // ends the probe and the reads in IO naming the file and what timed out; the abort flag and an
 // AbortSignal end the same waits in ABORTED at once; the helper thread's read-ahead gives the
 // same bytes as direct reads, for sequential scans with gaps and for random reads, a scan
@@ -7,7 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
-import { HostFiles, HostError, CHUNK } from '../../js/hostfile.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { CHUNK } from '../../js/host/copy.js';
+import { OxError } from '../../js/shared/errors.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = 5 * CHUNK + 77;
@@ -15,7 +17,7 @@ const fx = dataServer('oxbounds', SIZE);
 const { bytes } = fx;
 
 const isHostError = (code, pattern) => (e) => {
-  assert.ok(e instanceof HostError, `not a HostError: ${e}`);
+  assert.ok(e instanceof OxError, `not a OxError: ${e}`);
   assert.equal(e.code, code, e.message);
   assert.match(e.message, pattern);
   return true;

@@ -1,4 +1,4 @@
-// The host-file table alone (js/hostfile.js): the same bytes from a path, a Blob and HTTP
+// The host-file table alone (js/host/hostfile.js): the same bytes from a path, a Blob and HTTP
 // Range; every HTTP failure mode is an error with a code and the file's name; a 3 GB sparse
 // file reads at high offsets without a 3 GB buffer; the small-read LRU; copies into shared memory
 // at any alignment.
@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { HostFiles, HostError, CHUNK, copyShared, describeSource } from '../../js/hostfile.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { CHUNK, copyShared } from '../../js/host/copy.js';
+import { describeSource } from '../../js/host/source.js';
+import { OxError } from '../../js/shared/errors.js';
 import { dataServer } from './hostfile_server.mjs';
 
 const SIZE = CHUNK + 123457; // more than one chunk, odd tail
@@ -22,7 +25,7 @@ function readAt(host, h, off, len) {
 
 function throwsCode(fn, code, pattern) {
   assert.throws(fn, (e) => {
-    assert.ok(e instanceof HostError, `not a HostError: ${e}`);
+    assert.ok(e instanceof OxError, `not a OxError: ${e}`);
     assert.equal(e.code, code, e.message);
     assert.match(e.message, pattern);
     return true;

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import Ajv from 'ajv';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 let model, dir;

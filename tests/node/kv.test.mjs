@@ -4,7 +4,7 @@
 // errors naming the option.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
 
 const N = 400; // past the tiny model's ring of 16 + 255 positions

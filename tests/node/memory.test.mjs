@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { defaultMemoryBudget, estimateMemory, loadModel } from '../../js/index.js';
+import { defaultMemoryBudget, estimateMemory, loadModel } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { startServer } from './hostfile_server.mjs';
 import { collect } from './api_collect.mjs';

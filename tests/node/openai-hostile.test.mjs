@@ -1,4 +1,4 @@
-// The OpenAI handler (js/openai.js) against hostile or cut requests: a request body with a
+// The OpenAI handler (js/main/openai.js) against hostile or cut requests: a request body with a
 // non-boolean `stream` (or bad stream_options) is answered 400 before any generation runs; a
 // forced tool call cut by max_tokens answers finish_reason "length" with the partial call as
 // a tool call and no raw `<|tool_call>` markup in content, streamed or not. A scripted model
@@ -6,8 +6,8 @@
 // cut case on a random-weight model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFetchHandler, createChatCompletion } from '../../js/openai.js';
-import { loadModel } from '../../js/index.js';
+import { createFetchHandler, createChatCompletion } from '../../js/main/openai.js';
+import { loadModel } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 const TOOL = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };

@@ -1,4 +1,4 @@
-// The OpenAI-shaped API (js/openai.js) on the wasm engine: response and chunk shapes, the
+// The OpenAI-shaped API (js/main/openai.js) on the wasm engine: response and chunk shapes, the
 // official `openai` client against model.fetch, tool calls forced by tool_choice and kept valid
 // by the grammar (a random-weight model: only the grammar makes the output parse), a multi-step
 // tool loop rendered back through the template, json_schema answers that validate (ajv) over
@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Ajv from 'ajv';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 let model, client;

@@ -7,8 +7,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fc from 'fast-check';
-import { loadModel, OxError } from '../../js/index.js';
-import { checkOptions, OptionError, GENERATE_OPTIONS, CHAT_OPTIONS, LOAD_OPTIONS } from '../../js/options.js';
+import { loadModel, OxError } from '../../js/main/index.js';
+import { checkOptions, GENERATE_OPTIONS, CHAT_OPTIONS, LOAD_OPTIONS } from '../../js/main/options.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 const CODES = ['IO', 'FORMAT', 'TRUNCATED', 'UNSUPPORTED', 'MISSING', 'CONFIG', 'NOMEM', 'RANGE', 'ABORTED', 'STATE'];
@@ -72,7 +72,7 @@ test('checkOptions: every key it refuses is named, with code RANGE; valid genera
     try {
       checkOptions('chat', CHAT_OPTIONS, o, VOCAB);
     } catch (e) {
-      assert.ok(e instanceof OptionError && e.code === 'RANGE', String(e));
+      assert.ok(e instanceof OxError && e.code === 'RANGE', String(e));
       assert.ok(Object.keys(o).some((k) => e.message.includes(JSON.stringify(k)) || e.message.includes(`${k} must be`) || e.message.startsWith(`${k}: `)), e.message); // nested: "speculative: unknown option ..."
     }
   }), { seed: SEED, numRuns: 500 });

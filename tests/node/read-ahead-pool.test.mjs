@@ -1,4 +1,4 @@
-// The reader thread's read-ahead windows (js/reader_worker.js) reuse their buffers: a window a
+// The reader thread's read-ahead windows (js/host/reader_worker.js) reuse their buffers: a window a
 // read has awaited gives its buffer to the next window at once, one dropped while its request
 // is still in flight only once that request has ended. A scan that jumps away from windows
 // still arriving (slowly) must not get their late bytes: the scan after the jump is checked
@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { HostFiles, CHUNK } from '../../js/hostfile.js';
+import { HostFiles } from '../../js/host/hostfile.js';
+import { CHUNK } from '../../js/host/copy.js';
 
 const MiB = 1 << 20;
 const SIZE = 64 * MiB;

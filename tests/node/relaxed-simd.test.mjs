@@ -1,4 +1,4 @@
-// The relaxed-SIMD builds: js/features.js detects the opcode, every dist/*-relaxed.wasm really
+// The relaxed-SIMD builds: js/main/features.js detects the opcode, every dist/*-relaxed.wasm really
 // uses it (it fails validation where relaxed SIMD is off, validates where it is on) while the
 // SIMD128 builds validate without it, and the kernel test (every weight type's fast matmul
 // against the scalar reference) passes on the relaxed tiles. Node 20 runs relaxed SIMD only
@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { relaxedSimd } from '../../js/features.js';
+import { relaxedSimd } from '../../js/main/features.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const FLAG = '--experimental-wasm-relaxed-simd';
@@ -26,8 +26,8 @@ const validate = (file) =>
 
 test('relaxedSimd() follows the engine; enableRelaxedSimd() turns it on in Node 20', () => {
   assert.equal(relaxedSimd(), false, 'Node 20 without the flag has no relaxed SIMD');
-  assert.equal(withFlag(`import { relaxedSimd } from './js/features.js'; process.stdout.write(String(relaxedSimd()));`), 'true');
-  const enable = `import { relaxedSimd, enableRelaxedSimd } from './js/features.js';
+  assert.equal(withFlag(`import { relaxedSimd } from './js/main/features.js'; process.stdout.write(String(relaxedSimd()));`), 'true');
+  const enable = `import { relaxedSimd, enableRelaxedSimd } from './js/main/features.js';
     const before = relaxedSimd(), on = await enableRelaxedSimd();
     process.stdout.write(JSON.stringify([before, on, relaxedSimd()]));`;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', enable], { cwd: root, encoding: 'utf8' });
@@ -59,7 +59,7 @@ test('loadModel picks the relaxed build in plain Node 20 (and with simd: simd128
   const file = synth(tmpDir('relaxed'), { preset: 'tiny', type: 'q4_k', extra: ['--embd-type', 'q6_k'] });
   const script = path.join(tmpDir('relaxed-run'), 'run.mjs');
   fs.writeFileSync(script, `
-    import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'index.js')).href)};
+    import { loadModel } from ${JSON.stringify(pathToFileURL(path.join(root, 'js', 'main', 'index.js')).href)};
     const tokens = [2, 40, 41, 300, 301, 302, 77, 78];
     const b = await loadModel(${JSON.stringify(file)}, { threads: 2, simd: 'simd128' });
     const a = await loadModel(${JSON.stringify(file)}, { threads: 2 });

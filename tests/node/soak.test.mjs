@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { loadModel } from '../../js/index.js';
+import { loadModel } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { chatSoak } from '../../tools/soak/session.mjs';
 

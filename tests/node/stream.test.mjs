@@ -8,7 +8,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadModel, OxError } from '../../js/index.js';
+import { loadModel, OxError } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 let dir, moe, dense;

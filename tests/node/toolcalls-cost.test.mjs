@@ -1,4 +1,4 @@
-// The tool-call stream parser's cost (js/toolcalls.js): a turn streamed in 4-character pieces
+// The tool-call stream parser's cost (js/shared/toolcalls.js): a turn streamed in 4-character pieces
 // costs operations (characters the parser looks at, TurnStream.ops) in proportion to its
 // length, from 1x to 64x, for each shape a hostile model could stretch: plain text, a thought,
 // a long string argument, a long array argument, many calls, a long key, a long number, a
@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { TurnStream, parseTurn, formatCall } from '../../js/toolcalls.js';
+import { TurnStream, parseTurn, formatCall } from '../../js/shared/toolcalls.js';
 
 const Q = '<|"|>';
 const SHAPES = {

@@ -1,4 +1,4 @@
-// Property-based tests of the Gemma 4 tool-call parser (js/toolcalls.js, fast-check): over
+// Property-based tests of the Gemma 4 tool-call parser (js/shared/toolcalls.js, fast-check): over
 // arbitrary text built from the syntax's own pieces, parseTurn and TurnStream never throw and
 // a stream's deltas add up to the whole-text parse at every split point (characters, not only
 // control tokens); over arbitrary call objects (nested JSON values), rendering a turn and
@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseTurn, TurnStream, valueToJSON, formatValue, formatCall } from '../../js/toolcalls.js';
+import { parseTurn, TurnStream, valueToJSON, formatValue, formatCall } from '../../js/shared/toolcalls.js';
 
 const SEED = Number(process.env.FC_SEED ?? 20261201);
 const Q = '<|"|>';

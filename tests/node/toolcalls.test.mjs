@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseTurn, TurnStream, valueToJSON, formatValue } from '../../js/toolcalls.js';
-import { renderChat } from '../../js/chat.js';
+import { parseTurn, TurnStream, valueToJSON, formatValue } from '../../js/shared/toolcalls.js';
+import { renderChat } from '../../js/engine/chat.js';
 
 const Q = '<|"|>';
 const call = (name, body) => `<|tool_call>call:${name}${body}<tool_call|>`;

@@ -24,7 +24,7 @@ export function nativeLogprobs(file, tokens, { threads = 1 } = {}) {
 
 let pkg = null;
 export async function loadPackage() {
-  pkg ??= await import(pathToFileURL(path.join(ROOT, 'js', 'index.js')).href);
+  pkg ??= await import(pathToFileURL(path.join(ROOT, 'js', 'main', 'index.js')).href);
   return pkg;
 }
 

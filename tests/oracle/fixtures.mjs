@@ -16,7 +16,7 @@ export function requireCli() {
 }
 
 export function requireDist() {
-  const f = path.join(ROOT, 'js', 'index.js');
+  const f = path.join(ROOT, 'js', 'main', 'index.js');
   if (!fs.existsSync(f)) throw new Error(`${f} not found`);
   if (!fs.existsSync(path.join(ROOT, 'dist'))) throw new Error(`${path.join(ROOT, 'dist')} not found: run make -f Makefile.emscripten`);
 }

@@ -33,7 +33,7 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadModel } from '../../js/index.js';
+import { loadModel } from '../../js/main/index.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic, llamaBin } from './lib.mjs';
 import { bestLookup, allRight } from './lookup_bound.mjs';
@@ -110,7 +110,7 @@ async function inChromium(jobs, fn) {
     const out = [];
     for (const j of jobs) {
       out.push(await page.evaluate(async ({ body, url, rest }) => {
-        const { loadModel } = await import('/js/index.js');
+        const { loadModel } = await import('/js/main/index.js');
         return new Function('return ' + body)()(loadModel, url, ...rest);
       }, { body: fn.toString(), url: `${server.url}/m/${path.basename(j.file)}`, rest: j.args }));
     }

@@ -65,7 +65,7 @@ async function loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, ma
   return out;
 }
 
-// the page's bare read: fetch with a BYOB reader into one reused buffer, as js/hostfile.js reads
+// the page's bare read: fetch with a BYOB reader into one reused buffer, as js/host/hostfile.js reads
 async function bareFetch(url, bytes) {
   const r = await fetch(url, { headers: { Range: `bytes=0-${bytes - 1}` } });
   const rd = r.body.getReader({ mode: 'byob' });
@@ -76,7 +76,7 @@ async function bareFetch(url, bytes) {
   }
 }
 
-// Node's: node:http, as the reader thread reads (js/reader_worker.js)
+// Node's: node:http, as the reader thread reads (js/host/reader_worker.js)
 async function bareHttp(url, bytes) {
   const http = await import('node:http');
   await new Promise((resolve, reject) => {
@@ -120,7 +120,7 @@ function printTrace(env, rows) {
 }
 
 async function childNode(url, threads, ctx, simd, trace) {
-  const { loadModel, estimateMemory } = await import('../../js/index.js');
+  const { loadModel, estimateMemory } = await import('../../js/main/index.js');
   const base = procStatus('self').rss;
   const tr = trace ? tracer(() => ['self']) : null;
   const r = await loadAndRun(loadModel, estimateMemory, url, threads, ctx, simd, (w) => tr?.mark(w), bareHttp);
@@ -153,7 +153,7 @@ async function runChromium(server, url, a) {
 <script type="module">
 const report = (m) => fetch('/oxmem/' + encodeURIComponent(JSON.stringify(m))).catch(() => {});
 try {
-  const { loadModel, estimateMemory } = await import('/js/index.js');
+  const { loadModel, estimateMemory } = await import('/js/main/index.js');
   await report({ mark: 'ready' });
   const run = (${loadAndRun}), bare = (${bareFetch});
   await report({ result: await run(loadModel, estimateMemory, ${JSON.stringify(url)}, ${a.threads}, ${a.ctx}, ${JSON.stringify(a.simd)}, (w) => report({ mark: w }), bare) });
@@ -207,13 +207,13 @@ async function runPlaywright(server, url, a) {
     page.on('pageerror', (e) => console.error(`page: ${e.message}`));
     fs.writeFileSync(server.page, '<!doctype html><meta charset="utf-8"><title>bench:memory</title>');
     await page.goto(`${server.url}/bench-memory.html`);
-    await page.evaluate(() => import('/js/index.js'));
+    await page.evaluate(() => import('/js/main/index.js'));
     const renderers = rendererPids(marker);
     const base = Math.max(...renderers.map(procStatus).filter(Boolean).map((s) => s.rss));
     const tr = a.trace ? tracer(() => renderers) : null;
     await page.exposeFunction('oxMark', (w) => tr?.mark(w));
     const r = await page.evaluate(async ({ url, threads, ctx, simd, body, bare }) => {
-      const { loadModel, estimateMemory } = await import('/js/index.js');
+      const { loadModel, estimateMemory } = await import('/js/main/index.js');
       return new Function('return ' + body)()(loadModel, estimateMemory, url, threads, ctx, simd, (w) => globalThis.oxMark(w), new Function('return ' + bare)());
     }, { url, threads: a.threads, ctx: a.ctx, simd: a.simd, body: loadAndRun.toString(), bare: bareFetch.toString() });
     const st = rendererPids(marker).map(procStatus).filter(Boolean);

@@ -3,7 +3,7 @@
 // {op: 'load', src: {path} | {url}, threads, nCtx} | {op: 'run', tokens, nGen} | {op: 'memory'} | {op: 'quit'};
 // one JSON reply per stdout line: {ok: true, value} or {ok: false, error}.
 import readline from 'node:readline';
-import { loadModel } from '../../js/index.js';
+import { loadModel } from '../../js/main/index.js';
 import { timeGenerate } from './measure.mjs';
 
 let model = null;

@@ -20,7 +20,7 @@ async function fetchModel(url) {
 
 // source 'blob': the fetched Blob; 'url': HTTP Range reads of the served file (large models)
 async function loadOxinfer({ threads, nCtx, source, url }) {
-  const { loadModel } = await import('/js/index.js');
+  const { loadModel } = await import('/js/main/index.js');
   const { timeGenerate } = await import('./measure.mjs');
   const t0 = performance.now();
   const model = await loadModel(source === 'url' ? { url, name: 'model.gguf' } : { blob, name: 'model.gguf' }, { threads, maxContext: nCtx });

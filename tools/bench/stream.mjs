@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { loadModel } from '../../js/index.js';
+import { loadModel } from '../../js/main/index.js';
 import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic } from './lib.mjs';
 
@@ -109,7 +109,7 @@ async function a26b() {
   return { file, rows, need };
 }
 
-// the same in a page: the package reads the served file by HTTP Range requests (js/hostfile.js)
+// the same in a page: the package reads the served file by HTTP Range requests (js/host/hostfile.js)
 async function a26bBrowser() {
   const file = modelFile('a26b');
   const { startServer, demoMounts } = await import('../serve.mjs');
@@ -122,7 +122,7 @@ async function a26bBrowser() {
     const page = await browser.newPage();
     await page.goto(`${server.url}/blank.html`);
     const r = await page.evaluate(async (o) => {
-      const { loadModel } = await import('/js/index.js');
+      const { loadModel } = await import('/js/main/index.js');
       const t0 = performance.now();
       const model = await loadModel({ url: o.url, name: 'a26b-q4_0.gguf' }, { threads: o.threads, maxContext: 256, streamWeights: 'experts', weightCache: o.cache, maxResident: o.budget, simd: 'simd128' });
       const loadMs = performance.now() - t0;

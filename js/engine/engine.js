@@ -1,0 +1,247 @@
+// engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
+// table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
+// unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
+import { estimateFields, pooling as POOLING, statsFields, stream as STREAM } from '../shared/abi.js';
+import { OxError } from '../shared/errors.js';
+import { withBos } from '../shared/tokens.js';
+import { HostFiles } from '../host/hostfile.js';
+import { Heap } from './heap.js';
+import { startRuntime } from './runtime.js';
+import { Session } from './session.js';
+
+const STREAM_NAME = Object.fromEntries(Object.entries(STREAM).map(([k, v]) => [v, k]));
+const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+
+export class Engine {
+  // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
+  static async start(init, onAbort) {
+    const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
+    // an aborted load ends the host's waits too
+    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null);
+    e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
+    return e;
+  }
+
+  constructor(M, host, abortFlag) {
+    this.heap = new Heap(M);
+    this.host = host;
+    this.abortFlag = abortFlag; // Int32Array over a SharedArrayBuffer (load abort), or null
+    this.ptr = 0; // the C engine, 0 until a model is loaded
+    this.session = null;
+    this.info = null;
+    this.template = null; // the checkpoint's chat template, or null
+    host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
+    M.oxHost = host; // src/host/hostfile_lib.js reads through it
+  }
+
+  get threads() {
+    return this.heap.C.ox_wasm_threads();
+  }
+
+  // this, if a model is loaded
+  requireModel() {
+    if (!this.ptr) throw new OxError('STATE', 'no model is loaded');
+    return this;
+  }
+
+  // The memory a load of the open handles would take (src/model/estimate.h), from their
+  // headers: m {quant, tablesOnHost, stream (an id), weightCache, context (0: the model's), kvType (0: f32), budget (bytes,
+  // 0: none), fit (lower the context to the budget)} -> {weights, embeddingsOnHost, kv,
+  // weightCache, scratch, runtime, total, fileBytes, context}
+  estimateOpen(handles, m) {
+    const { heap } = this;
+    const n = estimateFields.length;
+    const rec = heap.withInts(handles, (p) =>
+      heap.scoped(n * 8, (out) => (heap.check(heap.C.ox_wasm_estimate(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.stream ?? 0, m.weightCache ?? 0, m.context ?? 0, m.kvType ?? 0, m.budget ?? 0, m.fit ? 1 : 0, out)), heap.f64(out, n).slice())));
+    return Object.fromEntries(estimateFields.map((f, i) => [f, rec[i]]));
+  }
+
+  async estimate(m) {
+    const handles = [];
+    try {
+      for (const src of m.sources) handles.push(await this.host.open(src));
+      if (!m.budget) return { ...this.estimateOpen(handles, m), streamWeights: STREAM_NAME[m.stream ?? 0] };
+      // under a budget: as the load would decide (streamed weights included)
+      const { est, stream } = this.fitBudget(handles, { ...m, maxContext: m.context, budget: { bytes: m.budget, fit: m.fit ? 'context' : 'none' } });
+      return { ...est, streamWeights: STREAM_NAME[stream] };
+    } finally {
+      for (const h of handles) this.host.close(h);
+    }
+  }
+
+  // m: {sources, drafter (sources of an MTP drafter, or null), quant (an id of js/shared/abi.js),
+  // tablesOnHost, maxContext, maxResident, stream (an id), weightCache, kvType (an id), budget ({bytes, fit} or null),
+  // autoStream (weight cache bytes when streamWeights was not given, else 0)}; progress(done, total). With a budget the
+  // estimate decides the context (and, with autoStream, whether weights are streamed), and the
+  // memory for all of it is taken before the load (wasm memory grows once).
+  async load(m, progress) {
+    if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
+    const { heap, host } = this;
+    const C = heap.C;
+    const handles = [];
+    try {
+      for (const src of m.sources) handles.push(await host.open(src));
+      let est = null;
+      let { stream = 0, weightCache = 0 } = m;
+      if (m.budget) {
+        ({ est, stream, weightCache } = this.fitBudget(handles, m));
+        heap.check(C.ox_wasm_reserve(est.total));
+      }
+      heap.M.oxProgress = (done, total) => {
+        progress(done, total);
+        return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
+      };
+      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, stream, weightCache)));
+      this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)), streamWeights: STREAM_NAME[stream] };
+      if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
+        const dh = [];
+        for (const src of m.drafter) dh.push(await host.open(src));
+        heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
+        this.info.drafter = { files: dh.map((h) => host.name(h)) };
+      }
+      this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0, m.kvType ?? 0);
+      if (est) {
+        heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
+        this.info.context = est.context;
+        this.info.memory = { ...est, streamWeights: STREAM_NAME[stream] };
+      } else this.info.context = m.maxContext || this.info.contextSize;
+      this.template = this.chatTemplate(handles);
+      return this.info;
+    } catch (e) {
+      this.unload();
+      throw e;
+    } finally {
+      heap.M.oxProgress = null;
+    }
+  }
+
+  // The estimate under m.budget ({bytes, fit}) at m.maxContext -> {est, stream, weightCache}:
+  // the stream mode asked for, or one chosen by streamToFit.
+  fitBudget(handles, m) {
+    const { stream = 0, weightCache = 0 } = m;
+    const ask = (s, cache, { budget = m.budget.bytes, context = m.maxContext ?? 0 } = {}) =>
+      this.estimateOpen(handles, { ...m, stream: s, weightCache: cache, context, budget, fit: m.budget.fit === 'context' });
+    try {
+      return { est: ask(stream, weightCache), stream, weightCache };
+    } catch (e) {
+      // streamed only when the resident weights are what does not fit (not the context)
+      if (e?.code !== 'NOMEM' || !m.autoStream || ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes) throw e;
+      return this.streamToFit(ask, m.autoStream, e);
+    }
+  }
+
+  // Over the budget even at a context of 1 with every weight resident, and streamWeights not
+  // chosen by the caller:
+  // the first stream mode whose estimate fits ('experts', then 'all'), with a weight cache of
+  // `cache` bytes; if none fits, NOMEM naming what each mode would need.
+  streamToFit(ask, cache, err) {
+    const needs = [];
+    for (const [name, s] of Object.entries(STREAM)) {
+      if (!s) continue;
+      try {
+        return { est: ask(s, cache), stream: s, weightCache: cache };
+      } catch (e) {
+        if (e?.code !== 'NOMEM') throw e;
+        needs.push(`streamWeights: '${name}' needs ${gib(ask(s, cache, { budget: 0 }).total)}`);
+      }
+    }
+    throw new OxError('NOMEM', `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`);
+  }
+
+  // The checkpoint's chat template: GGUF tokenizer.chat_template, chat_template.jinja or
+  // tokenizer_config.json; null when none is shipped.
+  chatTemplate(handles) {
+    const { heap, host } = this;
+    const fromGguf = heap.withString('tokenizer.chat_template', (k) => heap.C.ox_wasm_gguf_str(this.ptr, k));
+    if (fromGguf !== null) return fromGguf;
+    const byName = (n) => handles.find((h) => host.name(h) === n);
+    const text = (h) => {
+      const size = host.size(h);
+      if (size > 16 << 20) throw new OxError('FORMAT', `${host.name(h)}: ${size} bytes is too large for a chat template file`);
+      const b = new Uint8Array(size);
+      host.read(h, 0, b);
+      return new TextDecoder().decode(b);
+    };
+    const jinja = byName('chat_template.jinja');
+    if (jinja !== undefined) return text(jinja);
+    const tc = byName('tokenizer_config.json');
+    if (tc === undefined) return null;
+    let doc;
+    try {
+      doc = JSON.parse(text(tc));
+    } catch (e) {
+      throw new OxError('FORMAT', `tokenizer_config.json: ${e.message}`);
+    }
+    const t = doc.chat_template;
+    if (typeof t === 'string') return t;
+    if (Array.isArray(t)) return t.find((x) => x.name === 'default')?.template ?? t[0]?.template ?? null;
+    return null;
+  }
+
+  // JSON schema (toolCalls: an array of tools) -> GBNF, by src/decode/json_schema.c; needs no model
+  schemaGrammar(json, { toolCalls, afterName, parallel }) {
+    const { heap } = this;
+    return heap.withString(json, (p, n) => {
+      const g = heap.C.ox_wasm_json_schema_grammar(p, n, toolCalls ? 1 : 0, afterName ? 1 : 0, parallel ? 1 : 0);
+      if (g === null) throw heap.lastError();
+      return g;
+    });
+  }
+
+  // tests: whether the grammar takes the whole text (1/0), over this model's vocabulary
+  grammarAccepts(gbnf, text) {
+    const { heap } = this;
+    return heap.withString(gbnf, (g, ng) => heap.withString(text, (t, nt) => heap.check(heap.C.ox_wasm_grammar_accepts(this.ptr, g, ng, t, nt)) === 1));
+  }
+
+  // text -> ids (special: match control tokens such as <bos> in the text)
+  tokenize(text, special) {
+    const { heap } = this;
+    return heap.withString(text, (s, len) =>
+      Array.from(heap.grown((p, cap) => heap.C.ox_wasm_tokenize(this.ptr, s, len, special ? 1 : 0, p, cap), (p, n) => heap.i32(p, n), len + 16, 4)));
+  }
+
+  // ids -> their bytes (UTF-8 may be split anywhere: the caller decodes in a stream)
+  detokenize(ids, showSpecial) {
+    const { heap } = this;
+    const parts = ids.map((id) => heap.grown((p, cap) => heap.C.ox_wasm_token_bytes(this.ptr, id, showSpecial ? 1 : 0, p, cap), (p, n) => heap.u8(p, n), 64, 1));
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let k = 0;
+    for (const p of parts) out.set(p, (k += p.length) - p.length);
+    return out;
+  }
+
+  // texts -> one embedding each (a Float32Array of hidden floats); pooling: mean, last, cls
+  embed(texts, { pooling = 'mean', normalize = true } = {}) {
+    const { heap, info } = this;
+    const mode = POOLING[pooling];
+    if (mode === undefined) throw new OxError('RANGE', `pooling must be one of ${Object.keys(POOLING).join(', ')}, not ${JSON.stringify(pooling)}`);
+    return texts.map((t) => {
+      const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
+      const tokens = withBos(ids, info.bos);
+      return heap.withInts(tokens, (p) =>
+        heap.scoped(info.hidden * 4, (out) => (heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)), heap.f32(out, info.hidden).slice())));
+    });
+  }
+
+  stats() {
+    const { heap } = this;
+    const n = statsFields.length;
+    const rec = heap.scoped(n * 8, (p) => (heap.check(heap.C.ox_wasm_stats(this.ptr, p)), heap.f64(p, n).slice()));
+    return {
+      ...Object.fromEntries(statsFields.map((f, i) => [f, rec[i]])),
+      wasmMemoryBytes: heap.buffer.byteLength,
+      contextTokens: this.session.pos,
+      hostCache: { ...this.host.stats },
+    };
+  }
+
+  unload() {
+    this.session?.free();
+    if (this.ptr) this.heap.C.ox_wasm_free(this.ptr);
+    this.ptr = 0;
+    this.session = this.info = this.template = null;
+    this.host.closeAll();
+    return true;
+  }
+}

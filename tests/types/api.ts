@@ -1,0 +1,21 @@
+// Compiled by `npm run typecheck` (tsc --noEmit, tsconfig.json): the declarations of the
+// public API hold together and accept what a user writes with them.
+import { loadModel, OxError, type GenerateOptions, type LoadOptions } from '../../js/main/index.js';
+
+const load: LoadOptions = { quant: 'q4', kvType: 'q8_0', streamWeights: 'experts', memoryBudget: 'auto' };
+const gen: GenerateOptions = {
+  temperature: 0,
+  topK: 1,
+  speculative: { method: 'prompt-lookup', draftTokens: 4 },
+  logprobs: 2,
+};
+
+export async function run(): Promise<string> {
+  const model = await loadModel('model.gguf', load);
+  let text = '';
+  for await (const chunk of model.generate('Hello', gen)) if ('text' in chunk) text += chunk.text;
+  const [vec] = await model.embed('Hello', { pooling: 'cls' });
+  if (!(vec instanceof Float32Array)) throw new OxError('STATE', 'not a vector');
+  await model.unload();
+  return text;
+}
