@@ -189,7 +189,7 @@ function streamingOf(opts) {
 
 // Over a memory budget the worker may stream the weights, with a cache of this many bytes,
 // unless the caller chose a mode (0)
-const autoStreamOf = (opts) => (opts.streamWeights === undefined ? opts.weightCache ?? DEFAULT_WEIGHT_CACHE : 0);
+const autoStreamOf = (opts) => (opts.streamWeights === undefined ? opts.weightCache ?? WEIGHT_CACHE_DEFAULT : 0);
 
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
