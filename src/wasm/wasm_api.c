@@ -325,6 +325,11 @@ static int gen_params(const double *r, ox_gen_params *p) {
     return 0;
 }
 
+static int js_aborted(void *ud) {
+    (void)ud;
+    return ox_js_aborted();
+}
+
 static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) { return ox_grammar_mask(ud, logits, vocab, err); }
 static int grammar_accept(void *ud, int token, ox_err *err) { return ox_grammar_accept(ud, token, err); }
 
@@ -334,7 +339,10 @@ static ox_grammar *gen_grammar(ox_wasm_engine *e, const double *r, const ox_gen_
     if (isnan(r[OX_WASM_GP_grammar]) || !r[OX_WASM_GP_grammar]) return NULL;
     const char *src = (const char *)(uintptr_t)r[OX_WASM_GP_grammar];
     size_t len = isnan(r[OX_WASM_GP_n_grammar]) ? 0 : (size_t)r[OX_WASM_GP_n_grammar];
-    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return NULL;
+    if (!e->gvocab) {
+        if (!(e->gvocab = ox_grammar_vocab_new(e->tok, &last))) return NULL;
+        ox_grammar_vocab_set_abort(e->gvocab, js_aborted, NULL);
+    }
     const ox_config *c = ox_model_config(e->m);
     int n_eos = p->use_eos ? c->n_eos : 0, n = n_eos + p->n_stop;
     int32_t *stops = malloc((size_t)(n ? n : 1) * sizeof *stops);
