@@ -22,6 +22,9 @@
 /* Tokens a mask looks past an allowed token for a way on (see state_live); beyond, a state
  * is taken to be live. */
 #define LOOKAHEAD 3
+/* Tokens the look-ahead may visit per mask, in walks of the whole vocabulary: past it a state
+ * counts as live, so a grammar full of dead ends costs a bounded number of walks. */
+#define LIVE_WALKS 8
 
 struct ox_grammar_vocab {
     int n_vocab;
@@ -99,6 +102,7 @@ struct ox_grammar {
     int32_t *lv;    /* per walk depth (LOOKAHEAD + 1): the state id after each byte of the current token */
     uint32_t n_lv;  /* ids per depth */
     int can_stop;   /* some stop token is in the vocabulary */
+    uint64_t live_left; /* tokens the current mask's look-ahead may still visit (LIVE_WALKS) */
     uint64_t work;  /* ox_grammar_work */
     intern in;
     cache_slot cache[CACHE_SLOTS];
@@ -704,13 +708,14 @@ typedef int (*visit_fn)(ox_grammar *g, uint32_t i, int32_t to, void *ctx);
  * the state after d bytes of the current token; the next token reuses the states of the
  * prefix it shares, and tokens under a dead prefix are skipped. Returns 0 when done, the
  * visit's positive return when it stopped the walk early, or <0. */
-static int walk_tokens(ox_grammar *g, int32_t from, int32_t *lv, visit_fn visit, void *ctx) {
+static int walk_tokens(ox_grammar *g, int32_t from, int32_t *lv, visit_fn visit, void *ctx, int look_ahead) {
     const ox_grammar_vocab *v = g->v;
     lv[0] = from;
     uint32_t valid = 0; /* lv[0..valid] hold the previous token's path */
     for (uint32_t i = 0; i < v->n; i++) {
         int rc = tick(g, 1);
         if (rc) return rc;
+        if (look_ahead && !g->live_left--) return g->live_left = 0, 1; /* the budget: taken as live */
         uint32_t d = v->lcp[i] < valid ? v->lcp[i] : valid;
         const unsigned char *b = (const unsigned char *)v->bytes + v->off[i];
         uint32_t len = v->off[i + 1] - v->off[i];
@@ -740,7 +745,8 @@ static int visit_live(ox_grammar *g, uint32_t i, int32_t to, void *ctx) {
 
 /* Can the text go on from state id: it can end here (complete, and a stop token exists), a
  * control token the grammar names can come next, or some character token leads to a live
- * state. Looks at most depth tokens ahead (past that, and on a cycle, a state counts as live);
+ * state. Looks at most depth tokens ahead (past that, on a cycle, and past the mask's LIVE_WALKS
+ * budget a state counts as live);
  * the answer is kept with the state. 1, 0, or <0. */
 static int state_live(ox_grammar *g, int32_t id, int depth) {
     if (depth <= 0) return 1;
@@ -753,7 +759,7 @@ static int state_live(ox_grammar *g, int32_t id, int depth) {
         if (live) return st->live = 1;
     }
     st->live = 2;
-    int rc = walk_tokens(g, id, g->lv + (size_t)(LOOKAHEAD + 1 - depth) * g->n_lv, visit_live, &depth);
+    int rc = walk_tokens(g, id, g->lv + (size_t)(LOOKAHEAD + 1 - depth) * g->n_lv, visit_live, &depth, 1);
     g->in.s[id].live = (int8_t)(rc < 0 ? -1 : rc > 0);
     return rc < 0 ? rc : rc > 0;
 }
@@ -772,7 +778,8 @@ static int walk(ox_grammar *g, uint32_t *bits) {
     if (g->in.n > INTERN_MAX) intern_clear(&g->in);
     int32_t from = intern_get(g, &g->st.set, g->st.part, g->st.need);
     if (from < 0) return from;
-    int rc = walk_tokens(g, from, g->lv, visit_mask, bits);
+    g->live_left = (uint64_t)LIVE_WALKS * (v->n + 1);
+    int rc = walk_tokens(g, from, g->lv, visit_mask, bits, 0);
     if (rc < 0) return rc;
     /* control tokens the grammar names; stop tokens where the text is complete */
     if (!g->st.need) {

@@ -382,6 +382,20 @@ static void test_no_dead_ends(const ox_grammar_vocab *v) {
     }
     ox_grammar_free(none);
     ox_grammar_free(with);
+    /* every state a dead end (no stop token ends the text), ~180 of them one or two tokens away:
+     * the look-ahead stops after a bounded number of walks of the vocabulary (past it, states
+     * count as live: the mask may allow tokens) */
+    char all_dead[1024], *q = all_dead;
+    q += sprintf(q, "root ::= \"!\" \"!\"?");
+    for (char ch = '#'; ch <= '~'; ch++)
+        if (ch != '\\') q += sprintf(q, " | \"%c\" \"%c\"?", ch, ch);
+    ox_grammar *d = ox_grammar_new(v, all_dead, (size_t)(q - all_dead), NULL, 0, &err);
+    uint64_t before = d ? ox_grammar_work(d) : 0;
+    int rc = d ? ox_grammar_mask(d, logits, N_VOCAB, &err) : -1;
+    CHECK(rc == 0 || rc == OX_E_RANGE);
+    uint64_t spent = d ? ox_grammar_work(d) - before : 0;
+    CHECK_MSG(spent < 256 * N_VOCAB, "%llu operations for one mask", (unsigned long long)spent);
+    ox_grammar_free(d);
 }
 
 int main(void) {
