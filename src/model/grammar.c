@@ -71,7 +71,10 @@ typedef struct istate {
 } istate;
 
 enum { DEAD = -1, UNKNOWN = -2 };
-#define INTERN_MAX 8192 /* states kept before the table starts over */
+#define INTERN_MAX 8192 /* states kept before the table starts over (at a mask's start) */
+/* States one mask may reach: each holds a 1 KiB transition table, and a grammar that tells
+ * every prefix of the vocabulary apart would otherwise make a table per trie node. */
+#define INTERN_LIMIT 65536
 
 typedef struct intern {
     istate *s;
@@ -490,6 +493,8 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
             (!set->n || !memcmp(in->data + st->off, set->d, (size_t)set->n * sizeof *set->d)))
             return in->slot[j] - 1;
     }
+    if (in->n >= INTERN_LIMIT)
+        return ox_errf(g->err, OX_E_RANGE, "grammar: more than %d states in one mask (the grammar tells too many texts apart)", INTERN_LIMIT);
     if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n)) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
     if (in->n == in->cap) {
         uint32_t c = in->cap ? in->cap * 2 : 256;
