@@ -5,8 +5,7 @@
  * The input's length picks the options. Invariants: coded errors only; total is the sum of
  * its parts; a fitted estimate is within its budget and holds at least one position. */
 #include "fuzz.h"
-#include "formats/tensors.h"
-#include "host/hostfile.h"
+#include "fuzz_models.h"
 #include "model/estimate.h"
 #include "model/kv.h"
 #include "model/model.h"
@@ -18,15 +17,11 @@ static void check_sum(const ox_mem_estimate *e) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    int h = ox_host_open_mem("fuzz.gguf", data, size);
     ox_err err = {0};
-    ox_model_files *mf = ox_files_open(&h, 1, &err);
-    if (!mf) {
-        fuzz_expect_error(err.code, &err);
-        ox_host_close(h);
-        return 0;
-    }
     ox_load_opts opts = {0};
+    int h;
+    ox_model_files *mf = fuzz_gguf_files(data, size, &h);
+    if (!mf) return 0;
     opts.quant = (ox_quant)(size % 4);
     opts.stream = (ox_stream)((size >> 2) % 3);
     opts.weight_cache = opts.stream ? (uint64_t)8 << 20 : 0;

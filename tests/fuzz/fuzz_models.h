@@ -1,14 +1,29 @@
 /* fuzz_models.h — the miniature models the fuzz corpus (make_corpus.c) and the harnesses that
- * need a loaded model (fuzz_lora.c) share. */
+ * need a loaded model (fuzz_lora.c) share, and opening an input as a GGUF. */
 #ifndef OX_FUZZ_MODELS_H
 #define OX_FUZZ_MODELS_H
 
 #include <stdio.h>
 #include <unistd.h>
 
+#include "formats/tensors.h"
+#include "fuzz.h"
 #include "host/hostfile.h"
 #include "model/model.h"
 #include "tools/synth.h"
+
+/* The input as one GGUF file (host handle *h): its directory, or NULL when refused (the error
+ * report checked, the handle closed). */
+static inline ox_model_files *fuzz_gguf_files(const uint8_t *data, size_t size, int *h) {
+    ox_err err = {0};
+    *h = ox_host_open_mem("fuzz.gguf", data, size);
+    ox_model_files *mf = ox_files_open(h, 1, &err);
+    if (!mf) {
+        fuzz_expect_error(err.code, &err);
+        ox_host_close(*h);
+    }
+    return mf;
+}
 
 /* The smallest model synth.c accepts, so the seeds stay a few tens of KB. */
 static inline ox_synth fuzz_mini_synth(const char *preset) {
