@@ -62,6 +62,9 @@
 #define LLVMFuzzerTestOneInput fuzz_estimate_one
 #include "../fuzz/fuzz_estimate.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_generate_one
+#include "../fuzz/fuzz_generate.c"
+#undef LLVMFuzzerTestOneInput
 
 typedef int (*harness)(const uint8_t *, size_t);
 static const struct { const char *name; harness fn; } targets[] = {
@@ -71,7 +74,7 @@ static const struct { const char *name; harness fn; } targets[] = {
     {"fuzz_config", fuzz_config_one},     {"fuzz_tokenizer", fuzz_tokenizer_one},
     {"fuzz_tokenizer_json", fuzz_tokenizer_json_one}, {"fuzz_grammar", fuzz_grammar_one},
     {"fuzz_mlx", fuzz_mlx_one},           {"fuzz_lora", fuzz_lora_one},
-    {"fuzz_estimate", fuzz_estimate_one}};
+    {"fuzz_estimate", fuzz_estimate_one}, {"fuzz_generate", fuzz_generate_one}};
 #define N_TARGETS ((int)(sizeof targets / sizeof *targets))
 enum { FLIPS = 12 };
 

@@ -314,6 +314,38 @@ static void loras(void) {
     }
 }
 
+/* fuzz_generate: parameter blocks (48 bytes, see fuzz_generate.c) with prompts, and one with
+ * an MTP drafter for the mini model */
+static void generations(void) {
+    uint8_t b[4096];
+    for (int k = 0; k < 4; k++) {
+        memset(b, 0, 48);
+        b[0] = (uint8_t)(k == 0 ? 1 : k == 1 ? 0x0d : k == 2 ? 0x65 : 0x2f); /* eos; lookup drafts; penalties; logprobs */
+        b[1] = 5, b[2] = (uint8_t)(8 + k), b[3] = 3;
+        float t = k == 0 ? 0.0f : 0.8f, tp = 0.9f, mp = 0.05f, rp = 1.1f;
+        memcpy(b + 4, &t, 4), memcpy(b + 9, &tp, 4), memcpy(b + 13, &mp, 4), memcpy(b + 17, &rp, 4);
+        b[8] = 40, b[21] = (uint8_t)k, b[22] = (uint8_t)(k + 1), b[36] = (uint8_t)k, b[47] = 3;
+        for (int i = 0; i < 16; i++) b[48 + i] = (uint8_t)(i % 5 + 20); /* repeats: lookup finds drafts */
+        char name[32];
+        snprintf(name, sizeof name, "params%d.bin", k);
+        put("fuzz_generate", name, b, 64);
+    }
+    ox_synth s = mini("tiny");
+    s.ple = 0, s.kv_shared = 0, s.layers = 2, s.assistant_of = s.hidden, s.hidden = 64, s.ffn = 128; /* wider than its target */
+    ox_err e = {0};
+    char p[4096];
+    snprintf(p, sizeof p, "%s/tmp-drafter.gguf", out);
+    if (ox_synth_write_gguf(&s, p, &e)) die(p, &e);
+    size_t n;
+    char *d = slurp(p, &n);
+    uint8_t *o = malloc(48 + n);
+    memcpy(o, b, 48);
+    o[0] = 0x81;
+    memcpy(o + 48, d, n);
+    put("fuzz_generate", "mtp-drafter.bin", o, 48 + n);
+    free(o), free(d), remove(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_corpus OUTDIR\n");
@@ -323,12 +355,13 @@ int main(int argc, char **argv) {
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
                                     "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
-                                    "fuzz_lora", "fuzz_estimate"};
+                                    "fuzz_lora", "fuzz_estimate", "fuzz_generate"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
     safetensors_small();
     texts();
     loras();
+    generations();
     return 0;
 }
