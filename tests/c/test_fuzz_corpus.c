@@ -51,6 +51,8 @@
 #include "../fuzz/fuzz_tokenizer_json.c"
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_grammar_one
+static const char this_file[] = __FILE__;
+#define FUZZ_SOURCE_FILE this_file
 #include "../fuzz/fuzz_grammar.c"
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_mlx_one

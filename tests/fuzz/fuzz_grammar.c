@@ -18,12 +18,19 @@ static ox_grammar_vocab *grammar_vocab;
 static int grammar_n_vocab;
 static int32_t grammar_eos;
 
+/* a source file under the repository's tests/, absolute: the demo model is found from it (a
+ * test that includes this harness names its own, which its build passes absolute) */
+#ifndef FUZZ_SOURCE_FILE
+#define FUZZ_SOURCE_FILE __FILE__
+#endif
+
 static void grammar_setup(void) {
     char path[1024];
-    snprintf(path, sizeof path, "%s", __FILE__); /* .../tests/fuzz/fuzz_grammar.c (maybe via tests/c/..) */
-    char *cut = strstr(path, "fuzz_grammar.c");
+    snprintf(path, sizeof path, "%s", FUZZ_SOURCE_FILE);
+    char *cut = NULL;
+    for (char *at = strstr(path, "tests/"); at; at = strstr(at + 1, "tests/")) cut = at; /* the last */
     fuzz_assert(cut != NULL && cut - path + 40 < (long)sizeof path, "the harness knows where the repository is");
-    strcpy(cut, "../../web/models/oxinfer-demo.gguf");
+    strcpy(cut, "web/models/oxinfer-demo.gguf");
     ox_err err = {0};
     int h = ox_host_open_path(path, &err);
     ox_model_files *mf = h < 0 ? NULL : ox_files_open(&h, 1, &err);
