@@ -176,4 +176,5 @@ export const imports = Object.freeze([
   {"name":"ox_js_host_size","ret":"f64","args":[{"name":"file","kind":"i32"}],"doc":"Size of a host file in bytes, or -1 for an unknown handle."},
   {"name":"ox_js_host_name","ret":"i32","args":[{"name":"file","kind":"i32"},{"name":"buf","kind":"ptr"},{"name":"cap","kind":"i32"}],"doc":"The display name of a host file into buf (NUL-terminated); 0, or -1 for an unknown handle."},
   {"name":"ox_js_progress","ret":"i32","args":[{"name":"done","kind":"f64"},{"name":"total","kind":"f64"}],"doc":"Load progress (bytes done of total); nonzero aborts the load (ABORTED)."},
+  {"name":"ox_js_aborted","ret":"i32","args":[],"doc":"Polled while a grammar compiles and while a grammar mask is built (Module.oxAborted()); nonzero stops that call with ABORTED, leaving the engine free for the next call."},
 ]);

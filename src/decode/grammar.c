@@ -19,6 +19,12 @@
  * be walked once per path, 2^depth times. */
 #define MAX_EXPANDED 1024
 #define CACHE_SLOTS 16
+/* Tokens a mask looks past an allowed token for a way on (see state_live); beyond, a state
+ * is taken to be live. */
+#define LOOKAHEAD 3
+/* Tokens the look-ahead may visit per mask, in walks of the whole vocabulary: past it a state
+ * counts as live, so a grammar full of dead ends costs a bounded number of walks. */
+#define LIVE_WALKS 8
 
 struct ox_grammar_vocab {
     int n_vocab;
@@ -34,6 +40,8 @@ struct ox_grammar_vocab {
     char *ctl_bytes;
     uint8_t ctl_first[256]; /* some control text starts with this byte */
     int32_t *where;    /* per id: sorted index, -1 - control index, or INT32_MIN (no text) */
+    ox_gabort_fn abort; /* the grammars' abort hook, or NULL */
+    void *abort_ud;
 };
 
 /* A set of stacks: records [len, e_0 .. e_len-1], top last. */
@@ -57,12 +65,16 @@ typedef struct istate {
     uint32_t part;
     uint8_t need;
     int8_t end;             /* can the text end here: -1 not known yet, 0, 1 */
+    int8_t live;            /* can the text go on (state_live): -1 not known, 0, 1, 2 being checked */
     uint32_t hash;
     int32_t *next;          /* 256 transitions: an id, DEAD, or UNKNOWN; NULL until needed */
 } istate;
 
 enum { DEAD = -1, UNKNOWN = -2 };
-#define INTERN_MAX 8192 /* states kept before the table starts over */
+#define INTERN_MAX 8192 /* states kept before the table starts over (at a mask's start) */
+/* States one mask may reach: each holds a 1 KiB transition table, and a grammar that tells
+ * every prefix of the vocabulary apart would otherwise make a table per trie node. */
+#define INTERN_LIMIT 65536
 
 typedef struct intern {
     istate *s;
@@ -90,8 +102,11 @@ struct ox_grammar {
     gset expanded;  /* the step's stacks already expanded (see MAX_EXPANDED) */
     uint32_t *scratch;
     uint32_t sp;
-    int32_t *lv;    /* the walk's state id after each byte of the current token */
-    uint32_t n_lv;
+    int32_t *lv;    /* per walk depth (LOOKAHEAD + 1): the state id after each byte of the current token */
+    uint32_t n_lv;  /* ids per depth */
+    int can_stop;   /* some stop token is in the vocabulary */
+    uint64_t live_left; /* tokens the current mask's look-ahead may still visit (LIVE_WALKS) */
+    uint64_t work;  /* ox_grammar_work */
     intern in;
     cache_slot cache[CACHE_SLOTS];
     uint64_t clock;
@@ -108,6 +123,13 @@ static int by_bytes(const void *a, const void *b) {
     int c = memcmp(v->bytes + v->off[i], v->bytes + v->off[j], li < lj ? li : lj);
     return c ? c : li < lj ? -1 : li > lj;
 }
+
+void ox_grammar_vocab_set_abort(ox_grammar_vocab *v, int (*poll)(void *ud), void *ud) {
+    v->abort = poll;
+    v->abort_ud = ud;
+}
+
+static int tick(ox_grammar *g, uint64_t n) { return ox_gtick(&g->work, n, g->v->abort, g->v->abort_ud, g->err); }
 
 void ox_grammar_vocab_free(ox_grammar_vocab *v) {
     if (!v) return;
@@ -413,6 +435,10 @@ static int can_end(const ox_grammar *g, const gset *set, uint32_t part, uint8_t 
     uint32_t lo = PART_BITS(part) << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
     if (lo < CP_MIN[PART_LEN(part)]) lo = CP_MIN[PART_LEN(part)];
     if (hi > 0x10ffff) hi = 0x10ffff;
+    /* surrogates are no code points: ED A0..BF starts none (the only way on would be one) */
+    if (lo >= 0xd800 && hi <= 0xdfff) return 0;
+    if (lo < 0xd800 && hi >= 0xd800 && hi <= 0xdfff) hi = 0xd7ff;
+    if (lo >= 0xd800 && lo <= 0xdfff && hi > 0xdfff) lo = 0xe000;
     if (lo > hi) return 0;
     RECORDS(set, k, len, rec) if (len && g->r.el[rec[len - 1]].type == GE_CHARS && chars_meet(g, &g->r.el[rec[len - 1]], lo, hi)) return 1;
     return 0;
@@ -467,6 +493,8 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
             (!set->n || !memcmp(in->data + st->off, set->d, (size_t)set->n * sizeof *set->d)))
             return in->slot[j] - 1;
     }
+    if (in->n >= INTERN_LIMIT)
+        return ox_errf(g->err, OX_E_RANGE, "grammar: more than %d states in one mask (the grammar tells too many texts apart)", INTERN_LIMIT);
     if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n)) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
     if (in->n == in->cap) {
         uint32_t c = in->cap ? in->cap * 2 : 256;
@@ -476,7 +504,7 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
         in->cap = c;
     }
     if (set->n) memcpy(in->data + in->n_data, set->d, (size_t)set->n * sizeof *set->d);
-    in->s[in->n] = (istate){.off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .hash = h};
+    in->s[in->n] = (istate){.off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .live = -1, .hash = h};
     in->n_data += set->n;
     in->slot[j] = (int32_t)in->n + 1;
     return (int32_t)in->n++;
@@ -497,10 +525,12 @@ static int32_t transition(ox_grammar *g, int32_t id, unsigned char b) {
     }
     if (st->next[b] != UNKNOWN) return st->next[b];
     gset set = state_set(g, id);
+    int rc = tick(g, 1 + set.n);
+    if (rc) return rc;
     uint32_t part = st->part;
     uint8_t need = st->need;
     const gset *res = NULL;
-    int rc = step_byte(g, &set, &part, &need, b, &g->tmp[0], &res);
+    rc = step_byte(g, &set, &part, &need, b, &g->tmp[0], &res);
     int32_t to = DEAD;
     if (rc < 0) return rc;
     if (rc) {
@@ -569,13 +599,14 @@ ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t l
     }
     g->v = v;
     g->err = err;
-    if (ox_grules_parse(&g->r, gbnf, len, control_at, v, err)) goto fail;
+    if (ox_grules_parse(&g->r, gbnf, len, control_at, v, v->abort, v->abort_ud, err)) goto fail;
+    g->work = g->r.work;
     /* two synthetic elements at the end: a reference to root, and the END behind it */
     ox_gelem *el = realloc(g->r.el, (size_t)(g->r.n_el + 2) * sizeof *el);
     g->stops = malloc((size_t)(n_stops > 0 ? n_stops : 1) * sizeof *g->stops);
     g->scratch = malloc(MAX_DEPTH * sizeof *g->scratch);
     g->n_lv = v->max_len + 1;
-    g->lv = malloc(g->n_lv * sizeof *g->lv);
+    g->lv = malloc((size_t)g->n_lv * (LOOKAHEAD + 1) * sizeof *g->lv);
     if (!el || !g->stops || !g->scratch || !g->lv) {
         if (el) g->r.el = el;
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
@@ -586,6 +617,7 @@ ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t l
     el[g->r.n_el + 1] = (ox_gelem){.type = GE_END};
     if (n_stops > 0) memcpy(g->stops, stops, (size_t)n_stops * sizeof *stops);
     g->n_stops = n_stops > 0 ? n_stops : 0;
+    for (int k = 0; k < g->n_stops; k++) g->can_stop |= g->stops[k] >= 0 && g->stops[k] < v->n_vocab;
     if (start(g)) goto fail;
     return g;
 fail:
@@ -619,9 +651,10 @@ ox_grammar *ox_grammar_clone(const ox_grammar *src, ox_err *err) {
     g->r.rule_start = dup(r->rule_start, (size_t)r->n_rules * sizeof *r->rule_start);
     g->stops = dup(src->stops, (size_t)src->n_stops * sizeof *src->stops);
     g->n_stops = src->n_stops;
+    g->can_stop = src->can_stop;
     g->scratch = malloc(MAX_DEPTH * sizeof *g->scratch);
     g->n_lv = src->n_lv;
-    g->lv = malloc(g->n_lv * sizeof *g->lv);
+    g->lv = malloc((size_t)g->n_lv * (LOOKAHEAD + 1) * sizeof *g->lv);
     if (!g->r.el || !g->r.ranges || !g->r.rule_start || !g->stops || !g->scratch || !g->lv || set_copy(g, &g->st.set, &src->st.set)) {
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
         ox_grammar_free(g);
@@ -635,6 +668,8 @@ ox_grammar *ox_grammar_clone(const ox_grammar *src, ox_err *err) {
 int ox_grammar_complete(const ox_grammar *g) { return !g->st.need && has_empty(&g->st.set); }
 
 int ox_grammar_finished(const ox_grammar *g) { return ox_grammar_complete(g) && g->st.set.count == 1; }
+
+uint64_t ox_grammar_work(const ox_grammar *g) { return g->work; }
 
 /* ---- the mask ---- */
 
@@ -671,16 +706,21 @@ static cache_slot *cache_take(ox_grammar *g) {
     return c;
 }
 
-/* Walk the sorted vocabulary from the current state: a token is allowed if its bytes keep some
- * parse open. lv[d] is the state after d bytes of the current token; the next token reuses the
- * states of the prefix it shares, and tokens under a dead prefix are skipped. */
-static int walk(ox_grammar *g, uint32_t *bits) {
+typedef int (*visit_fn)(ox_grammar *g, uint32_t i, int32_t to, void *ctx);
+
+/* Walk the sorted vocabulary from state `from`: visit(i, to) for each character token i whose
+ * bytes keep some parse open, `to` the state after it (one where a token may end). lv[d] is
+ * the state after d bytes of the current token; the next token reuses the states of the
+ * prefix it shares, and tokens under a dead prefix are skipped. Returns 0 when done, the
+ * visit's positive return when it stopped the walk early, or <0. */
+static int walk_tokens(ox_grammar *g, int32_t from, int32_t *lv, visit_fn visit, void *ctx, int look_ahead) {
     const ox_grammar_vocab *v = g->v;
-    if (g->in.n > INTERN_MAX) intern_clear(&g->in);
-    int32_t *lv = g->lv;
-    if ((lv[0] = intern_get(g, &g->st.set, g->st.part, g->st.need)) < 0) return lv[0];
+    lv[0] = from;
     uint32_t valid = 0; /* lv[0..valid] hold the previous token's path */
     for (uint32_t i = 0; i < v->n; i++) {
+        int rc = tick(g, 1);
+        if (rc) return rc;
+        if (look_ahead && !g->live_left--) return g->live_left = 0, 1; /* the budget: taken as live */
         uint32_t d = v->lcp[i] < valid ? v->lcp[i] : valid;
         const unsigned char *b = (const unsigned char *)v->bytes + v->off[i];
         uint32_t len = v->off[i + 1] - v->off[i];
@@ -696,8 +736,56 @@ static int walk(ox_grammar *g, uint32_t *bits) {
             continue;
         }
         valid = len;
-        if (state_can_end(g, id)) bits[v->id[i] >> 5] |= 1u << (v->id[i] & 31);
+        if (state_can_end(g, id) && (rc = visit(g, i, id, ctx))) return rc;
     }
+    return 0;
+}
+
+static int state_live(ox_grammar *g, int32_t id, int depth);
+
+static int visit_live(ox_grammar *g, uint32_t i, int32_t to, void *ctx) {
+    (void)i;
+    return state_live(g, to, *(const int *)ctx - 1);
+}
+
+/* Can the text go on from state id: it can end here (complete, and a stop token exists), a
+ * control token the grammar names can come next, or some character token leads to a live
+ * state. Looks at most depth tokens ahead (past that, on a cycle, and past the mask's LIVE_WALKS
+ * budget a state counts as live);
+ * the answer is kept with the state. 1, 0, or <0. */
+static int state_live(ox_grammar *g, int32_t id, int depth) {
+    if (depth <= 0) return 1;
+    istate *st = &g->in.s[id];
+    if (st->live >= 0) return st->live != 0;
+    if (!st->need) {
+        gset set = state_set(g, id);
+        int live = g->can_stop && has_empty(&set);
+        RECORDS(&set, k, len, rec) if (len && g->r.el[rec[len - 1]].type == GE_TOKEN) live = 1;
+        if (live) return st->live = 1;
+    }
+    st->live = 2;
+    int rc = walk_tokens(g, id, g->lv + (size_t)(LOOKAHEAD + 1 - depth) * g->n_lv, visit_live, &depth, 1);
+    g->in.s[id].live = (int8_t)(rc < 0 ? -1 : rc > 0);
+    return rc < 0 ? rc : rc > 0;
+}
+
+/* the mask's visit: the token is allowed when the state after it is live */
+static int visit_mask(ox_grammar *g, uint32_t i, int32_t to, void *ctx) {
+    int rc = state_live(g, to, LOOKAHEAD);
+    if (rc > 0) ((uint32_t *)ctx)[g->v->id[i] >> 5] |= 1u << (g->v->id[i] & 31);
+    return rc < 0 ? rc : 0;
+}
+
+/* The allowed tokens from the current state into bits. */
+static int walk(ox_grammar *g, uint32_t *bits) {
+    const ox_grammar_vocab *v = g->v;
+    if (v->abort && v->abort(v->abort_ud)) return ox_errf(g->err, OX_E_ABORTED, "grammar: aborted by the caller");
+    if (g->in.n > INTERN_MAX) intern_clear(&g->in);
+    int32_t from = intern_get(g, &g->st.set, g->st.part, g->st.need);
+    if (from < 0) return from;
+    g->live_left = (uint64_t)LIVE_WALKS * (v->n + 1);
+    int rc = walk_tokens(g, from, g->lv, visit_mask, bits, 0);
+    if (rc < 0) return rc;
     /* control tokens the grammar names; stop tokens where the text is complete */
     if (!g->st.need) {
         RECORDS(&g->st.set, k, len, rec) {
@@ -743,7 +831,9 @@ static int accept_bytes(ox_grammar *g, const unsigned char *b, size_t n, ox_err 
     int which = 0;
     for (size_t k = 0; k < n; k++) {
         const gset *res = NULL;
-        int rc = step_byte(g, cur, &part, &need, b[k], &g->tmp[which], &res);
+        int rc = tick(g, 1 + cur->n);
+        if (rc) return rc;
+        rc = step_byte(g, cur, &part, &need, b[k], &g->tmp[which], &res);
         if (rc < 0) return rc;
         if (!rc) return ox_errf(err, OX_E_RANGE, "grammar: %s does not fit the grammar here", what);
         if (res == &g->tmp[which]) which ^= 1;

@@ -15,7 +15,16 @@
  * when the text so far is complete.
  *
  * The vocabulary index (ox_grammar_vocab) is built once per tokenizer and shared by the
- * grammars over it; a grammar is used by one thread at a time. */
+ * grammars over it; a grammar is used by one thread at a time.
+ *
+ * Cost: compiling is linear in the compiled rules (at most 2^21 elements, 65536 rules,
+ * repetition counts up to 1024); a mask costs at most the vocabulary walk per distinct state.
+ * Both poll the vocabulary's abort hook (a mask also at its start) and stop with OX_E_ABORTED
+ * when it says so; the grammar is then still valid (a mask may be asked again, or the grammar freed).
+ *
+ * No dead ends: a token is allowed only if the text after it can still end or go on with
+ * some token of the vocabulary (looking a bounded number of tokens ahead, see grammar.c), so
+ * sampling from the mask never reaches a state where no token fits. */
 #ifndef OX_GRAMMAR_H
 #define OX_GRAMMAR_H
 
@@ -30,6 +39,9 @@ typedef struct ox_grammar ox_grammar;
 /* The tokens' bytes (control tokens: their text) sorted for the walk; keeps no pointer to t. */
 ox_grammar_vocab *ox_grammar_vocab_new(const ox_tokenizer *t, ox_err *err);
 void ox_grammar_vocab_free(ox_grammar_vocab *v);
+/* The abort hook of every grammar over v: polled while compiling and building masks; nonzero
+ * stops the call with OX_E_ABORTED. NULL: none. */
+void ox_grammar_vocab_set_abort(ox_grammar_vocab *v, int (*poll)(void *ud), void *ud);
 
 /* Compile len bytes of GBNF. stops: the token ids that end a generation (copied); the grammar
  * lets them through only where the text is complete. OX_E_FORMAT names the line and column. */
@@ -50,5 +62,7 @@ int ox_grammar_accept_text(ox_grammar *g, const char *text, size_t len, ox_err *
 int ox_grammar_complete(const ox_grammar *g);
 /* 1 when nothing more can follow (complete, and no stack is left open). */
 int ox_grammar_finished(const ox_grammar *g);
+/* Operations spent so far (compiling, masks, accepts): tests bound the cost by it. */
+uint64_t ox_grammar_work(const ox_grammar *g);
 
 #endif

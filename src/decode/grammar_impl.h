@@ -30,13 +30,30 @@ typedef struct ox_grules {
     uint32_t *rule_start; /* element index of each rule's first alternative */
     uint32_t n_rules;
     uint32_t root;
+    uint64_t work; /* operations the parse and its checks took (tests bound the growth) */
 } ox_grules;
 
 /* A control token's text starting at text[0..len): its id and *matched length, or -1. */
 typedef int (*ox_gcontrol_fn)(const void *ud, const char *text, size_t len, size_t *matched);
 
-/* Parse GBNF into r (freed with ox_grules_free, also after a failure). */
-int ox_grules_parse(ox_grules *r, const char *src, size_t len, ox_gcontrol_fn control, const void *ud, ox_err *err);
+/* Polled every OX_GRAMMAR_POLL operations: nonzero stops the work with OX_E_ABORTED. */
+typedef int (*ox_gabort_fn)(void *ud);
+#define OX_GRAMMAR_POLL 4096
+
+/* n more operations on *work; abort is polled each time the count passes a multiple of
+ * OX_GRAMMAR_POLL. 0, or OX_E_ABORTED. */
+static inline int ox_gtick(uint64_t *work, uint64_t n, ox_gabort_fn abort, void *ud, ox_err *err) {
+    uint64_t before = *work;
+    *work += n;
+    if (abort && before / OX_GRAMMAR_POLL != *work / OX_GRAMMAR_POLL && abort(ud))
+        return ox_errf(err, OX_E_ABORTED, "grammar: aborted by the caller");
+    return 0;
+}
+
+/* Parse GBNF into r (freed with ox_grules_free, also after a failure). The work is linear in
+ * the size of the compiled rules; abort (may be NULL) is polled along the way. */
+int ox_grules_parse(ox_grules *r, const char *src, size_t len, ox_gcontrol_fn control, const void *ud,
+                    ox_gabort_fn abort, void *abort_ud, ox_err *err);
 void ox_grules_free(ox_grules *r);
 
 static inline int ox_gelem_ends(const ox_gelem *e) { return e->type == GE_END || e->type == GE_ALT; }

@@ -4,7 +4,9 @@
  * whitespace), `#` comments. Groups become helper rules; `x*` becomes `r ::= x r |`, `x+`
  * `x x*`, `x?` `r ::= x |`, `x{m,n}` m copies then a chain of n-m optional ones. After the
  * parse: every referenced rule must be defined, `root` must exist, and no rule may reach
- * itself without consuming input (left recursion would make the matcher loop). */
+ * itself without consuming input (left recursion would make the matcher loop). Every step is
+ * linear in the compiled rules (names are hashed, the checks visit each element a bounded
+ * number of times): a hostile grammar costs its size, and the caller's abort is polled. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 #define MAX_RULES 65536
 #define MAX_REPEAT 1024
-#define MAX_ELEMS (1u << 24)
+#define MAX_ELEMS (1u << 21)
 
 typedef struct evec {
     ox_gelem *el;
@@ -27,14 +29,19 @@ typedef struct parser {
     int line;
     size_t line_start;
     evec *body;        /* per rule */
-    char **name;       /* per rule; generated rules are named after their parent */
+    char **name;       /* per rule; helper rules share their parent's string (not owned) */
     uint8_t *defined;  /* per rule: 0 referenced only, 1 helper, 2 defined by the text */
     uint32_t n_rules, cap_rules;
+    uint32_t *named;   /* open addressing over the user rules' names: rule + 1, 0 empty */
+    uint32_t n_named, cap_named;
     uint32_t *ranges;
     uint32_t n_ranges, cap_ranges;
     uint32_t total_el;
     ox_gcontrol_fn control;
     const void *ud;
+    ox_gabort_fn abort;
+    void *abort_ud;
+    uint64_t work;
     ox_err *err;
 } parser;
 
@@ -63,12 +70,15 @@ static int grow(void **buf, uint32_t *cap, uint32_t need, size_t size) {
 static int push(parser *p, uint32_t r, ox_gelem e) {
     evec *v = &p->body[r];
     if (++p->total_el > MAX_ELEMS) return perr(p, "more than %u elements", MAX_ELEMS);
+    int rc = ox_gtick(&p->work, 1, p->abort, p->abort_ud, p->err);
+    if (rc) return rc;
     if (grow((void **)&v->el, &v->cap, v->n + 1, sizeof *v->el)) return nomem(p);
     v->el[v->n++] = e;
     return 0;
 }
 
-static int64_t new_rule(parser *p, const char *name, size_t len) {
+/* a new rule named name[0..len) (copied), or sharing the string `shared` (helpers) */
+static int64_t new_rule(parser *p, const char *name, size_t len, char *shared) {
     if (p->n_rules >= MAX_RULES) return perr(p, "more than %d rules", MAX_RULES);
     if (p->n_rules == p->cap_rules) {
         uint32_t c = p->cap_rules ? p->cap_rules * 2 : 32;
@@ -81,29 +91,55 @@ static int64_t new_rule(parser *p, const char *name, size_t len) {
         if (!b || !nm || !d) return nomem(p);
         p->cap_rules = c;
     }
-    char *copy = malloc(len + 1);
-    if (!copy) return nomem(p);
-    memcpy(copy, name, len);
-    copy[len] = 0;
+    char *copy = shared;
+    if (!copy) {
+        if (!(copy = malloc(len + 1))) return nomem(p);
+        memcpy(copy, name, len);
+        copy[len] = 0;
+    }
     uint32_t r = p->n_rules++;
     p->body[r] = (evec){0};
     p->name[r] = copy;
-    p->defined[r] = 0;
+    p->defined[r] = shared ? 1 : 0;
     return r;
 }
 
 /* a helper rule, named after the rule it serves (for messages) */
-static int64_t helper_rule(parser *p, uint32_t parent) {
-    int64_t r = new_rule(p, p->name[parent], strlen(p->name[parent]));
-    if (r >= 0) p->defined[r] = 1;
-    return r;
+static int64_t helper_rule(parser *p, uint32_t parent) { return new_rule(p, NULL, 0, p->name[parent]); }
+
+static uint32_t name_hash(const char *s, size_t len) {
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < len; k++) h = (h ^ (unsigned char)s[k]) * 16777619u;
+    return h;
 }
 
-/* a user rule by name (helper rules share their parent's name and are skipped) */
+/* a user rule by name (helper rules share their parent's name and are not in the table) */
 static int64_t rule_by_name(parser *p, const char *name, size_t len) {
-    for (uint32_t r = 0; r < p->n_rules; r++)
-        if (p->defined[r] != 1 && strlen(p->name[r]) == len && !memcmp(p->name[r], name, len)) return r;
-    return new_rule(p, name, len);
+    int rc = ox_gtick(&p->work, len + 1, p->abort, p->abort_ud, p->err);
+    if (rc) return rc;
+    if (2 * (p->n_named + 1) > p->cap_named) { /* grow and rehash: at most half full */
+        uint32_t c = p->cap_named ? 2 * p->cap_named : 64;
+        uint32_t *t = calloc(c, sizeof *t);
+        if (!t) return nomem(p);
+        for (uint32_t k = 0; k < p->cap_named; k++) {
+            if (!p->named[k]) continue;
+            const char *nm = p->name[p->named[k] - 1];
+            uint32_t j = name_hash(nm, strlen(nm)) & (c - 1);
+            while (t[j]) j = (j + 1) & (c - 1);
+            t[j] = p->named[k];
+        }
+        free(p->named);
+        p->named = t;
+        p->cap_named = c;
+    }
+    uint32_t j = name_hash(name, len) & (p->cap_named - 1);
+    for (; p->named[j]; j = (j + 1) & (p->cap_named - 1)) {
+        const char *nm = p->name[p->named[j] - 1];
+        if (!strncmp(nm, name, len) && !nm[len]) return p->named[j] - 1;
+    }
+    int64_t r = new_rule(p, name, len, NULL);
+    if (r >= 0) p->named[j] = (uint32_t)r + 1, p->n_named++;
+    return r;
 }
 
 static int is_name_char(char c) {
@@ -426,33 +462,63 @@ static int rules(parser *p) {
 }
 
 /* Rules that can match the empty string, then a search for a rule that reaches itself
- * through leftmost positions (each position after only nullable rules). */
-static int check_left_recursion(const ox_grules *g, char *const *names, ox_err *err) {
-    uint32_t n = g->n_rules;
+ * through leftmost positions (each position after only nullable rules). Both linear in the
+ * elements: nullability is a worklist (an alternative of rule references counts down the
+ * references not yet known nullable, each reference is visited once when its rule becomes
+ * nullable), and the search's cursor leaves an alternative at its first element that is not
+ * a nullable rule. */
+static int check_left_recursion(ox_grules *g, char *const *names, ox_gabort_fn abort, void *abort_ud, ox_err *err) {
+    uint32_t n = g->n_rules, n_el = g->n_el ? g->n_el : 1;
     uint8_t *nullable = calloc(n ? n : 1, 1), *color = calloc(n ? n : 1, 1);
     uint32_t *stack = malloc((size_t)(n ? n : 1) * 2 * sizeof *stack);
+    /* per alternative (indexed by its first element): references left, or UINT32_MAX when it
+     * holds a character or token and can never be empty; its rule */
+    uint32_t *left = malloc((size_t)n_el * sizeof *left), *alt_rule = malloc((size_t)n_el * sizeof *alt_rule);
+    uint32_t *use_start = calloc((size_t)n + 1, sizeof *use_start), *use = malloc((size_t)n_el * sizeof *use);
+    uint32_t *queue = malloc((size_t)(n ? n : 1) * sizeof *queue), q_head = 0, q_tail = 0;
     int rc = 0;
-    if (!nullable || !color || !stack) {
+    if (!nullable || !color || !stack || !left || !alt_rule || !use_start || !use || !queue) {
         rc = ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
         goto done;
     }
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (uint32_t r = 0; r < n; r++) {
-            if (nullable[r]) continue;
-            for (uint32_t e = g->rule_start[r];; e++) { /* each alternative */
-                uint32_t k = e;
-                while (g->el[k].type == GE_RULE && nullable[g->el[k].a]) k++;
-                if (ox_gelem_ends(&g->el[k])) {
-                    nullable[r] = 1;
-                    changed = 1;
-                    break;
-                }
-                while (!ox_gelem_ends(&g->el[k])) k++;
-                if (g->el[k].type == GE_END) break;
-                e = k;
+    /* pass 1: each alternative's count; the empty ones make their rule nullable */
+    for (uint32_t r = 0; r < n && !rc; r++) {
+        for (uint32_t e = g->rule_start[r];; e++) {
+            uint32_t k = e, refs = 0, plain = 1;
+            for (; !ox_gelem_ends(&g->el[k]); k++) {
+                if (g->el[k].type == GE_RULE) refs++, use_start[g->el[k].a + 1]++;
+                else plain = 0;
             }
+            left[e] = plain ? refs : UINT32_MAX;
+            alt_rule[e] = r;
+            if (plain && !refs && !nullable[r]) nullable[r] = 1, queue[q_tail++] = r;
+            rc = ox_gtick(&g->work, k - e + 1, abort, abort_ud, err);
+            if (g->el[k].type == GE_END || rc) break;
+            e = k;
         }
+    }
+    /* pass 2: the alternatives that reference each rule (counting sort by rule) */
+    for (uint32_t r = 0; r < n; r++) use_start[r + 1] += use_start[r];
+    for (uint32_t r = 0; r < n && !rc; r++) {
+        for (uint32_t e = g->rule_start[r];; e++) {
+            uint32_t k = e;
+            for (; !ox_gelem_ends(&g->el[k]); k++)
+                if (g->el[k].type == GE_RULE) use[use_start[g->el[k].a]++] = e;
+            rc = ox_gtick(&g->work, k - e + 1, abort, abort_ud, err);
+            if (g->el[k].type == GE_END || rc) break;
+            e = k;
+        }
+    }
+    for (uint32_t r = n; r > 0; r--) use_start[r] = use_start[r - 1]; /* back to the starts */
+    if (n) use_start[0] = 0;
+    /* pass 3: the worklist */
+    while (q_head < q_tail && !rc) {
+        uint32_t t = queue[q_head++];
+        for (uint32_t u = use_start[t]; u < use_start[t + 1]; u++) {
+            uint32_t a = use[u];
+            if (left[a] != UINT32_MAX && !--left[a] && !nullable[alt_rule[a]]) nullable[alt_rule[a]] = 1, queue[q_tail++] = alt_rule[a];
+        }
+        rc = ox_gtick(&g->work, use_start[t + 1] - use_start[t] + 1, abort, abort_ud, err);
     }
     /* iterative DFS over left-corner edges: stack of (rule, element cursor) */
     for (uint32_t s = 0; s < n && !rc; s++) {
@@ -462,19 +528,25 @@ static int check_left_recursion(const ox_grules *g, char *const *names, ox_err *
         color[s] = 1;
         while (top && !rc) {
             uint32_t r = stack[top - 2], k = stack[top - 1];
+            if ((rc = ox_gtick(&g->work, 1, abort, abort_ud, err))) break;
             if (g->el[k].type == GE_END) {
                 color[r] = 2;
                 top -= 2;
                 continue;
             }
-            /* advance the cursor to the next leftmost rule reference of this alternative */
             const ox_gelem *e = &g->el[k];
-            stack[top - 1] = k + 1;
-            if (e->type == GE_ALT) continue;
-            int leftmost = 1; /* every element before k in its alternative is a nullable rule */
-            for (uint32_t j = k; j > g->rule_start[r] && !ox_gelem_ends(&g->el[j - 1]); j--)
-                if (g->el[j - 1].type != GE_RULE || !nullable[g->el[j - 1].a]) leftmost = 0;
-            if (!leftmost || e->type != GE_RULE) continue;
+            if (e->type == GE_ALT) {
+                stack[top - 1] = k + 1;
+                continue;
+            }
+            /* k is leftmost (the cursor only passes nullable rules); past a non-nullable element
+             * nothing else in this alternative is */
+            uint32_t next = k + 1;
+            if (e->type != GE_RULE || !nullable[e->a])
+                while (!ox_gelem_ends(&g->el[next])) next++;
+            rc = ox_gtick(&g->work, next - k, abort, abort_ud, err);
+            stack[top - 1] = next;
+            if (rc || e->type != GE_RULE) continue;
             uint32_t t = e->a;
             if (color[t] == 1) rc = ox_errf(err, OX_E_FORMAT, "grammar: rule %s is left-recursive (it can reach itself before matching a character)", names[t]);
             else if (!color[t]) {
@@ -487,6 +559,11 @@ done:
     free(nullable);
     free(color);
     free(stack);
+    free(left);
+    free(alt_rule);
+    free(use_start);
+    free(use);
+    free(queue);
     return rc;
 }
 
@@ -497,9 +574,10 @@ void ox_grules_free(ox_grules *r) {
     *r = (ox_grules){0};
 }
 
-int ox_grules_parse(ox_grules *g, const char *src, size_t len, ox_gcontrol_fn control, const void *ud, ox_err *err) {
+int ox_grules_parse(ox_grules *g, const char *src, size_t len, ox_gcontrol_fn control, const void *ud,
+                    ox_gabort_fn abort, void *abort_ud, ox_err *err) {
     *g = (ox_grules){0};
-    parser p = {.s = src, .len = len, .line = 1, .control = control, .ud = ud, .err = err};
+    parser p = {.s = src, .len = len, .line = 1, .control = control, .ud = ud, .abort = abort, .abort_ud = abort_ud, .err = err};
     int rc = rules(&p);
     int64_t root = -1;
     for (uint32_t r = 0; !rc && r < p.n_rules; r++) {
@@ -523,13 +601,15 @@ int ox_grules_parse(ox_grules *g, const char *src, size_t len, ox_gcontrol_fn co
             at += p.body[r].n;
         }
     }
-    if (!rc) rc = check_left_recursion(g, p.name, err);
+    g->work = p.work;
+    if (!rc) rc = check_left_recursion(g, p.name, abort, abort_ud, err);
     for (uint32_t r = 0; r < p.n_rules; r++) {
         free(p.body[r].el);
-        free(p.name[r]);
+        if (p.defined[r] != 1) free(p.name[r]);
     }
     free(p.body);
     free(p.name);
+    free(p.named);
     free(p.defined);
     free(p.ranges);
     if (rc) ox_grules_free(g);

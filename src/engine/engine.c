@@ -18,6 +18,8 @@ struct ox_engine {
     ox_tokenizer *tok;
     char *info;                 /* JSON, made once */
     ox_grammar_vocab *gvocab;   /* the grammar engine's index of the vocabulary, made on first use */
+    int (*aborted)(void *ud);   /* the grammars' abort hook (ox_engine_set_abort), or NULL */
+    void *aborted_ud;
     ox_lora *lora[OX_LORA_MAX]; /* the attached adapters, owned */
     float lora_scale[OX_LORA_MAX];
     int n_lora;
@@ -114,12 +116,20 @@ int ox_engine_lora_enable(ox_engine *e, int on, ox_err *err) {
 
 int ox_engine_lora_count(const ox_engine *e) { return e->n_lora; }
 
+void ox_engine_set_abort(ox_engine *e, int (*aborted)(void *ud), void *ud) {
+    e->aborted = aborted, e->aborted_ud = ud;
+    if (e->gvocab) ox_grammar_vocab_set_abort(e->gvocab, aborted, ud);
+}
+
 ox_grammar *ox_engine_grammar(ox_engine *e, const char *gbnf, size_t len, const ox_gen_params *p, ox_err *err) {
     if (!e->tok) {
         ox_errf(err, OX_E_STATE, "grammar: the engine was loaded without a tokenizer");
         return NULL;
     }
-    if (!e->gvocab && !(e->gvocab = ox_grammar_vocab_new(e->tok, err))) return NULL;
+    if (!e->gvocab) {
+        if (!(e->gvocab = ox_grammar_vocab_new(e->tok, err))) return NULL;
+        ox_grammar_vocab_set_abort(e->gvocab, e->aborted, e->aborted_ud);
+    }
     const ox_config *c = ox_model_config(e->m);
     int n_eos = p->use_eos ? c->n_eos : 0, n = n_eos + p->n_stop;
     int32_t *stops = malloc((size_t)(n ? n : 1) * sizeof *stops);

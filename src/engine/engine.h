@@ -61,6 +61,9 @@ int ox_engine_lora_count(const ox_engine *e);
  * the model's eos ids when p->use_eos, then p->stop_ids. The caller frees it (ox_grammar_free)
  * after the generation that uses it (ox_engine_grammar_filter). */
 ox_grammar *ox_engine_grammar(ox_engine *e, const char *gbnf, size_t len, const ox_gen_params *p, ox_err *err);
+/* The abort hook of the engine's grammars (decode/grammar.h ox_grammar_vocab_set_abort): polled
+ * while a grammar compiles and while its masks are built; NULL: none. */
+void ox_engine_set_abort(ox_engine *e, int (*aborted)(void *ud), void *ud);
 /* The logits filter that makes a generation follow g. */
 ox_logits_filter ox_engine_grammar_filter(ox_grammar *g);
 

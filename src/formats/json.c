@@ -27,6 +27,7 @@ typedef struct blk { struct blk *next; size_t used, cap; } blk;
 typedef struct { ox_json root; blk *blocks; } doc;
 
 static void *arena_alloc(doc *d, size_t n) {
+    if (n > SIZE_MAX - 15 - BLK_HDR) return NULL;
     n = (n + 15) & ~(size_t)15;
     blk *b = d->blocks;
     if (!b || b->cap - b->used < n) {
@@ -50,6 +51,7 @@ typedef struct {
     doc *d;
     ox_json *stk;
     size_t nstk, cap;
+    size_t n_values; /* pushed so far (OX_JSON_MAX_VALUES) */
     int depth;
     int failed;
 } parser;
@@ -264,10 +266,13 @@ static int parse_number(parser *ps, ox_json *v) {
 }
 
 static int push(parser *ps, const ox_json *v) {
+    if (++ps->n_values > OX_JSON_MAX_VALUES)
+        return fail(ps, ps->p, "more than %zu values in arrays and objects", (size_t)OX_JSON_MAX_VALUES);
     if (ps->nstk == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 256;
-        ox_json *n = realloc(ps->stk, cap * sizeof *n);
-        if (!n) return nomem(ps, cap * sizeof *n);
+        size_t cap = ps->cap ? ps->cap * 2 : 256, bytes;
+        if (ox_mul_size(cap, sizeof(ox_json), &bytes)) return nomem(ps, SIZE_MAX);
+        ox_json *n = realloc(ps->stk, bytes);
+        if (!n) return nomem(ps, bytes);
         ps->stk = n, ps->cap = cap;
     }
     ps->stk[ps->nstk++] = *v;
@@ -281,9 +286,11 @@ static int close_container(parser *ps, ox_json *v, size_t base) {
     v->len = (uint32_t)n;
     v->u.kids = NULL;
     if (n) {
-        v->u.kids = arena_alloc(ps->d, n * sizeof(ox_json));
-        if (!v->u.kids) return nomem(ps, n * sizeof(ox_json));
-        memcpy(v->u.kids, ps->stk + base, n * sizeof(ox_json));
+        size_t bytes;
+        if (ox_mul_size(n, sizeof(ox_json), &bytes)) return nomem(ps, SIZE_MAX);
+        v->u.kids = arena_alloc(ps->d, bytes);
+        if (!v->u.kids) return nomem(ps, bytes);
+        memcpy(v->u.kids, ps->stk + base, bytes);
     }
     ps->nstk = base;
     return 0;
@@ -360,7 +367,7 @@ ox_json *ox_json_parse(const char *text, size_t len, const char *fname, ox_err *
                        OX_JSON_MAX_BYTES), NULL;
     doc *d = calloc(1, sizeof *d);
     if (!d) return ox_errf(err, OX_E_NOMEM, "%s: out of memory", fname), NULL;
-    parser ps = {text, text, text + len, fname, err, d, NULL, 0, 0, 0, 0};
+    parser ps = {text, text, text + len, fname, err, d, NULL, 0, 0, 0, 0, 0};
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ps.p += 3;
     skip_ws(&ps);
     int rc = ps.p >= ps.end ? fail(&ps, ps.p, "empty document") : parse_value(&ps, &d->root);

@@ -7,7 +7,8 @@
  *
  * Strictness: no comments, no trailing commas, no leading zeros, no NaN/Infinity, no
  * unescaped control characters, UTF-8 validated, lone surrogates rejected; a leading
- * UTF-8 BOM is skipped. Limits: OX_JSON_MAX_DEPTH nesting, OX_JSON_MAX_BYTES of text.
+ * UTF-8 BOM is skipped. Limits: OX_JSON_MAX_DEPTH nesting, OX_JSON_MAX_BYTES of text,
+ * OX_JSON_MAX_VALUES values in arrays and objects (the tree's memory follows the count).
  * Errors (OX_E_FORMAT) read "FILE:LINE:COL: problem".
  *
  * Object members keep file order; with duplicate keys ox_json_get returns the last one
@@ -22,6 +23,7 @@
 
 #define OX_JSON_MAX_DEPTH 256
 #define OX_JSON_MAX_BYTES ((size_t)1 << 30)
+#define OX_JSON_MAX_VALUES ((size_t)1 << 22) /* a 262k-token tokenizer.json holds under 2M */
 
 typedef enum {
     OX_JSON_NONE = -1,  /* ox_json_kind(NULL): a missing value */

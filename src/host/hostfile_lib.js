@@ -30,4 +30,8 @@ mergeInto(LibraryManager.library, {
     var f = Module['oxProgress'];
     return f ? f(done, total) | 0 : 0;
   },
+  ox_js_aborted: function () {
+    var f = Module['oxAborted'];
+    return f ? f() | 0 : 0;
+  },
 });

@@ -18,13 +18,15 @@ int ox_kv_capacity(const ox_config *c, int l, int n_ctx) {
     return ring < n_ctx ? (int)ring : n_ctx;
 }
 
+/* SIZE_MAX when it does not fit a size_t (wasm32): the reserve's checked multiply refuses it */
 size_t ox_kv_row_bytes(ox_kv_type t, int n_heads, int hd) {
-    size_t n = (size_t)n_heads;
+    uint64_t n = (uint64_t)(n_heads > 0 ? n_heads : 0), w = (uint64_t)(hd > 0 ? hd : 0), b;
     switch (t) {
-    case OX_KV_F16: return n * (size_t)hd * sizeof(ox_f16);
-    case OX_KV_Q8_0: return n * (((size_t)hd + OX_QK - 1) / OX_QK) * sizeof(ox_block_q8_0);
-    default: return n * (size_t)hd * sizeof(float);
+    case OX_KV_F16: b = n * w * sizeof(ox_f16); break;
+    case OX_KV_Q8_0: b = n * ((w + OX_QK - 1) / OX_QK) * sizeof(ox_block_q8_0); break;
+    default: b = n * w * sizeof(float);
     }
+    return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
 }
 
 uint64_t ox_kv_bytes(const ox_config *c, int n_ctx, ox_kv_type t) {

@@ -60,7 +60,7 @@ static int read_f32(const reader *R, const lora_src *s, float *dst) {
                        (int)s->type);
     int rc = ox_row_bytes(s->type, s->ne0, &rb, R->err);
     if (rc) return ox_err_prefix(R->err, "%s: tensor %s", R->fname, s->name), rc;
-    if (rb * s->ne1 != s->nbytes)
+    if ((s->ne1 && rb > UINT64_MAX / s->ne1) || rb * s->ne1 != s->nbytes || s->nbytes > SIZE_MAX)
         return ox_errf(R->err, OX_E_FORMAT, "%s: tensor %s: %llu bytes for %llu rows of %llu bytes", R->fname, s->name,
                        (unsigned long long)s->nbytes, (unsigned long long)s->ne1, (unsigned long long)rb);
     if (s->type == OX_F32) return ox_host_read(s->file, s->off, (size_t)s->nbytes, dst, R->err);
@@ -89,10 +89,14 @@ static int fill_module(reader *R, lora_module *md, const pair *p, const ox_matri
     md->r = r, md->in = W->cols, md->out = W->rows;
     md->scale = rule == SCALE_GGUF ? (alpha != 0.0f ? alpha / (float)r : 1.0f)
                 : rule == SCALE_RSLORA ? alpha / sqrtf((float)r) : alpha / (float)r;
-    size_t na = (size_t)r * md->in, nb = (size_t)r * md->out;
-    md->a = malloc(na * sizeof(float));
-    md->bt = malloc(nb * sizeof(float));
-    float *bm = malloc(nb * sizeof(float));
+    size_t na, nb, bytes_a, bytes_b; /* r x in can pass 4 GiB of floats: wasm32's size_t */
+    if (ox_mul_size((size_t)r, (size_t)md->in, &na) || ox_mul_size((size_t)r, (size_t)md->out, &nb) ||
+        ox_mul_size(na, sizeof(float), &bytes_a) || ox_mul_size(nb, sizeof(float), &bytes_b))
+        return ox_errf(R->err, OX_E_NOMEM, "%s: %s: rank %d of a %d x %d weight does not fit in memory", R->fname,
+                       a->name, r, md->out, md->in);
+    md->a = malloc(bytes_a);
+    md->bt = malloc(bytes_b);
+    float *bm = malloc(bytes_b);
     int rc = 0;
     if (!md->a || !md->bt || !bm)
         rc = ox_errf(R->err, OX_E_NOMEM, "%s: out of memory for %s", R->fname, a->name);

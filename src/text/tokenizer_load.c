@@ -33,9 +33,10 @@ static ox_tokenizer *tok_new(int n_vocab, ox_err *err) {
     t->n_vocab = n_vocab;
     t->tok = calloc((size_t)n_vocab, sizeof *t->tok);
     t->map_mask = pow2_at_least((uint64_t)n_vocab * 2 + 16) - 1;
-    t->map = malloc(((size_t)t->map_mask + 1) * sizeof *t->map);
-    if (!t->tok || !t->map) goto nomem;
-    memset(t->map, 0xff, ((size_t)t->map_mask + 1) * sizeof *t->map);
+    size_t map_bytes;
+    if (!t->tok || ox_mul_size((size_t)t->map_mask + 1, sizeof *t->map, &map_bytes) || !(t->map = malloc(map_bytes)))
+        goto nomem;
+    memset(t->map, 0xff, map_bytes);
     for (int i = 0; i < n_vocab; i++) t->tok[i].type = OX_TOKEN_UNUSED;
     for (int i = 0; i < 256; i++) t->byte_id[i] = -1, t->trie_root[i] = -1;
     t->bos = t->eos = t->unk = -1;
@@ -128,8 +129,9 @@ static int trie_add(ox_tokenizer *t, int id, int special, ox_err *err) {
 
 static int merges_init(ox_tokenizer *t, uint64_t n, ox_err *err) {
     t->merge_mask = pow2_at_least(n * 2 + 16) - 1;
-    t->merges = malloc(((size_t)t->merge_mask + 1) * sizeof *t->merges);
-    if (!t->merges) return ox_errf(err, OX_E_NOMEM, "out of memory for %llu merges", (unsigned long long)n);
+    size_t bytes; /* the table can pass 4 GiB: wasm32's size_t */
+    if (ox_mul_size((size_t)t->merge_mask + 1, sizeof *t->merges, &bytes) || !(t->merges = malloc(bytes)))
+        return ox_errf(err, OX_E_NOMEM, "out of memory for %llu merges", (unsigned long long)n);
     for (size_t i = 0; i <= t->merge_mask; i++) t->merges[i].key = MERGE_EMPTY;
     return 0;
 }

@@ -296,5 +296,8 @@ OX_IMPORT double ox_js_host_size(int file);
 OX_IMPORT int ox_js_host_name(int file, char *buf, int cap);
 /* Load progress (bytes done of total); nonzero aborts the load (ABORTED). */
 OX_IMPORT int ox_js_progress(double done, double total);
+/* Polled while a grammar compiles and while a grammar mask is built (Module.oxAborted());
+ * nonzero stops that call with ABORTED, leaving the engine free for the next call. */
+OX_IMPORT int ox_js_aborted(void);
 
 #endif

@@ -49,6 +49,12 @@ static int progress(void *ud, uint64_t done, uint64_t total) {
     return ox_js_progress((double)done, (double)total);
 }
 
+/* Grammars poll the JS side's abort flag (ox_js_aborted) while they compile and mask. */
+static int js_aborted(void *ud) {
+    (void)ud;
+    return ox_js_aborted();
+}
+
 API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident,
                                  int stream, double weight_cache) {
     last = (ox_err){0};
@@ -64,6 +70,7 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
     ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .max_resident = (uint64_t)max_resident,
                       .progress = progress, .stream = (ox_stream)stream, .weight_cache = (uint64_t)weight_cache};
     if (!(e->core = ox_engine_load(files, n_files, &o, 0, &last))) free(e), e = NULL;
+    else ox_engine_set_abort(e->core, js_aborted, NULL);
     return e;
 }
 

@@ -3,10 +3,8 @@
  * at a time. Each case checks the error code, that the message names the file and the
  * problem, and that a good model still loads and runs afterwards. Also: limits (context,
  * tokens, threads) and a host file whose reads start failing in the middle of generation.
- * Last, every committed fuzz regression input (tests/fuzz/regressions/<target>/) is replayed
- * through its harness, so the sanitizer build re-checks them on every ctest run. */
+ * (The committed fuzz regression inputs are replayed by test_fuzz_corpus.c.) */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -588,76 +586,6 @@ static void test_read_fails_mid_generation(void) {
     good_model_works();
 }
 
-/* ------------------------------------------------------------------ fuzz regressions */
-
-#define LLVMFuzzerTestOneInput fuzz_gguf_one
-#include "../fuzz/fuzz_gguf.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_model_one
-#include "../fuzz/fuzz_model.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_hf_one
-#include "../fuzz/fuzz_hf.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_safetensors_one
-#include "../fuzz/fuzz_safetensors.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_st_index_one
-#include "../fuzz/fuzz_st_index.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_json_one
-#include "../fuzz/fuzz_json.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_config_one
-#include "../fuzz/fuzz_config.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_tokenizer_one
-#include "../fuzz/fuzz_tokenizer.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_tokenizer_json_one
-#include "../fuzz/fuzz_tokenizer_json.c"
-#undef LLVMFuzzerTestOneInput
-
-static void test_fuzz_regressions(void) {
-    static const struct { const char *name; int (*fn)(const uint8_t *, size_t); } targets[] = {
-        {"fuzz_gguf", fuzz_gguf_one}, {"fuzz_model", fuzz_model_one}, {"fuzz_hf", fuzz_hf_one},
-        {"fuzz_safetensors", fuzz_safetensors_one},
-        {"fuzz_st_index", fuzz_st_index_one}, {"fuzz_json", fuzz_json_one}, {"fuzz_config", fuzz_config_one},
-        {"fuzz_tokenizer", fuzz_tokenizer_one}, {"fuzz_tokenizer_json", fuzz_tokenizer_json_one}};
-    char root[512];
-    snprintf(root, sizeof root, "%s", __FILE__); /* .../tests/c/test_errors.c */
-    char *cut = strstr(root, "tests/c/test_errors.c");
-    CHECK_MSG(cut != NULL, "fuzz regressions: source path %s does not end in tests/c/test_errors.c", root);
-    if (!cut) return;
-    strcpy(cut, "tests/fuzz/regressions");
-    DIR *top = opendir(root);
-    CHECK_MSG(top != NULL, "fuzz regressions: %s is missing", root);
-    if (top) closedir(top);
-    int n = 0;
-    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
-        char d[700];
-        snprintf(d, sizeof d, "%s/%s", root, targets[t].name);
-        DIR *D = opendir(d);
-        if (!D) continue;
-        for (struct dirent *e; (e = readdir(D));) {
-            if (e->d_name[0] == '.') continue;
-            char p[1000];
-            snprintf(p, sizeof p, "%s/%s", d, e->d_name);
-            size_t len;
-            uint8_t *b = slurp(p, &len);
-            CHECK(b != NULL);
-            if (!b) continue;
-            targets[t].fn(b, len); /* aborts on a finding */
-            free(b);
-            n++;
-        }
-        closedir(D);
-    }
-    fprintf(stderr, "fuzz regressions: %d inputs replayed\n", n);
-    /* the committed inputs exist (fuzz_config, fuzz_model): replaying none means the walk broke */
-    CHECK_MSG(n > 0, "fuzz regressions: no input found under %s", root);
-}
-
 /* ------------------------------------------------------------------ main */
 
 int main(void) {
@@ -693,7 +621,6 @@ int main(void) {
     RUN(test_json_limits);
     RUN(test_limits);
     RUN(test_read_fails_mid_generation);
-    RUN(test_fuzz_regressions);
     for (int i = 0; i < 5; i++) free(hf[i].buf);
     free(gguf);
     char p[256];

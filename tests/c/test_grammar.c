@@ -1,12 +1,15 @@
 /* test_grammar.c — the GBNF grammar engine (decode/grammar.h): parse errors, sentences accepted
  * and refused, repetition bounds, control tokens matched only as tokens, stop tokens only where
  * the text is complete, code points split across byte tokens, and the vocabulary mask equal
- * at every step to a brute-force check of every token through ox_grammar_accept. */
+ * at every step to a brute-force check of every token through ox_grammar_accept; compiling
+ * linear in the grammar's size (operation counts over 1x..64x hostile inputs), the abort hook
+ * stopping compiles and masks, and masks that never lead into a dead end. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "decode/grammar.h"
+#include "decode/grammar_impl.h"
 #include "text/tokenizer.h"
 
 #define SP "\xE2\x96\x81"
@@ -255,6 +258,146 @@ static void test_errors_usable(const ox_grammar_vocab *v) {
     ox_grammar_free(g);
 }
 
+/* the operations ox_grules_parse takes for text (0 if it is refused) */
+static uint64_t compile_work(const char *text, size_t len) {
+    ox_grules r;
+    ox_err err = {0};
+    int rc = ox_grules_parse(&r, text, len, NULL, NULL, NULL, NULL, &err);
+    CHECK_MSG(rc == 0, "%.40s...: %s", text, err.msg);
+    uint64_t w = r.work;
+    ox_grules_free(&r);
+    return rc ? 0 : w;
+}
+
+/* Hostile shapes at 1x..64x: the work grows linearly, and stays within a small constant per
+ * compiled element. Each was quadratic before (a walk back to the alternative's start per
+ * element; a linear scan per rule name; a pass over every rule per step of the nullable fixed
+ * point). */
+static void test_compile_linear(void) {
+    enum { FAMILIES = 4 };
+    size_t cap = 4u << 20;
+    char *buf = malloc(cap);
+    for (int f = 0; f < FAMILIES; f++) {
+        uint64_t first = 0;
+        for (int scale = 1; scale <= 64; scale *= 2) {
+            char *p = buf;
+            size_t elements; /* what the text compiles to, about */
+            if (f == 0) { /* one long alternative: [a]{1024} x 2*scale */
+                p += sprintf(p, "root ::=");
+                for (int i = 0; i < 2 * scale; i++) p += sprintf(p, " [a]{1024}");
+                elements = 2048u * (size_t)scale;
+            } else if (f == 1) { /* many rules, each referenced by name: a chain */
+                p += sprintf(p, "root ::= r0\n");
+                for (int i = 0; i < 300 * scale; i++) p += sprintf(p, "r%d ::= \"a\" r%d\n", i, i + 1);
+                p += sprintf(p, "r%d ::= \"a\"\n", 300 * scale);
+                elements = 900u * (size_t)scale;
+            } else if (f == 2) { /* nullable only after one rule per pass, in text order */
+                p += sprintf(p, "root ::= r0 \"a\"\n");
+                for (int i = 0; i < 300 * scale; i++) p += sprintf(p, "r%d ::= r%d | \"b\"\n", i, i + 1);
+                p += sprintf(p, "r%d ::= \n", 300 * scale);
+                elements = 1200u * (size_t)scale;
+            } else { /* leftmost positions behind many nullable rules */
+                p += sprintf(p, "n ::= | \"b\"\nroot ::=");
+                for (int i = 0; i < 500 * scale; i++) p += sprintf(p, " n");
+                p += sprintf(p, " \"a\"\n");
+                elements = 500u * (size_t)scale;
+            }
+            uint64_t w = compile_work(buf, (size_t)(p - buf));
+            if (scale == 1) first = w;
+            CHECK_MSG(w <= 16 * elements, "family %d x%d: %llu operations for ~%zu elements", f, scale, (unsigned long long)w, elements);
+            CHECK_MSG(w <= (uint64_t)scale * first * 5 / 4, "family %d x%d: %llu operations, x1 took %llu", f, scale,
+                      (unsigned long long)w, (unsigned long long)first);
+        }
+    }
+    free(buf);
+}
+
+typedef struct abort_after {
+    int polls, at; /* stop at poll number `at` (0: never) */
+} abort_after;
+
+static int poll_abort(void *ud) {
+    abort_after *a = ud;
+    return a->at && ++a->polls >= a->at;
+}
+
+/* The hook stops a compile and a mask with ABORTED; the grammar is still usable after. */
+static void test_abort(ox_grammar_vocab *v) {
+    abort_after a = {0, 2};
+    ox_grammar_vocab_set_abort(v, poll_abort, &a);
+    char *big = malloc(1 << 16), *p = big;
+    p += sprintf(p, "root ::=");
+    for (int i = 0; i < 256; i++) p += sprintf(p, " [a]{1024}");
+    ox_err err = {0};
+    CHECK(ox_grammar_new(v, big, (size_t)(p - big), NULL, 0, &err) == NULL && err.code == OX_E_ABORTED);
+    CHECK_STR_CONTAINS(err.msg, "aborted");
+    CHECK(a.polls == 2); /* it stopped at the poll that said so */
+    /* a mask: abort at its first poll, then ask again without */
+    a = (abort_after){0, 0};
+    ox_grammar *g = compile(v, "root ::= [a-z]* \".\"");
+    float logits[N_VOCAB], want[N_VOCAB];
+    a.at = 1;
+    for (int i = 0; i < N_VOCAB; i++) logits[i] = 0;
+    CHECK(g && ox_grammar_mask(g, logits, N_VOCAB, &err) == OX_E_ABORTED);
+    a.at = 0;
+    for (int i = 0; i < N_VOCAB; i++) logits[i] = want[i] = 0;
+    CHECK(g && ox_grammar_mask(g, logits, N_VOCAB, &err) == 0);
+    ox_grammar_vocab_set_abort(v, NULL, NULL);
+    ox_grammar *fresh = compile(v, "root ::= [a-z]* \".\"");
+    CHECK(fresh && ox_grammar_mask(fresh, want, N_VOCAB, &err) == 0);
+    CHECK(!memcmp(logits, want, sizeof want));
+    CHECK(ox_grammar_work(g) > 0);
+    ox_grammar_free(fresh);
+    ox_grammar_free(g);
+    free(big);
+}
+
+/* A token is allowed only if something can follow it: a lead byte into the surrogates (ED A0..
+ * ED BF) starts no code point, and with no stop token a complete text that cannot go on is a
+ * dead end. */
+static void test_no_dead_ends(const ox_grammar_vocab *v) {
+    ox_err err = {0};
+    float logits[N_VOCAB];
+    ox_grammar *g = compile(v, "root ::= [^\"]* \"\\\"\"");
+    CHECK(g && ox_grammar_accept(g, BYTE0 + 0xED, &err) == 0);
+    for (int i = 0; i < N_VOCAB; i++) logits[i] = 0;
+    CHECK(ox_grammar_mask(g, logits, N_VOCAB, &err) == 0);
+    CHECK(logits[BYTE0 + 0x9F] == 0 && logits[BYTE0 + 0xA0] < 0 && logits[BYTE0 + 0xBF] < 0);
+    CHECK(ox_grammar_accept(g, BYTE0 + 0xA0, &err) == OX_E_RANGE);
+    ox_grammar_free(g);
+    /* "a" completes the text, but without a stop token nothing can end or follow it ("b" can
+     * go on forever) */
+    const char *src = "root ::= \"a\" | \"b\" \"c\" \"a\"*";
+    ox_grammar *none = ox_grammar_new(v, src, strlen(src), NULL, 0, &err);
+    int32_t stops[1] = {EOS};
+    ox_grammar *with = ox_grammar_new(v, src, strlen(src), stops, 1, &err);
+    CHECK(none && with);
+    if (none && with) {
+        for (int i = 0; i < N_VOCAB; i++) logits[i] = 0;
+        CHECK(ox_grammar_mask(none, logits, N_VOCAB, &err) == 0);
+        CHECK(logits[text_id("a")] < 0 && logits[text_id("b")] == 0);
+        for (int i = 0; i < N_VOCAB; i++) logits[i] = 0;
+        CHECK(ox_grammar_mask(with, logits, N_VOCAB, &err) == 0);
+        CHECK(logits[text_id("a")] == 0 && logits[text_id("b")] == 0);
+    }
+    ox_grammar_free(none);
+    ox_grammar_free(with);
+    /* every state a dead end (no stop token ends the text), ~180 of them one or two tokens away:
+     * the look-ahead stops after a bounded number of walks of the vocabulary (past it, states
+     * count as live: the mask may allow tokens) */
+    char all_dead[1024], *q = all_dead;
+    q += sprintf(q, "root ::= \"!\" \"!\"?");
+    for (char ch = '#'; ch <= '~'; ch++)
+        if (ch != '\\') q += sprintf(q, " | \"%c\" \"%c\"?", ch, ch);
+    ox_grammar *d = ox_grammar_new(v, all_dead, (size_t)(q - all_dead), NULL, 0, &err);
+    uint64_t before = d ? ox_grammar_work(d) : 0;
+    int rc = d ? ox_grammar_mask(d, logits, N_VOCAB, &err) : -1;
+    CHECK(rc == 0 || rc == OX_E_RANGE);
+    uint64_t spent = d ? ox_grammar_work(d) - before : 0;
+    CHECK_MSG(spent < 256 * N_VOCAB, "%llu operations for one mask", (unsigned long long)spent);
+    ox_grammar_free(d);
+}
+
 int main(void) {
     ox_tokenizer *t = make_tokenizer();
     if (!t) return check_summary("test_grammar");
@@ -267,6 +410,9 @@ int main(void) {
         fprintf(stderr, "-- test_tokens\n"), test_tokens(v);
         fprintf(stderr, "-- test_mask\n"), test_mask(v);
         fprintf(stderr, "-- test_errors_usable\n"), test_errors_usable(v);
+        fprintf(stderr, "-- test_compile_linear\n"), test_compile_linear();
+        fprintf(stderr, "-- test_abort\n"), test_abort(v);
+        fprintf(stderr, "-- test_no_dead_ends\n"), test_no_dead_ends(v);
     }
     ox_grammar_vocab_free(v);
     ox_tokenizer_free(t);

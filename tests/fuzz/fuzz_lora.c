@@ -1,15 +1,16 @@
-/* fuzz_lora.c — the LoRA adapter reader (model/lora_read.c) against a fixed mini model: input
- * tag byte 0 -> a GGUF adapter (the rest); 1 -> PEFT (u32 little-endian config length, the
- * adapter_config.json, then adapter_model.safetensors). A loaded adapter is attached, two
+/* fuzz_lora.c — the LoRA adapter reader (model/lora_read.c) against mini models of several
+ * shapes (fuzz_models.h): input tag byte, bit 0: 0 -> a GGUF adapter (the rest); 1 -> PEFT
+ * (u32 little-endian config length, the adapter_config.json, then adapter_model.safetensors);
+ * the bits above, modulo FUZZ_LORA_SHAPES: the model's shape. A loaded adapter is attached, two
  * tokens run through it, and it is detached again. */
 #include "fuzz.h"
 #include "fuzz_models.h"
 #include "model/lora.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    ox_model *m = fuzz_lora_model();
-    fuzz_assert(m != NULL, "the mini model loads");
     if (size < 1) return 0;
+    ox_model *m = fuzz_lora_model((data[0] >> 1) % FUZZ_LORA_SHAPES);
+    fuzz_assert(m != NULL, "the mini model loads");
     int h[2], n = 1;
     if (data[0] & 1) {
         uint32_t k;
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(ox_model_set_lora(m, &a, &scale, 1, &err) == 0, "attach");
         ox_session *s = ox_session_new(m, 8, &err);
         fuzz_assert(s != NULL, "session");
-        int32_t tok[2] = {2, (int32_t)(size % 384)};
+        int32_t tok[2] = {2, (int32_t)(size % (size_t)ox_model_config(m)->vocab)};
         ox_forward_io io = {tok, 2, NULL, NULL, NULL, 0, NULL};
         int rc = ox_forward(s, &io, &err);
         if (rc) fuzz_expect_error(rc, &err);

@@ -3,19 +3,13 @@
  * (the input's length picks the precision), a session and two forward tokens.
  * Loads are capped at 64 MiB resident so a header that claims huge tensors must fail cleanly. */
 #include "fuzz.h"
-#include "host/hostfile.h"
-#include "model/model.h"
-#include "formats/tensors.h"
+#include "fuzz_models.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    int h = ox_host_open_mem("fuzz.gguf", data, size);
+    int h;
+    ox_model_files *mf = fuzz_gguf_files(data, size, &h);
+    if (!mf) return 0;
     ox_err err = {0};
-    ox_model_files *mf = ox_files_open(&h, 1, &err);
-    if (!mf) {
-        fuzz_expect_error(err.code, &err);
-        ox_host_close(h);
-        return 0;
-    }
     ox_load_opts opts = {0};
     opts.max_resident = (uint64_t)64 << 20;
     opts.tables_on_host = size & 1;

@@ -87,6 +87,7 @@ static void models(void) {
         snprintf(name, sizeof name, "mini-%s.gguf", presets[i]);
         copy(p, "fuzz_gguf", name);
         copy(p, "fuzz_model", name);
+        copy(p, "fuzz_estimate", name);
         remove(p);
     }
     /* grammars: the shapes src/decode/json_schema.c writes, and the dialect's corners */
@@ -283,37 +284,73 @@ static void texts(void) {
     }
 }
 
-/* fuzz_lora: adapters for fuzz_lora_model(), GGUF (tag byte 0) and PEFT (tag 1, u32 config
- * length, config, safetensors). */
+/* fuzz_lora: adapters for each fuzz_lora_model(shape), GGUF (tag byte shape << 1) and PEFT
+ * (tag shape << 1 | 1, u32 config length, config, safetensors). */
 static void loras(void) {
+    for (int shape = 0; shape < FUZZ_LORA_SHAPES; shape++) {
+        ox_err e = {0};
+        ox_model *m = fuzz_lora_model(shape);
+        if (!m) die("fuzz_lora_model", NULL);
+        ox_lora_spec sp = {.rank = 2, .alpha = 4, .std = 0.1f, .seed = 1, .targets = OX_LORA_ALL_TARGETS, .type = OX_F16};
+        char p[4096], d[4096], name[64];
+        snprintf(p, sizeof p, "%s/tmp-lora.gguf", out);
+        if (ox_lora_write_gguf(ox_model_config(m), &sp, p, &e)) die(p, &e);
+        size_t n;
+        char *b = slurp(p, &n), *o = malloc(n + 1);
+        o[0] = (char)(shape << 1), memcpy(o + 1, b, n);
+        snprintf(name, sizeof name, "shape%d.gguf", shape);
+        put("fuzz_lora", name, o, n + 1);
+        free(b), free(o), remove(p);
+        snprintf(d, sizeof d, "%s/tmp-peft", out);
+        mkdir(d, 0777);
+        sp.type = OX_BF16, sp.targets = 0x7;
+        if (ox_lora_write_peft(ox_model_config(m), &sp, d, &e)) die(d, &e);
+        size_t nc, ns;
+        snprintf(p, sizeof p, "%s/adapter_config.json", d);
+        char *cfg = slurp(p, &nc);
+        remove(p);
+        snprintf(p, sizeof p, "%s/adapter_model.safetensors", d);
+        char *st = slurp(p, &ns);
+        remove(p), rmdir(d);
+        uint32_t len = (uint32_t)nc;
+        o = malloc(5 + nc + ns);
+        o[0] = (char)(shape << 1 | 1), memcpy(o + 1, &len, 4), memcpy(o + 5, cfg, nc), memcpy(o + 5 + nc, st, ns);
+        snprintf(name, sizeof name, "shape%d-peft.bin", shape);
+        put("fuzz_lora", name, o, 5 + nc + ns);
+        free(o), free(cfg), free(st);
+    }
+}
+
+/* fuzz_generate: parameter blocks (48 bytes, see fuzz_generate.c) with prompts, and one with
+ * an MTP drafter for the mini model */
+static void generations(void) {
+    uint8_t b[4096];
+    for (int k = 0; k < 4; k++) {
+        memset(b, 0, 48);
+        b[0] = (uint8_t)(k == 0 ? 1 : k == 1 ? 0x0d : k == 2 ? 0x65 : 0x2f); /* eos; lookup drafts; penalties; logprobs */
+        b[1] = 5, b[2] = (uint8_t)(8 + k), b[3] = 3;
+        float t = k == 0 ? 0.0f : 0.8f, tp = 0.9f, mp = 0.05f, rp = 1.1f;
+        memcpy(b + 4, &t, 4), memcpy(b + 9, &tp, 4), memcpy(b + 13, &mp, 4), memcpy(b + 17, &rp, 4);
+        b[8] = 40, b[21] = (uint8_t)k, b[22] = (uint8_t)(k + 1), b[36] = (uint8_t)k, b[47] = 3;
+        for (int i = 0; i < 16; i++) b[48 + i] = (uint8_t)(i % 5 + 20); /* repeats: lookup finds drafts */
+        char name[32];
+        snprintf(name, sizeof name, "params%d.bin", k);
+        put("fuzz_generate", name, b, 64);
+    }
+    ox_synth s = mini("tiny");
+    s.ple = 0, s.kv_shared = 0, s.layers = 2, s.assistant_of = s.hidden, s.hidden = 64, s.ffn = 128; /* wider than its target */
     ox_err e = {0};
-    ox_model *m = fuzz_lora_model();
-    if (!m) die("fuzz_lora_model", NULL);
-    ox_lora_spec sp = {.rank = 2, .alpha = 4, .std = 0.1f, .seed = 1, .targets = OX_LORA_ALL_TARGETS, .type = OX_F16};
-    char p[4096], d[4096];
-    snprintf(p, sizeof p, "%s/tmp-lora.gguf", out);
-    if (ox_lora_write_gguf(ox_model_config(m), &sp, p, &e)) die(p, &e);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/tmp-drafter.gguf", out);
+    if (ox_synth_write_gguf(&s, p, &e)) die(p, &e);
     size_t n;
-    char *b = slurp(p, &n), *o = malloc(n + 1);
-    o[0] = 0, memcpy(o + 1, b, n);
-    put("fuzz_lora", "mini.gguf", o, n + 1);
-    free(b), free(o), remove(p);
-    snprintf(d, sizeof d, "%s/tmp-peft", out);
-    mkdir(d, 0777);
-    sp.type = OX_BF16, sp.targets = 0x7;
-    if (ox_lora_write_peft(ox_model_config(m), &sp, d, &e)) die(d, &e);
-    size_t nc, ns;
-    snprintf(p, sizeof p, "%s/adapter_config.json", d);
-    char *cfg = slurp(p, &nc);
-    remove(p);
-    snprintf(p, sizeof p, "%s/adapter_model.safetensors", d);
-    char *st = slurp(p, &ns);
-    remove(p), rmdir(d);
-    uint32_t len = (uint32_t)nc;
-    o = malloc(5 + nc + ns);
-    o[0] = 1, memcpy(o + 1, &len, 4), memcpy(o + 5, cfg, nc), memcpy(o + 5 + nc, st, ns);
-    put("fuzz_lora", "mini-peft.bin", o, 5 + nc + ns);
-    free(o), free(cfg), free(st);
+    char *d = slurp(p, &n);
+    uint8_t *o = malloc(48 + n);
+    memcpy(o, b, 48);
+    o[0] = 0x81;
+    memcpy(o + 48, d, n);
+    put("fuzz_generate", "mtp-drafter.bin", o, 48 + n);
+    free(o), free(d), remove(p);
 }
 
 int main(int argc, char **argv) {
@@ -325,12 +362,13 @@ int main(int argc, char **argv) {
     mkdir(out, 0777);
     static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
                                     "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
-                                    "fuzz_lora", "fuzz_json_schema"};
+                                    "fuzz_lora", "fuzz_json_schema", "fuzz_estimate", "fuzz_generate"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
     safetensors_small();
     texts();
     loras();
+    generations();
     return 0;
 }
