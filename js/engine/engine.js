@@ -13,16 +13,17 @@ const STREAM_NAME = Object.fromEntries(Object.entries(STREAM).map(([k, v]) => [v
 const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
 
 export class Engine {
-  // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped
-  static async start(init, onAbort) {
+  // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped; aborting():
+  // the running request was aborted (src/host/hostfile_lib.js ox_js_aborted asks it)
+  static async start(init, onAbort, aborting = () => false) {
     const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
     // an aborted load ends the host's waits too
-    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null);
+    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null, aborting);
     e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
     return e;
   }
 
-  constructor(M, host, abortFlag) {
+  constructor(M, host, abortFlag, aborting = () => false) {
     this.heap = new Heap(M);
     this.host = host;
     this.abortFlag = abortFlag; // Int32Array over a SharedArrayBuffer (load abort), or null
@@ -32,6 +33,7 @@ export class Engine {
     this.template = null; // the checkpoint's chat template, or null
     host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
     M.oxHost = host; // src/host/hostfile_lib.js reads through it
+    M.oxAborted = aborting;
   }
 
   get threads() {

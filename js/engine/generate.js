@@ -112,7 +112,15 @@ export async function generate(engine, tokens, o, job) {
     return st;
   };
   if (job.aborted) return finish('abort');
-  const g = newGenerator(engine, o, seed);
+  // a grammar compiling (gen_new) or masking (a step) stops with ABORTED when the caller aborts
+  const aborted = (e) => e instanceof OxError && e.code === 'ABORTED';
+  let g;
+  try {
+    g = newGenerator(engine, o, seed);
+  } catch (e) {
+    if (aborted(e)) return finish('abort');
+    throw e;
+  }
   try {
     const outAt = C.ox_wasm_gen_out(g); // the step's output record, at a fixed address
     let t = performance.now();
@@ -150,6 +158,9 @@ export async function generate(engine, tokens, o, job) {
       if (r.stop !== null) return finish('stop', r.stop);
       if (status !== genStatus.token) return finish(REASON[status], null, r.flush());
     }
+  } catch (e) {
+    if (aborted(e)) return finish('abort');
+    throw e;
   } finally {
     C.ox_wasm_gen_free(g);
   }

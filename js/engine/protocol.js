@@ -28,6 +28,8 @@ export class Protocol {
     this.ops = {};
     this.jobs = new Map(); // id -> job of the running request
     this.abortedEarly = new Set(); // ids aborted while queued
+    this.abortFlag = null; // Int32Array over shared memory (init): slot 1 is the id of an aborted request
+    this.running = 0; // the id of the request being handled, 0 between requests
     this.lastStarted = 0;
     this.chain = Promise.resolve();
     this.dead = null; // why the engine cannot run anymore
@@ -36,6 +38,12 @@ export class Protocol {
   // the wasm runtime stopped (Module.onAbort)
   kill(why) {
     this.dead ??= why;
+  }
+
+  // The running request was aborted by its caller (seen through shared memory, so also while the
+  // worker is inside a C call: the grammars poll it through Module.oxAborted).
+  aborting() {
+    return this.running !== 0 && this.abortFlag !== null && Atomics.load(this.abortFlag, 1) === this.running;
   }
 
   receive(m) {
@@ -51,6 +59,7 @@ export class Protocol {
   async handle(m) {
     const { id } = m;
     this.lastStarted = id;
+    this.running = id;
     const job = { id, aborted: this.abortedEarly.delete(id), emit: (ev) => this.post({ ...ev, id }) };
     this.jobs.set(id, job);
     try {
@@ -63,6 +72,7 @@ export class Protocol {
       if (!(e instanceof OxError)) this.kill(`the wasm engine stopped: ${e?.message ?? e}`);
       this.post({ id, ok: false, error: e instanceof OxError ? { code: e.code, message: e.message } : { code: 'STATE', message: this.dead } });
     } finally {
+      this.running = 0;
       this.jobs.delete(id);
     }
   }

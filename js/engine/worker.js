@@ -28,7 +28,8 @@ function serve(protocol) {
   protocol.ops = {
     async init(m) {
       if (m.jinjaUrl) setJinjaUrl(m.jinjaUrl);
-      engine = await Engine.start(m, (what) => protocol.kill(`the wasm engine stopped: ${what}`));
+      protocol.abortFlag = m.abortFlag ?? null;
+      engine = await Engine.start(m, (what) => protocol.kill(`the wasm engine stopped: ${what}`), () => protocol.aborting());
       return { threads: engine.threads };
     },
     async load(m, job) {

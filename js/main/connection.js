@@ -46,6 +46,7 @@ export class Connection {
     this.next = 1;
     this.pending = new Map(); // id -> {resolve, reject, onEvent}
     this.dead = null; // the OxError every request fails with once the worker is gone
+    this.abortFlag = null; // Int32Array over shared memory (loadModel's): slot 1 names an aborted request
     w.listen((m) => this.receive(m), (e) => this.fail(new OxError('STATE', e.message)));
     w.hold(false); // an idle model does not keep Node running
   }
@@ -72,6 +73,8 @@ export class Connection {
   }
 
   abort(target) {
+    // the flag reaches the worker while it is inside a C call; the message when it next yields
+    if (this.abortFlag) Atomics.store(this.abortFlag, 1, target);
     if (!this.dead) this.w.post({ op: 'abort', target });
   }
 

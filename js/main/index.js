@@ -214,7 +214,10 @@ export async function loadModel(sources, opts = {}) {
   const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
   if (env.note) opts.onWarning?.(env.note);
   const engine = await Connection.open();
-  const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  // slot 0: the load's abort; slot 1: the id of the last aborted request (Connection.abort), which
+// a grammar compiling or masking in C polls (Module.oxAborted)
+  const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(8)) : null;
+  engine.abortFlag = abortFlag;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
   // (OX_E_ABORTED); without it the worker is terminated. A failed load never keeps its worker.
   // A wait the flag cannot reach (a browser's sync read of local data) is cut by terminating
