@@ -36,13 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p.show_special = flags >> 1 & 1;
     p.logprobs = flags & 4 ? data[1] % 24 - 2 : -1;
     p.max_tokens = 1 + data[2] % 24;
-    p.draft_max = flags & 8 ? data[3] % (OX_GEN_DRAFT_MAX + 3) : 0;
+    p.draft_tokens = flags & 8 ? data[3] % (OX_GEN_DRAFT_MAX + 3) : 0;
     p.draft_fixed = flags >> 4 & 1;
     p.sampler.temperature = f32_at(data + 4);
     p.sampler.top_k = (int)(int8_t)data[8];
     p.sampler.top_p = f32_at(data + 9);
     p.sampler.min_p = flags & 32 ? f32_at(data + 13) : 0;
-    p.sampler.repeat_penalty = flags & 64 ? f32_at(data + 17) : 1;
+    p.sampler.repetition_penalty = flags & 64 ? f32_at(data + 17) : 1;
     p.sampler.seed = data[21];
     int32_t bias_ids[MAX_BIAS], stop_ids[MAX_STOP];
     float bias[MAX_BIAS];
@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             return 0;
         }
         p.drafter = drafter;
-        p.draft_max = 1 + data[3] % 4;
+        p.draft_tokens = 1 + data[3] % 4;
         p.draft_p_min = (float)(data[46] % 4) * 0.1f; /* 0: every draft its full length */
         n_rest = 0;
     }

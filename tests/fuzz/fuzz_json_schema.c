@@ -9,21 +9,21 @@
 #include "decode/grammar.h"
 #include "text/tokenizer.h"
 
-static ox_grammar_vocab *vocab;
+static ox_grammar_vocab *schema_vocab;
 
-static void setup(void) {
+static void schema_setup(void) {
     static const char js[] = "{\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},"
                              "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<eos>\":0,\"{\":1,\"\\\"\":2},\"merges\":[]}}";
     ox_err err = {0};
     ox_tokenizer *tok = ox_tokenizer_from_json_text(js, sizeof js - 1, "fuzz-schema-vocab.json", &err);
     fuzz_assert(tok != NULL, "the vocabulary");
-    vocab = ox_grammar_vocab_new(tok, &err);
-    fuzz_assert(vocab != NULL, "vocabulary index");
+    schema_vocab = ox_grammar_vocab_new(tok, &err);
+    fuzz_assert(schema_vocab != NULL, "vocabulary index");
     ox_tokenizer_free(tok);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!vocab) setup();
+    if (!schema_vocab) schema_setup();
     if (!size) return 0;
     static const int modes[] = {OX_SCHEMA_JSON, OX_SCHEMA_GEMMA4, OX_SCHEMA_TOOL_CALLS,
                                 OX_SCHEMA_TOOL_CALLS | OX_SCHEMA_AFTER_NAME | OX_SCHEMA_PARALLEL};
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     fuzz_assert(gbnf && n == strlen(gbnf) && n <= OX_SCHEMA_MAX_OUTPUT, "a grammar within the limit");
-    ox_grammar *g = ox_grammar_new(vocab, gbnf, n, NULL, 0, &err);
+    ox_grammar *g = ox_grammar_new(schema_vocab, gbnf, n, NULL, 0, &err);
     if (!g) fuzz_assert(err.code == OX_E_FORMAT && strstr(err.msg, "left"), "the compiler takes the grammar");
     ox_grammar_free(g);
     free(gbnf);
