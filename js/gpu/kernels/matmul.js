@@ -21,8 +21,10 @@ export function actLayout(act, cols, nTok) {
   return { words: qs + d + s, dOff: qs, sOff: qs + d };
 }
 
-// Per type: block elements, bytes, activation format, and WGSL `fn blk(o, b, t) -> f32`: the
-// dot of the weight block at byte o (block b of its row) with token t's activations.
+// Per type: block elements, bytes, activation format, sub-units per block (sub, default 1: a
+// lane's unit of work; the 256-element blocks split in 8 so neighbouring lanes read
+// neighbouring bytes) and WGSL `fn blk(o, b, j, t) -> f32`: the dot of unit j of the weight
+// block at byte o (block b of its row) with token t's activations.
 // Helpers in scope: wb/wh/ww/wf16 (weight loads), xq(t, word), xd(t, block), xs(t, k32), xf(t, col).
 const S8_4 = 'fn s8_4(v : u32) -> u32 { return (v + 0x78787878u) ^ 0x80808080u; }\n'; // 4 nibbles - 8
 const IQ4_LUT = /* wgsl */ `
@@ -40,31 +42,25 @@ fn scale_min_k4(j : u32, q : u32) -> vec2<i32> {
 }
 `;
 const q45k = (qh) => /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
-  var isum = 0i;
-  var msum = 0i;
-  for (var j = 0u; j < 8u; j++) {
-    let sm = scale_min_k4(j, o + 4u);
-    var s = 0i;
-    for (var w = 0u; w < 8u; w++) {
-      var v = (ww(o + ${qh ? 48 : 16}u + 32u * (j >> 1u) + 4u * w) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
-      ${qh ? 'v = v | (((ww(o + 16u + 4u * w) >> j) & 0x01010101u) << 4u);' : ''}
-      s += dot4(v, xq(t, b * 64u + j * 8u + w));
-    }
-    isum += sm.x * s;
-    msum += sm.y * xs(t, b * 8u + j);
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  let sm = scale_min_k4(j, o + 4u);
+  var s = 0i;
+  for (var w = 0u; w < 8u; w++) {
+    var v = (ww(o + ${qh ? 48 : 16}u + 32u * (j >> 1u) + 4u * w) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
+    ${qh ? 'v = v | (((ww(o + 16u + 4u * w) >> j) & 0x01010101u) << 4u);' : ''}
+    s += dot4(v, xq(t, b * 64u + j * 8u + w));
   }
   let ad = xd(t, b);
-  return ad * wf16(o) * f32(isum) - ad * wf16(o + 2u) * f32(msum);
+  return ad * wf16(o) * f32(sm.x * s) - ad * wf16(o + 2u) * f32(sm.y * xs(t, b * 8u + j));
 }
 `;
 
-/** @type {Record<number, {name: string, be: number, bb: number, act: 'f32'|'q8_0'|'q8_k', code: string}>} */
+/** @type {Record<number, {name: string, be: number, bb: number, act: 'f32'|'q8_0'|'q8_k', sub?: number, code: string}>} */
 export const TYPES = {
   0: {
     name: 'F32', be: 8, bb: 32, act: 'f32',
     code: /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0.0;
   for (var e = 0u; e < 8u; e++) {
     let c = b * 8u + e;
@@ -77,7 +73,7 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
   1: {
     name: 'F16', be: 8, bb: 16, act: 'f32',
     code: /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0.0;
   for (var e = 0u; e < 8u; e++) {
     let c = b * 8u + e;
@@ -90,7 +86,7 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
   30: {
     name: 'BF16', be: 8, bb: 16, act: 'f32',
     code: /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0.0;
   for (var e = 0u; e < 8u; e++) {
     let c = b * 8u + e;
@@ -103,7 +99,7 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
   8: {
     name: 'Q8_0', be: 32, bb: 34, act: 'q8_0',
     code: /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0i;
   for (var j = 0u; j < 8u; j++) { s += dot4(ww(o + 2u + 4u * j), xq(t, b * 8u + j)); }
   return f32(s) * (wf16(o) * xd(t, b));
@@ -113,7 +109,7 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
   2: {
     name: 'Q4_0', be: 32, bb: 18, act: 'q8_0',
     code: S8_4 + /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0i;
   for (var j = 0u; j < 4u; j++) {
     let q = ww(o + 2u + 4u * j);
@@ -126,7 +122,7 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
   20: {
     name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0',
     code: IQ4_LUT + /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0i;
   for (var j = 0u; j < 4u; j++) {
     let q = ww(o + 2u + 4u * j);
@@ -136,47 +132,42 @@ fn blk(o : u32, b : u32, t : u32) -> f32 {
 }
 `,
   },
-  12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', code: SCALE_MIN_K4 + q45k(false) },
-  13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', code: SCALE_MIN_K4 + q45k(true) },
+  12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(false) },
+  13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(true) },
   14: {
-    name: 'Q6_K', be: 256, bb: 210, act: 'q8_k',
+    name: 'Q6_K', be: 256, bb: 210, act: 'q8_k', sub: 8,
     code: /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var isum = 0i;
-  for (var j = 0u; j < 16u; j++) {
-    let half = j >> 3u;
-    let quarter = (j & 7u) >> 1u;
-    let l0 = 16u * (j & 1u);
+  for (var jj = 2u * j; jj < 2u * j + 2u; jj++) {
+    let half = jj >> 3u;
+    let quarter = (jj & 7u) >> 1u;
+    let l0 = 16u * (jj & 1u);
     var s = 0i;
     for (var w = 0u; w < 4u; w++) {
       let lo = (ww(o + 64u * half + 32u * (quarter & 1u) + l0 + 4u * w) >> (4u * (quarter >> 1u))) & 0x0f0f0f0fu;
       let hi = (ww(o + 128u + 32u * half + l0 + 4u * w) >> (2u * quarter)) & 0x03030303u;
       let v = ((lo | (hi << 4u)) + 0x60606060u) ^ 0x80808080u;
-      s += dot4(v, xq(t, b * 64u + j * 4u + w));
+      s += dot4(v, xq(t, b * 64u + jj * 4u + w));
     }
-    isum += extractBits(i32(wb(o + 192u + j)), 0u, 8u) * s;
+    isum += extractBits(i32(wb(o + 192u + jj)), 0u, 8u) * s;
   }
   return xd(t, b) * wf16(o + 208u) * f32(isum);
 }
 `,
   },
   23: {
-    name: 'IQ4_XS', be: 256, bb: 136, act: 'q8_k',
+    name: 'IQ4_XS', be: 256, bb: 136, act: 'q8_k', sub: 8,
     code: IQ4_LUT + /* wgsl */ `
-fn blk(o : u32, b : u32, t : u32) -> f32 {
-  let d4d8 = wf16(o) * xd(t, b);
-  let sh = wh(o + 2u);
-  var sum = 0.0;
-  for (var ib = 0u; ib < 8u; ib++) {
-    let ls = i32(((wb(o + 4u + (ib >> 1u)) >> (4u * (ib & 1u))) & 0xfu) | (((sh >> (2u * ib)) & 3u) << 4u)) - 32;
-    var s = 0i;
-    for (var j = 0u; j < 4u; j++) {
-      let q = ww(o + 8u + 16u * ib + 4u * j);
-      s += dot4(lut4(q), xq(t, b * 64u + ib * 8u + j)) + dot4(lut4(q >> 4u), xq(t, b * 64u + ib * 8u + 4u + j));
-    }
-    sum += d4d8 * f32(ls) * f32(s);
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  let ib = j;
+  let ls = i32(((wb(o + 4u + (ib >> 1u)) >> (4u * (ib & 1u))) & 0xfu) | (((wh(o + 2u) >> (2u * ib)) & 3u) << 4u)) - 32;
+  var s = 0i;
+  for (var w = 0u; w < 4u; w++) {
+    let q = ww(o + 8u + 16u * ib + 4u * w);
+    s += dot4(lut4(q), xq(t, b * 64u + ib * 8u + w)) + dot4(lut4(q >> 4u), xq(t, b * 64u + ib * 8u + 4u + w));
   }
-  return sum;
+  return wf16(o) * xd(t, b) * f32(ls) * f32(s);
 }
 `,
   },
@@ -192,7 +183,7 @@ export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'y
 /** WGSL of the matmul for weight type `type`, TT tokens per workgroup.
  * @param {number} type ggml type id  @param {number} tt  @param {{dot4: boolean}} caps */
 export function matmulWgsl(type, tt, caps) {
-  const T = TYPES[type];
+  const T = TYPES[type], sub = T.sub ?? 1;
   const wgSize = ROWS * LANES;
   return /* wgsl */ `${dot4Requires(caps.dot4)}
 struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
@@ -219,9 +210,10 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   var acc : array<f32, ${tt}>;
   if (r < p.rows) {
     let ro = p.wOff + r * p.rowBytes;
-    for (var b = lane; b < p.nb; b += ${LANES}u) {
+    for (var u = lane; u < p.nb * ${sub}u; u += ${LANES}u) {
+      let b = u / ${sub}u;
       for (var t = 0u; t < TT; t++) {
-        if (t0 + t < p.nTok) { acc[t] += blk(ro + b * ${T.bb}u, b, t0 + t); }
+        if (t0 + t < p.nTok) { acc[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
       }
     }
   }
