@@ -32,7 +32,7 @@
 //   resetParams() after submitting the command buffer they were encoded into (the slots are
 //   then reused; before that, every encode takes a fresh slot).
 import { grid } from './kernels/common.js';
-import { TYPES, ROWS, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl } from './kernels/matmul.js';
+import { TYPES, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
 import {
   ROW_WG, RMSNORM_PARAMS, rmsnormWgsl, ROPE_PARAMS, ropeWgsl, ropeTable, SOFTMAX_PARAMS, softmaxWgsl,
@@ -182,7 +182,7 @@ export function createKernels(device, caps) {
           rows: part.rows, cols: w.cols, nTok, row0: part.row0, xOff: X.offset, yOff: Y.offset, yStride: y.stride ?? w.rows,
           rowBytes: w.rowBytes, nb: Math.ceil(w.cols / T.be), dOff: L.dOff, sOff: L.sOff, wOff: part.byteOffset ?? 0,
         });
-        run(pass, pipe, [part.buffer, X.buffer, Y.buffer], uni, Math.ceil(part.rows / ROWS), Math.ceil(nTok / tt));
+        run(pass, pipe, [part.buffer, X.buffer, Y.buffer], uni, Math.ceil(part.rows / matmulRows(caps)), Math.ceil(nTok / tt));
       }
     },
 

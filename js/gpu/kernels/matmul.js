@@ -7,7 +7,8 @@
 //
 // One workgroup: ROWS rows x LANES lanes (each lane a strided share of the row's blocks), and a
 // tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
-// decode matvec; TT = 4 the prefill / verify matmul.
+// decode matvec; TT = 4 the prefill / verify matmul. With the subgroups feature, a subgroup per
+// row and subgroupAdd instead (matmulRows).
 import { loads, dot4, dot4Requires, flatGroup } from './common.js';
 
 /** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
@@ -180,12 +181,22 @@ export const TOKEN_TILE = 4;
 /** Uniform of a matmul dispatch (u32 words). */
 export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff'];
 
+/** Rows per workgroup: with subgroups, each subgroup sums whole rows with subgroupAdd (no
+ * barrier) and a workgroup holds 64 / the smallest subgroup of them; else ROWS rows of LANES
+ * lanes and a tree in workgroup memory. */
+export function matmulRows(caps) {
+  return subgroupRows(caps) ? 64 / caps.subgroupMinSize : ROWS;
+}
+const subgroupRows = (caps) => caps.subgroups && caps.subgroupMinSize >= 4 && 64 % caps.subgroupMinSize === 0;
+
 /** WGSL of the matmul for weight type `type`, TT tokens per workgroup.
- * @param {number} type ggml type id  @param {number} tt  @param {{dot4: boolean}} caps */
+ * @param {number} type ggml type id  @param {number} tt
+ * @param {import('../device.js').GpuCaps} caps dot4, subgroups, subgroupMinSize */
 export function matmulWgsl(type, tt, caps) {
   const T = TYPES[type], sub = T.sub ?? 1;
-  const wgSize = ROWS * LANES;
-  return /* wgsl */ `${dot4Requires(caps.dot4)}
+  const sg = subgroupRows(caps);
+  const R = matmulRows(caps), wgSize = sg ? 64 : ROWS * LANES;
+  const head = /* wgsl */ `${dot4Requires(caps.dot4)}${sg ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
 struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
 @group(0) @binding(0) var<storage, read> W : array<u32>;
 @group(0) @binding(1) var<storage, read> X : array<u32>;
@@ -200,6 +211,37 @@ fn xd(t : u32, b : u32) -> f32 { return bitcast<f32>(X[p.xOff + p.dOff + t * (p.
 fn xs(t : u32, k : u32) -> i32 { return bitcast<i32>(X[p.xOff + p.sOff + t * (p.cols / 32u) + k]); }
 fn xf(t : u32, c : u32) -> f32 { return bitcast<f32>(X[p.xOff + t * p.cols + c]); }
 ${T.code}
+// acc[t] += this lane's share (units lane, lane + step, ...) of row r
+fn row_dot(r : u32, lane : u32, step : u32, t0 : u32, acc : ptr<function, array<f32, ${tt}>>) {
+  let ro = p.wOff + r * p.rowBytes;
+  for (var u = lane; u < p.nb * ${sub}u; u += step) {
+    let b = u / ${sub}u;
+    for (var t = 0u; t < TT; t++) {
+      if (t0 + t < p.nTok) { (*acc)[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
+    }
+  }
+}
+fn put(r : u32, t : u32, v : f32) { Y[p.yOff + t * p.yStride + p.row0 + r] = v; }
+`;
+  if (sg)
+    return head + /* wgsl */ `
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(subgroup_id) sgid : u32, @builtin(num_subgroups) nsg : u32,
+        @builtin(subgroup_invocation_id) si : u32, @builtin(subgroup_size) ssz : u32) {
+  let t0 = wg.y * TT;
+  for (var rl = sgid; rl < ${R}u; rl += nsg) {
+    let r = (${flatGroup}) * ${R}u + rl;
+    var acc : array<f32, ${tt}>;
+    if (r < p.rows) { row_dot(r, si, ssz, t0, &acc); }
+    for (var t = 0u; t < TT; t++) {
+      let v = subgroupAdd(acc[t]);
+      if (si == 0u && r < p.rows && t0 + t < p.nTok) { put(r, t0 + t, v); }
+    }
+  }
+}
+`;
+  return head + /* wgsl */ `
 var<workgroup> red : array<f32, ${wgSize * tt}>;
 @compute @workgroup_size(${wgSize})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
@@ -208,15 +250,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   let lane = li % ${LANES}u;
   let t0 = wg.y * TT;
   var acc : array<f32, ${tt}>;
-  if (r < p.rows) {
-    let ro = p.wOff + r * p.rowBytes;
-    for (var u = lane; u < p.nb * ${sub}u; u += ${LANES}u) {
-      let b = u / ${sub}u;
-      for (var t = 0u; t < TT; t++) {
-        if (t0 + t < p.nTok) { acc[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
-      }
-    }
-  }
+  if (r < p.rows) { row_dot(r, lane, ${LANES}u, t0, &acc); }
   for (var t = 0u; t < TT; t++) { red[t * ${wgSize}u + li] = acc[t]; }
   workgroupBarrier();
   for (var s = ${LANES / 2}u; s > 0u; s >>= 1u) {
@@ -227,7 +261,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   }
   if (lane == 0u && r < p.rows) {
     for (var t = 0u; t < TT; t++) {
-      if (t0 + t < p.nTok) { Y[p.yOff + (t0 + t) * p.yStride + p.row0 + r] = red[t * ${wgSize}u + li]; }
+      if (t0 + t < p.nTok) { put(r, t0 + t, red[t * ${wgSize}u + li]); }
     }
   }
 }
