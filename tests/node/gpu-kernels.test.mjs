@@ -232,7 +232,7 @@ for (const A of adapters) {
       }
     });
 
-    it('elementwise: GELU gate (against ox_geglu_ref), add, axpby, scale, soft-cap, in strided rows', async () => {
+    it('elementwise: GELU gate (against ox_geglu), add, axpby, scale, soft-cap, in strided rows', async () => {
       const r = rng(9), n = 300;
       const g = new Float32Array(n).map(() => r() * 12 - 6), u = new Float32Array(n).map(() => r() * 2 - 1);
       const want = f32(ref('geglu', [n], new Float32Array([...g, ...u])));
@@ -258,6 +258,73 @@ for (const A of adapters) {
         }
       }
     });
+
+    it('MoE: router top-K (softmax, ties to the lower id, renormalized, expert scale) as forward.c', async () => {
+      const r = rng(31), nTok = 5, nExp = 12, topK = 3;
+      const z = new Float32Array(nTok * nExp).map(() => r() * 6 - 3);
+      z[nExp + 4] = z[nExp + 7] = 9; // token 1: a tie at the top, the lower id first
+      const scale = new Float32Array(nExp).map(() => 0.5 + r());
+      const Z = bufferOf(device, z), SC = bufferOf(device, scale), SEL = zeros(device, nTok * topK * 4), WT = zeros(device, nTok * topK * 4);
+      const sel = new Uint32Array((await runAndRead(k, (pass) => k.moeRoute(pass, { z: Z, expertScale: SC, sel: SEL, weights: WT, nTok, nExp, topK }), SEL)).buffer);
+      const wt = f32(await runAndRead(k, () => {}, WT));
+      for (let t = 0; t < nTok; t++) {
+        const prob = f32(ref('softmax', [nExp], z.slice(t * nExp, (t + 1) * nExp)));
+        const order = [...prob.keys()].sort((a, b) => prob[b] - prob[a] || a - b).slice(0, topK);
+        const sum = order.reduce((s, e) => s + prob[e], 0);
+        assert.deepEqual([...sel.subarray(t * topK, (t + 1) * topK)], order, `token ${t} experts`);
+        const want = order.map((e) => (prob[e] / sum) * scale[e]);
+        assertClose(wt.subarray(t * topK, (t + 1) * topK), want, rel(want, 1e-5), `token ${t} weights`);
+      }
+      assert.deepEqual([...sel.subarray(topK, topK + 2)], [4, 7]);
+    });
+
+    for (const [type, split] of [[12, false], [8, true]]) {
+      it(`MoE: expert matmul ${GPU_TYPES[type].name} on the chosen experts${split ? ', experts split across buffers' : ''}, fused gate|up GELU, combine`, async () => {
+        const r = rng(40 + type), nExp = 5, eRows = 12, cols = type === 12 ? 256 : 64, nTok = 3, topK = 2, nSlots = nTok * topK;
+        const wb = randomWeights(type, nExp * eRows, cols, r), rb = gpuRowBytes(type, cols);
+        const w = k.uploadWeight({ type, rows: nExp * eRows, cols, data: wb, unitRows: eRows, maxBinding: split ? 2 * eRows * rb + 4 : undefined });
+        assert.equal(w.parts.length, split ? 3 : 1);
+        const sel = new Uint32Array([3, 0, 4, 1, 1, 3]);
+        const x = new Float32Array(nTok * cols).map(() => r() * 2 - 1);
+        const X = bufferOf(device, x), Q = zeros(device, Math.max(1, k.actWords(type, cols, nTok)) * 4), SEL = bufferOf(device, sel);
+        const Y = zeros(device, nSlots * eRows * 4);
+        const out = f32(await runAndRead(k, (pass) => {
+          k.quantize(pass, { type, x: X, act: Q, cols, nTok });
+          k.moeMatmul(pass, { w, x: X, act: Q, sel: SEL, y: Y, nSlots, xDiv: topK, expertRows: eRows });
+        }, Y));
+        const actBytes = toGgmlAct(GPU_TYPES[type].act, await runAndRead(k, () => {}, Q, k.actWords(type, cols, nTok) * 4), cols, nTok);
+        const act = f32(ref('deq', [GPU_TYPES[type].act === 'q8_0' ? 8 : 15, nTok * cols], actBytes));
+        const arb = actBytes.length / nTok;
+        for (let s = 0; s < nSlots; s++) {
+          const t = Math.floor(s / topK), e = sel[s];
+          const we = wb.subarray(e * eRows * rb, (e + 1) * eRows * rb);
+          const want = f32(ref('dot', [type, eRows, cols, 1], new Uint8Array([...we, ...actBytes.subarray(t * arb, (t + 1) * arb)])));
+          const mag = magnitudes(type, we, eRows, cols, act.subarray(t * cols, (t + 1) * cols), 1);
+          assertClose(out.subarray(s * eRows, (s + 1) * eRows), want, Array.from(mag, (m) => m * 1e-5 + 1e-30), `slot ${s} (expert ${e})`);
+        }
+        // [gate | up] halves of each slot's row (6 + 6) -> gelu(gate) * up, rows of 6
+        const EACT = zeros(device, nSlots * 6 * 4);
+        const gu = f32(await runAndRead(k, (pass) => k.elt(pass, 'geglu2', { a: EACT, b: Y, n: nSlots * 6, cols: 6, aStride: 6, bStride: eRows, cOff: 6 }), EACT));
+        for (let s = 0; s < nSlots; s++) {
+          const g = out.slice(s * eRows, s * eRows + 6), u = out.slice(s * eRows + 6, (s + 1) * eRows);
+          const want = f32(ref('geglu', [6], new Float32Array([...g, ...u])));
+          assertClose(gu.subarray(s * 6, (s + 1) * 6), want, rel(want, 2e-6, 1e-7), `geglu2 slot ${s}`);
+        }
+        // combine the slots of each token with weights, in increasing expert id
+        const wts = new Float32Array(nSlots).map(() => r());
+        const WT = bufferOf(device, wts), OUT = zeros(device, nTok * eRows * 4);
+        const comb = f32(await runAndRead(k, (pass) => k.moeCombine(pass, { ys: Y, sel: SEL, weights: WT, out: OUT, nTok, topK, n: eRows }), OUT));
+        for (let t = 0; t < nTok; t++) {
+          const slots = [0, 1].map((q) => t * topK + q).sort((a, b) => sel[a] - sel[b]);
+          for (let c = 0; c < eRows; c++) {
+            let acc = 0;
+            for (const s of slots) acc = Math.fround(acc + Math.fround(wts[s] * out[s * eRows + c]));
+            assert.ok(Math.abs(comb[t * eRows + c] - acc) <= Math.abs(acc) * 1e-6 + 1e-7, `combine t ${t} c ${c}`);
+          }
+        }
+        for (const p of w.parts) p.buffer.destroy();
+      });
+    }
 
     for (const kv of ['f32', 'f16']) {
       it(`KV write + attention, ${kv} rows, GQA, full and a sliding ring`, async () => {

@@ -178,8 +178,9 @@ export const ROWS = 4;
 export const LANES = 16;
 export const TOKEN_TILE = 4;
 
-/** Uniform of a matmul dispatch (u32 words). */
-export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff'];
+/** Uniform of a matmul dispatch (u32 words); the last four only for the MoE variant. */
+export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff',
+  'xDiv', 'e0', 'ne', 'expertBytes'];
 
 /** Rows per workgroup: with subgroups, each subgroup sums whole rows with subgroupAdd (no
  * barrier) and a workgroup holds 64 / the smallest subgroup of them; else ROWS rows of LANES
@@ -189,19 +190,37 @@ export function matmulRows(caps) {
 }
 const subgroupRows = (caps) => caps.subgroups && caps.subgroupMinSize >= 4 && 64 % caps.subgroupMinSize === 0;
 
-/** WGSL of the matmul for weight type `type`, TT tokens per workgroup.
+/** WGSL of the matmul for weight type `type`, TT tokens per workgroup. moe: the routed-expert
+ * variant (TT = 1): grid y runs over slots (token x chosen expert); slot s multiplies expert
+ * SEL[s] (stacked experts of `rows` rows each, experts [e0, e0 + ne) in this buffer at
+ * expertBytes apiece; others are left to the part that holds them) with activation token
+ * s / xDiv, into y row s.
  * @param {number} type ggml type id  @param {number} tt
  * @param {import('../device.js').GpuCaps} caps dot4, subgroups, subgroupMinSize */
-export function matmulWgsl(type, tt, caps) {
+export function matmulWgsl(type, tt, caps, moe = false) {
   const T = TYPES[type], sub = T.sub ?? 1;
   const sg = subgroupRows(caps);
   const R = matmulRows(caps), wgSize = sg ? 64 : ROWS * LANES;
+  if (moe) tt = 1;
+  // where this workgroup's rows live and which activation token / output row they use
+  const where = moe
+    ? `let slot = wg.y;
+  let e = SEL[slot];
+  let live_e = e >= p.e0 && e < p.e0 + p.ne;
+  let base = p.wOff + select(0u, (e - p.e0) * p.expertBytes, live_e);
+  let at0 = slot / p.xDiv;
+  let out0 = slot;`
+    : `let live_e = true;
+  let base = p.wOff;
+  let at0 = wg.y * TT;
+  let out0 = at0;`;
   const head = /* wgsl */ `${dot4Requires(caps.dot4)}${sg ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
 struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
 @group(0) @binding(0) var<storage, read> W : array<u32>;
 @group(0) @binding(1) var<storage, read> X : array<u32>;
 @group(0) @binding(2) var<storage, read_write> Y : array<f32>;
-@group(0) @binding(3) var<uniform> p : P;
+${moe ? '@group(0) @binding(3) var<storage, read> SEL : array<u32>;' : ''}
+@group(0) @binding(${moe ? 4 : 3}) var<uniform> p : P;
 const TT : u32 = ${tt}u;
 const BE : u32 = ${T.be}u;
 ${loads('W', 'w')}
@@ -211,32 +230,33 @@ fn xd(t : u32, b : u32) -> f32 { return bitcast<f32>(X[p.xOff + p.dOff + t * (p.
 fn xs(t : u32, k : u32) -> i32 { return bitcast<i32>(X[p.xOff + p.sOff + t * (p.cols / 32u) + k]); }
 fn xf(t : u32, c : u32) -> f32 { return bitcast<f32>(X[p.xOff + t * p.cols + c]); }
 ${T.code}
-// acc[t] += this lane's share (units lane, lane + step, ...) of row r
-fn row_dot(r : u32, lane : u32, step : u32, t0 : u32, acc : ptr<function, array<f32, ${tt}>>) {
-  let ro = p.wOff + r * p.rowBytes;
+// acc[t] += this lane's share (units lane, lane + step, ...) of the row at byte ro, tokens at0 + t
+fn row_dot(ro : u32, lane : u32, step : u32, at0 : u32, acc : ptr<function, array<f32, ${tt}>>) {
   for (var u = lane; u < p.nb * ${sub}u; u += step) {
     let b = u / ${sub}u;
     for (var t = 0u; t < TT; t++) {
-      if (t0 + t < p.nTok) { (*acc)[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
+      if (at0 + t < p.nTok) { (*acc)[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, at0 + t); }
     }
   }
 }
 fn put(r : u32, t : u32, v : f32) { Y[p.yOff + t * p.yStride + p.row0 + r] = v; }
 `;
+  const live = moe ? 'live_e && r < p.rows' : 'r < p.rows';
+  const okTok = moe ? 'true' : 'at0 + t < p.nTok';
   if (sg)
     return head + /* wgsl */ `
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
         @builtin(subgroup_id) sgid : u32, @builtin(num_subgroups) nsg : u32,
         @builtin(subgroup_invocation_id) si : u32, @builtin(subgroup_size) ssz : u32) {
-  let t0 = wg.y * TT;
+  ${where}
   for (var rl = sgid; rl < ${R}u; rl += nsg) {
     let r = (${flatGroup}) * ${R}u + rl;
     var acc : array<f32, ${tt}>;
-    if (r < p.rows) { row_dot(r, si, ssz, t0, &acc); }
+    if (${live}) { row_dot(base + r * p.rowBytes, si, ssz, at0, &acc); }
     for (var t = 0u; t < TT; t++) {
       let v = subgroupAdd(acc[t]);
-      if (si == 0u && r < p.rows && t0 + t < p.nTok) { put(r, t0 + t, v); }
+      if (si == 0u && ${live} && ${okTok}) { put(r, out0 + t, v); }
     }
   }
 }
@@ -246,11 +266,11 @@ var<workgroup> red : array<f32, ${wgSize * tt}>;
 @compute @workgroup_size(${wgSize})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
         @builtin(local_invocation_index) li : u32) {
+  ${where}
   let r = (${flatGroup}) * ${ROWS}u + li / ${LANES}u;
   let lane = li % ${LANES}u;
-  let t0 = wg.y * TT;
   var acc : array<f32, ${tt}>;
-  if (r < p.rows) { row_dot(r, lane, ${LANES}u, t0, &acc); }
+  if (${live}) { row_dot(base + r * p.rowBytes, lane, ${LANES}u, at0, &acc); }
   for (var t = 0u; t < TT; t++) { red[t * ${wgSize}u + li] = acc[t]; }
   workgroupBarrier();
   for (var s = ${LANES / 2}u; s > 0u; s >>= 1u) {
@@ -259,9 +279,9 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
     }
     workgroupBarrier();
   }
-  if (lane == 0u && r < p.rows) {
+  if (lane == 0u && ${live}) {
     for (var t = 0u; t < TT; t++) {
-      if (t0 + t < p.nTok) { put(r, t0 + t, red[t * ${wgSize}u + li]); }
+      if (${okTok}) { put(r, out0 + t, red[t * ${wgSize}u + li]); }
     }
   }
 }

@@ -127,6 +127,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
 
 /** Elementwise ops over n elements, one invocation each (A read-write, B read):
  *   geglu   A[a] = gelu_tanh(A[a]) * B[b]     (ox_geglu's x / (1 + exp(-2z)) form)
+ *   geglu2  A[a] = gelu_tanh(B[b]) * B[b + cOff]  (a fused [gate | up] row into its own rows)
  *   add     A[a] = A[a] + B[b]                (the residual)
  *   axpby   A[a] = (A[a] + B[b] * s0) * s1    (PLE: (ctx + row * sqrt(P)) / sqrt(2))
  *   scale   A[a] = A[a] * s0                  (layer scale, PLE's 1/sqrt(H))
@@ -134,7 +135,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
  * a = aOff + (e / cols) * aStride + e % cols, b likewise: rows of cols inside wider rows (a
  * token's layer slice of the PLE rows). */
 export const ELT_OPS = {
-  geglu: /* wgsl */ `let x = A[a]; let z = 0.7978845608028654 * x * (1.0 + 0.044715 * x * x); A[a] = x / (1.0 + exp(-2.0 * z)) * B[b];`,
+  geglu: /* wgsl */ `let x = A[a]; A[a] = gelu(x) * B[b];`,
+  geglu2: /* wgsl */ `A[a] = gelu(B[b]) * B[b + p.cOff];`,
   add: 'A[a] = A[a] + B[b];',
   axpby: 'A[a] = (A[a] + B[b] * p.s0) * p.s1;',
   scale: 'A[a] = A[a] * p.s0;',
@@ -143,9 +145,10 @@ export const ELT_OPS = {
 };
 /** Whether op reads a second operand B (the others bind A and the uniform only). */
 export const eltUsesB = (op) => ELT_OPS[op].includes('B[b]');
-export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's0', 's1'];
+export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's0', 's1', 'cOff'];
 export const eltWgsl = (op) => /* wgsl */ `
-struct P { n : u32, cols : u32, aOff : u32, aStride : u32, bOff : u32, bStride : u32, s0 : f32, s1 : f32 }
+struct P { n : u32, cols : u32, aOff : u32, aStride : u32, bOff : u32, bStride : u32, s0 : f32, s1 : f32, cOff : u32 }
+fn gelu(x : f32) -> f32 { return x / (1.0 + exp(-2.0 * (0.7978845608028654 * x * (1.0 + 0.044715 * x * x)))); }
 @group(0) @binding(0) var<storage, read_write> A : array<f32>;
 ${eltUsesB(op) ? '@group(0) @binding(1) var<storage, read> B : array<f32>;' : ''}
 @group(0) @binding(${eltUsesB(op) ? 2 : 1}) var<uniform> p : P;
