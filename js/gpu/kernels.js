@@ -233,13 +233,14 @@ export function createKernels(device, caps) {
     },
 
     /** Store nTok tokens' K and V rows (width = nKv * hd f32 each, token t's at k + t * inStride
-     * and v + t * inStride of `input`) in the caches kc / vc (kv: 'f32' | 'f16') at rows
+     * and v + t * inStride of `input`) in the caches kc / vc (kv: 'f32' | 'f16' | 'q8_0') at rows
      * pos + t (ring: mod cap). k and v are element offsets into `input`. */
     kvWrite(pass, { kv, input, k: kOff, v: vOff, kc, vc, width, nTok, pos, cap = 0, ring = false, inStride = width }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
       if (kv === 'f16' && width % 2) throw new OxError('CONFIG', 'js/gpu/kernels.js: an f16 KV row needs an even width');
+      if (kv === 'q8_0' && width % 64) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV row of ${width} is not an even number of blocks of 32`);
       const uni = params(KV_WRITE_PARAMS, { width, nTok, pos, cap, ring: ring ? 1 : 0, kOff, vOff, inStride });
-      const per = kv === 'f16' ? width / 2 : width;
+      const per = kv === 'f16' ? width / 2 : kv === 'q8_0' ? width / 64 : width;
       run(pass, pipeline(`kvwrite-${kv}`, kvWriteWgsl(kv)), [ref(input).buffer, ref(kc).buffer, ref(vc).buffer], uni, Math.ceil((nTok * per) / ATTN_WG));
     },
 
@@ -249,6 +250,7 @@ export function createKernels(device, caps) {
     attention(pass, { kv, q, kc, vc, out, scores, nTok, nh, hd, nKv, pos, window = 0, cap = 0, ring = false, qStride = nh * hd, oStride = nh * hd, sStride }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
       if (nh % nKv) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nh} query heads are not a multiple of ${nKv} KV heads`);
+      if (kv === 'q8_0' && hd % 32) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV cache needs heads of a multiple of 32 (not ${hd})`);
       const Q = ref(q), O = ref(out);
       const uni = params(ATTN_PARAMS, {
         nTok, nh, hd, nKv, pos, window, cap, ring: ring ? 1 : 0, qOff: Q.offset, qStride, oOff: O.offset, oStride, sStride,

@@ -326,12 +326,12 @@ for (const A of adapters) {
       });
     }
 
-    for (const kv of ['f32', 'f16']) {
+    for (const kv of ['f32', 'f16', 'q8_0']) {
       it(`KV write + attention, ${kv} rows, GQA, full and a sliding ring`, async () => {
         const r = rng(kv === 'f32' ? 21 : 22);
         const nh = 4, nKv = 2, hd = 32, width = nKv * hd;
         for (const { window, cap, ring, steps } of [{ window: 0, cap: 20, ring: false, steps: 12 }, { window: 5, cap: 7, ring: true, steps: 12 }]) {
-          const rowBytes = kv === 'f32' ? width * 4 : width * 2;
+          const rowBytes = { f32: width * 4, f16: width * 2, q8_0: (width / 32) * 34 }[kv];
           const KC = zeros(device, cap * rowBytes), VC = zeros(device, cap * rowBytes);
           const keys = [], vals = [];
           // prefill 4 tokens, then one token at a time: each call writes its rows, then attends
@@ -345,7 +345,8 @@ for (const A of adapters) {
               k.kvWrite(pass, { kv, input: IN, k: 0, v: n * width, kc: KC, vc: VC, width, nTok: n, pos, cap, ring });
               k.attention(pass, { kv, q: Qb, kc: KC, vc: VC, out: O, scores: S, nTok: n, nh, hd, nKv, pos, window, cap, ring, sStride: pos + n });
             }, O));
-            const stored = (a) => (kv === 'f32' ? a : Array.from(new Uint16Array(ref('quant', [1, a.length], a).buffer.slice(0)), f16Value));
+            // the values the C engine's cache holds: f16- or Q8_0-rounded by its quantizer
+            const stored = (a) => (kv === 'f32' ? a : f32(ref('deq', [kv === 'f16' ? 1 : 8, a.length], ref('quant', [kv === 'f16' ? 1 : 8, a.length], a))));
             for (let t = 0; t < n; t++) { keys.push(stored(kin.slice(t * width, (t + 1) * width))); vals.push(stored(vin.slice(t * width, (t + 1) * width))); }
             for (let t = 0; t < n; t++) {
               const p = pos + t, lo = window > 0 ? Math.max(0, p - window + 1) : 0;

@@ -56,6 +56,17 @@ fn f32_to_f16(f : f32) -> u32 {
 }
 `;
 
+/** q8_0 quant of v = x * (1/d): round half away from zero, clamped to +-127 (NaN -> 0), as
+ * round_q8 (src/kernels/quant.c); below 0.5 it is 0 (trunc(v + 0.5) could round up there). */
+export const roundQ8 = /* wgsl */ `
+fn round_q8(v : f32) -> i32 {
+  if (v >= 127.0) { return 127; }
+  if (v <= -127.0) { return -127; }
+  if (abs(v) >= 0.5) { return i32(trunc(v + select(-0.5, 0.5, v > 0.0))); }
+  return 0;
+}
+`;
+
 /** Workgroup index over a 2-D grid (x, then z): dispatches larger than 65535 groups. */
 export const flatGroup = 'wg.x + wg.z * nwg.x';
 
