@@ -259,6 +259,42 @@ for (const A of adapters) {
       }
     });
 
+    it('PLE as forward.c: inputs (proj / sqrt(H), per-layer norm, (ctx + row sqrt(P)) / sqrt(2)) and a layer injection', async () => {
+      const r = rng(51), nTok = 2, H = 64, P = 32, L = 3, LP = L * P, eps = 1e-6;
+      const x = new Float32Array(nTok * H).map(() => r() * 2 - 1);
+      const wplm = new Float32Array(LP * H).map(() => r() * 0.2 - 0.1), norm = new Float32Array(P).map(() => r() + 0.5);
+      const rows = new Float32Array(nTok * LP).map(() => r() * 0.1 - 0.05);
+      const wgate = new Float32Array(P * H).map(() => r() * 0.2 - 0.1), wproj = new Float32Array(H * P).map(() => r() * 0.2 - 0.1);
+      const post = new Float32Array(H).map(() => r() + 0.5), l = 1;
+      const up = (type, a, rws, cols) => k.uploadWeight({ type, rows: rws, cols, data: new Uint8Array(a.buffer) });
+      const Wplm = up(0, wplm, LP, H), Wg = up(0, wgate, P, H), Wp = up(0, wproj, H, P);
+      const X = bufferOf(device, x), PLE = zeros(device, nTok * LP * 4), ROW = bufferOf(device, rows), NORM = bufferOf(device, norm);
+      const PG = zeros(device, nTok * P * 4), PU = zeros(device, nTok * H * 4), POST = bufferOf(device, post);
+      const got = f32(await runAndRead(k, (pass) => {
+        k.linear(pass, { w: Wplm, x: X, y: PLE, nTok });
+        k.elt(pass, 'scale', { a: PLE, n: nTok * LP, s0: 1 / Math.sqrt(H) });
+        k.rmsnorm(pass, { x: PLE, w: NORM, n: P, rows: nTok * L, eps });
+        k.elt(pass, 'axpby', { a: PLE, b: ROW, n: nTok * LP, s0: Math.sqrt(P), s1: 1 / Math.sqrt(2) });
+        k.linear(pass, { w: Wg, x: X, y: PG, nTok });
+        k.elt(pass, 'geglu', { a: PG, b: { buffer: PLE, offset: l * P }, n: nTok * P, cols: P, aStride: P, bStride: LP });
+        k.linear(pass, { w: Wp, x: PG, y: PU, nTok });
+        k.rmsnorm(pass, { x: PU, w: POST, n: H, rows: nTok, eps });
+        k.elt(pass, 'add', { a: X, b: PU, n: nTok * H });
+      }, X));
+      // the same steps on the CPU: matmuls in double, the row ops by the C helper
+      const mm = (w, rws, cols, v) => Float32Array.from({ length: rws }, (_, i) => w.subarray(i * cols, (i + 1) * cols).reduce((s, wv, c) => s + wv * v[c], 0));
+      for (let t = 0; t < nTok; t++) {
+        const xt = x.subarray(t * H, (t + 1) * H);
+        const ple = mm(wplm, LP, H, xt).map((v) => v * Math.fround(1 / Math.sqrt(H)));
+        for (let j = 0; j < L; j++) ple.set(f32(ref('rms', [P, eps, 1], new Float32Array([...norm, ...ple.subarray(j * P, (j + 1) * P)]))), j * P);
+        const pl = ple.map((v, i) => (v + rows[t * LP + i] * Math.fround(Math.sqrt(P))) * Math.fround(1 / Math.sqrt(2)));
+        const g = f32(ref('geglu', [P], new Float32Array([...mm(wgate, P, H, xt), ...pl.subarray(l * P, (l + 1) * P)])));
+        const pu = f32(ref('rms', [H, eps, 1], new Float32Array([...post, ...mm(wproj, H, P, g)])));
+        const want = xt.map((v, i) => v + pu[i]);
+        assertClose(got.subarray(t * H, (t + 1) * H), want, 2e-5, `token ${t} after the injection`);
+      }
+    });
+
     it('MoE: router top-K (softmax, ties to the lower id, renormalized, expert scale) as forward.c', async () => {
       const r = rng(31), nTok = 5, nExp = 12, topK = 3;
       const z = new Float32Array(nTok * nExp).map(() => r() * 6 - 3);
