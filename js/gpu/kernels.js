@@ -31,7 +31,7 @@
 // - Parameters go through uniform slots written with queue.writeBuffer at encode time; call
 //   resetParams() after submitting the command buffer they were encoded into (the slots are
 //   then reused; before that, every encode takes a fresh slot).
-import { grid } from './kernels/common.js';
+import { grid, FLOAT_PARAMS } from './kernels/common.js';
 import { TYPES, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
 import {
@@ -46,7 +46,6 @@ export { ropeTable, TYPES as GPU_TYPES, actLayout };
 
 const SLOT = 256; // minUniformBufferOffsetAlignment's largest allowed value
 const CHUNK = 256 * SLOT;
-const FLOAT_PARAMS = new Set(['eps', 's0', 's1']);
 
 const ref = (b) => (b && b.buffer ? { buffer: b.buffer, offset: b.offset ?? 0 } : { buffer: b, offset: 0 });
 

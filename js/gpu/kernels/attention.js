@@ -6,7 +6,7 @@
 // A cache row holds nKv heads of hd values; f16 rows pack two halves per u32; q8_0 rows are
 // GGML Q8_0 blocks of 32 per head (34 bytes: f16 scale, 32 int8), written two blocks (17 words)
 // per invocation, so a row must hold an even number of blocks (every released model's does).
-import { f32ToF16, roundQ8, loads, flatGroup } from './common.js';
+import { f32ToF16, roundQ8, loads, flatGroup, paramStruct, MAIN, wgReduce } from './common.js';
 
 export const ATTN_WG = 64;
 export const KV_TYPES = { f32: 0, f16: 1, q8_0: 2 };
@@ -46,7 +46,7 @@ fn store_q8_pair(toK : bool, w0 : u32, x0 : u32) {
 }
 `;
   return /* wgsl */ `
-struct P { ${KV_WRITE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(KV_WRITE_PARAMS)}
 @group(0) @binding(0) var<storage, read> IN : array<f32>;
 @group(0) @binding(1) var<storage, read_write> KC : array<u32>;
 @group(0) @binding(2) var<storage, read_write> VC : array<u32>;
@@ -54,8 +54,7 @@ struct P { ${KV_WRITE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
 ${kv === 'f32' ? '' : f32ToF16}
 ${q8}
 @compute @workgroup_size(${ATTN_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let per = p.width / ${per};
   let g = (${flatGroup}) * ${ATTN_WG}u + li;
   if (g >= p.nTok * per) { return; }
@@ -109,7 +108,7 @@ fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 {
 }`,
   }[kv];
   return /* wgsl */ `
-struct P { ${ATTN_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(ATTN_PARAMS)}
 @group(0) @binding(0) var<storage, read> Q : array<f32>;
 @group(0) @binding(1) var<storage, read> KC : array<u32>;
 @group(0) @binding(2) var<storage, read> VC : array<u32>;
@@ -118,10 +117,9 @@ struct P { ${ATTN_PARAMS.map((k) => `${k} : u32`).join(', ')} }
 @group(0) @binding(5) var<uniform> p : P;
 ${fns}
 fn row_of(j : u32) -> u32 { if (p.ring != 0u) { return j % p.cap; } return j; }
-var<workgroup> red : array<f32, ${ATTN_WG}>;
+${wgReduce(ATTN_WG)}
 @compute @workgroup_size(${ATTN_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let item = ${flatGroup};
   let live = item < p.nTok * p.nh;
   let t = item / p.nh;
@@ -142,25 +140,13 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
       m = max(m, s);
     }
   }
-  red[li] = m;
-  workgroupBarrier();
-  for (var st = ${ATTN_WG / 2}u; st > 0u; st >>= 1u) {
-    if (li < st) { red[li] = max(red[li], red[li + st]); }
-    workgroupBarrier();
-  }
-  let mx = red[0];
-  workgroupBarrier();
+  let mx = reduce(m, li, true);
   var sum = 0.0;
   if (live) { for (var j = li; j < n; j += ${ATTN_WG}u) { let e = exp(S[s0 + j] - mx); S[s0 + j] = e; sum += e; } }
-  red[li] = sum;
-  storageBarrier();
-  workgroupBarrier();
-  for (var st = ${ATTN_WG / 2}u; st > 0u; st >>= 1u) {
-    if (li < st) { red[li] += red[li + st]; }
-    workgroupBarrier();
-  }
+  storageBarrier(); // every invocation reads every score below
+  let total = reduce(sum, li, false);
   if (!live) { return; }
-  let inv = 1.0 / red[0];
+  let inv = 1.0 / total;
   let o0 = p.oOff + t * p.oStride + h * p.hd;
   for (var d = li; d < p.hd; d += ${ATTN_WG}u) {
     var acc = 0.0;

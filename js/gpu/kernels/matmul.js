@@ -9,7 +9,7 @@
 // tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
 // decode matvec; TT = 4 the prefill / verify matmul. With the subgroups feature, a subgroup per
 // row and subgroupAdd instead (matmulRows).
-import { loads, dot4, dot4Requires, flatGroup } from './common.js';
+import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN } from './common.js';
 
 /** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
  *  qs: n_tok * cols/4 words (4 int8 each) at 0; d: n_tok * cols/BE f32 after them (Q8_0: the
@@ -56,47 +56,23 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 }
 `;
 
+// F32 / F16 / BF16: "blocks" of 8 values against f32 activations; `load` reads value e
+const floatBlk = (load) => /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0.0;
+  for (var e = 0u; e < 8u; e++) {
+    let c = b * 8u + e;
+    if (c < p.cols) { s += ${load} * xf(t, c); }
+  }
+  return s;
+}
+`;
+
 /** @type {Record<number, {name: string, be: number, bb: number, act: 'f32'|'q8_0'|'q8_k', sub?: number, code: string}>} */
 export const TYPES = {
-  0: {
-    name: 'F32', be: 8, bb: 32, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += bitcast<f32>(W[(o >> 2u) + e]) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
-  1: {
-    name: 'F16', be: 8, bb: 16, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += wf16(o + 2u * e) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
-  30: {
-    name: 'BF16', be: 8, bb: 16, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += bitcast<f32>(wh(o + 2u * e) << 16u) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
+  0: { name: 'F32', be: 8, bb: 32, act: 'f32', code: floatBlk('bitcast<f32>(W[(o >> 2u) + e])') },
+  1: { name: 'F16', be: 8, bb: 16, act: 'f32', code: floatBlk('wf16(o + 2u * e)') },
+  30: { name: 'BF16', be: 8, bb: 16, act: 'f32', code: floatBlk('bitcast<f32>(wh(o + 2u * e) << 16u)') },
   8: {
     name: 'Q8_0', be: 32, bb: 34, act: 'q8_0',
     code: /* wgsl */ `
@@ -215,7 +191,7 @@ export function matmulWgsl(type, tt, caps, moe = false) {
   let at0 = wg.y * TT;
   let out0 = at0;`;
   const head = /* wgsl */ `${dot4Requires(caps.dot4)}${sg ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
-struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(MATMUL_PARAMS)}
 @group(0) @binding(0) var<storage, read> W : array<u32>;
 @group(0) @binding(1) var<storage, read> X : array<u32>;
 @group(0) @binding(2) var<storage, read_write> Y : array<f32>;
@@ -264,8 +240,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   return head + /* wgsl */ `
 var<workgroup> red : array<f32, ${wgSize * tt}>;
 @compute @workgroup_size(${wgSize})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   ${where}
   let r = (${flatGroup}) * ${ROWS}u + li / ${LANES}u;
   let lane = li % ${LANES}u;

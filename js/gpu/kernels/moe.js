@@ -3,22 +3,21 @@
 // most probable with ties to the lower id, renormalized to sum 1, times expert_scale[e]) and the
 // weighted sum of the K experts' outputs, added in increasing expert id as the C loop over
 // experts does. The expert matmuls themselves are matmul.js's MoE variant.
-import { flatGroup } from './common.js';
+import { flatGroup, paramStruct, MAIN } from './common.js';
 
 export const MOE_WG = 64;
 export const ROUTE_PARAMS = ['nTok', 'nExp', 'topK', 'zOff', 'selOff', 'wOff'];
 
 /** One invocation per token (E and K are small: 128 and 8 on the released model). */
 export const routeWgsl = () => /* wgsl */ `
-struct P { ${ROUTE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(ROUTE_PARAMS)}
 @group(0) @binding(0) var<storage, read_write> Z : array<f32>;
 @group(0) @binding(1) var<storage, read> SCALE : array<f32>;
 @group(0) @binding(2) var<storage, read_write> SEL : array<u32>;
 @group(0) @binding(3) var<storage, read_write> WT : array<f32>;
 @group(0) @binding(4) var<uniform> p : P;
 @compute @workgroup_size(${MOE_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let t = (${flatGroup}) * ${MOE_WG}u + li;
   if (t >= p.nTok) { return; }
   let z0 = p.zOff + t * p.nExp;
@@ -49,15 +48,14 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
 export const COMBINE_PARAMS = ['nTok', 'topK', 'n', 'ysOff', 'selOff', 'wOff', 'outOff'];
 /** out[t][c] = sum over token t's K slots, in increasing expert id, of w * ys[slot][c] (from 0). */
 export const combineWgsl = () => /* wgsl */ `
-struct P { ${COMBINE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(COMBINE_PARAMS)}
 @group(0) @binding(0) var<storage, read> YS : array<f32>;
 @group(0) @binding(1) var<storage, read> SEL : array<u32>;
 @group(0) @binding(2) var<storage, read> WT : array<f32>;
 @group(0) @binding(3) var<storage, read_write> OUT : array<f32>;
 @group(0) @binding(4) var<uniform> p : P;
 @compute @workgroup_size(${MOE_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let g = (${flatGroup}) * ${MOE_WG}u + li;
   if (g >= p.nTok * p.n) { return; }
   let t = g / p.n;

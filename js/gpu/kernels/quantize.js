@@ -5,7 +5,7 @@
 // even of iscale * x, d = 1/iscale. One invocation per (token, block): no barriers.
 // WGSL division is not required to be correctly rounded, so a quant next to a .5 boundary
 // may differ by one from the CPU's on some devices (the tests bound how often).
-import { f32ToF16, roundQ8, flatGroup } from './common.js';
+import { f32ToF16, roundQ8, flatGroup, paramStruct, MAIN } from './common.js';
 
 export const QUANTIZE_PARAMS = ['cols', 'nTok', 'xOff', 'yOff', 'dOff', 'sOff'];
 export const QUANTIZE_WG = 64;
@@ -58,15 +58,14 @@ export function quantizeWgsl(act) {
     Y[p.yOff + p.sOff + g * 8u + s] = bitcast<u32>(sum);
   }`;
   return /* wgsl */ `
-struct P { ${QUANTIZE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+${paramStruct(QUANTIZE_PARAMS)}
 @group(0) @binding(0) var<storage, read> X : array<f32>;
 @group(0) @binding(1) var<storage, read_write> Y : array<u32>;
 @group(0) @binding(2) var<uniform> p : P;
 ${f32ToF16}
 ${roundQ8}
 @compute @workgroup_size(${QUANTIZE_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let g = (${flatGroup}) * ${QUANTIZE_WG}u + li;      // block of all tokens' blocks
   if (g >= p.nTok * (p.cols / ${be}u)) { return; }
   let x0 = p.xOff + g * ${be}u;                       // tokens are contiguous rows of cols
