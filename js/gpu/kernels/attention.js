@@ -6,7 +6,7 @@
 // A cache row holds nKv heads of hd values; f16 rows pack two halves per u32; q8_0 rows are
 // GGML Q8_0 blocks of 32 per head (34 bytes: f16 scale, 32 int8), written two blocks (17 words)
 // per invocation, so a row must hold an even number of blocks (every released model's does).
-import { f32ToF16, roundQ8, loads, flatGroup, paramStruct, MAIN, wgReduce } from './common.js';
+import { f32ToF16, roundQ8, loads, flatGroup, paramStruct, MAIN, wgReduce, bindings } from './common.js';
 
 export const ATTN_WG = 64;
 export const KV_TYPES = { f32: 0, f16: 1, q8_0: 2 };
@@ -47,10 +47,7 @@ fn store_q8_pair(toK : bool, w0 : u32, x0 : u32) {
 `;
   return /* wgsl */ `
 ${paramStruct(KV_WRITE_PARAMS)}
-@group(0) @binding(0) var<storage, read> IN : array<f32>;
-@group(0) @binding(1) var<storage, read_write> KC : array<u32>;
-@group(0) @binding(2) var<storage, read_write> VC : array<u32>;
-@group(0) @binding(3) var<uniform> p : P;
+${bindings([['IN', 'read', 'f32'], ['KC', 'read_write', 'u32'], ['VC', 'read_write', 'u32']])}
 ${kv === 'f32' ? '' : f32ToF16}
 ${q8}
 @compute @workgroup_size(${ATTN_WG})
@@ -109,12 +106,7 @@ fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 {
   }[kv];
   return /* wgsl */ `
 ${paramStruct(ATTN_PARAMS)}
-@group(0) @binding(0) var<storage, read> Q : array<f32>;
-@group(0) @binding(1) var<storage, read> KC : array<u32>;
-@group(0) @binding(2) var<storage, read> VC : array<u32>;
-@group(0) @binding(3) var<storage, read_write> O : array<f32>;
-@group(0) @binding(4) var<storage, read_write> S : array<f32>;
-@group(0) @binding(5) var<uniform> p : P;
+${bindings([['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['O', 'read_write', 'f32'], ['S', 'read_write', 'f32']])}
 ${fns}
 fn row_of(j : u32) -> u32 { if (p.ring != 0u) { return j % p.cap; } return j; }
 ${wgReduce(ATTN_WG)}

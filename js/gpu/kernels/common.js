@@ -73,6 +73,14 @@ export const FLOAT_PARAMS = new Set(['eps', 's0', 's1']);
 /** The uniform struct P of a kernel with these fields. */
 export const paramStruct = (names) => `struct P { ${names.map((k) => `${k} : ${FLOAT_PARAMS.has(k) ? 'f32' : 'u32'}`).join(', ')} }`;
 
+/** Storage bindings 0.. in order ([name, 'read' | 'read_write', element type]; null entries
+ * are skipped), then the uniform p. */
+export const bindings = (list) => {
+  const l = list.filter(Boolean);
+  return [...l.map(([name, access, type], i) => `@group(0) @binding(${i}) var<storage, ${access}> ${name} : array<${type}>;`),
+    `@group(0) @binding(${l.length}) var<uniform> p : P;`].join('\n');
+};
+
 /** The entry point's signature: workgroup id, grid size, invocation index. */
 export const MAIN = `fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
         @builtin(local_invocation_index) li : u32)`;

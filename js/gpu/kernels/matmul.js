@@ -9,7 +9,7 @@
 // tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
 // decode matvec; TT = 4 the prefill / verify matmul. With the subgroups feature, a subgroup per
 // row and subgroupAdd instead (matmulRows).
-import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN } from './common.js';
+import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 /** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
  *  qs: n_tok * cols/4 words (4 int8 each) at 0; d: n_tok * cols/BE f32 after them (Q8_0: the
@@ -56,6 +56,19 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 }
 `;
 
+// Q4_0 / IQ4_NL: an f16 scale and 16 bytes of nibbles (low: elements 0..15, high: 16..31);
+// map turns 4 nibbles into 4 signed bytes; scale is the C dot's float expression of s
+const nibbles32 = (map, scale) => /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0i;
+  for (var w = 0u; w < 4u; w++) {
+    let q = ww(o + 2u + 4u * w);
+    s += dot4(${map}(q & 0x0f0f0f0fu), xq(t, b * 8u + w)) + dot4(${map}((q >> 4u) & 0x0f0f0f0fu), xq(t, b * 8u + 4u + w));
+  }
+  return ${scale};
+}
+`;
+
 // F32 / F16 / BF16: "blocks" of 8 values against f32 activations; `load` reads value e
 const floatBlk = (load) => /* wgsl */ `
 fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
@@ -83,32 +96,8 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 }
 `,
   },
-  2: {
-    name: 'Q4_0', be: 32, bb: 18, act: 'q8_0',
-    code: S8_4 + /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0i;
-  for (var j = 0u; j < 4u; j++) {
-    let q = ww(o + 2u + 4u * j);
-    s += dot4(s8_4(q & 0x0f0f0f0fu), xq(t, b * 8u + j)) + dot4(s8_4((q >> 4u) & 0x0f0f0f0fu), xq(t, b * 8u + 4u + j));
-  }
-  return f32(s) * (wf16(o) * xd(t, b));
-}
-`,
-  },
-  20: {
-    name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0',
-    code: IQ4_LUT + /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0i;
-  for (var j = 0u; j < 4u; j++) {
-    let q = ww(o + 2u + 4u * j);
-    s += dot4(lut4(q), xq(t, b * 8u + j)) + dot4(lut4(q >> 4u), xq(t, b * 8u + 4u + j));
-  }
-  return xd(t, b) * wf16(o) * f32(s);
-}
-`,
-  },
+  2: { name: 'Q4_0', be: 32, bb: 18, act: 'q8_0', code: S8_4 + nibbles32('s8_4', 'f32(s) * (wf16(o) * xd(t, b))') },
+  20: { name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0', code: IQ4_LUT + nibbles32('lut4', 'xd(t, b) * wf16(o) * f32(s)') },
   12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(false) },
   13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(true) },
   14: {
@@ -192,11 +181,7 @@ export function matmulWgsl(type, tt, caps, moe = false) {
   let out0 = at0;`;
   const head = /* wgsl */ `${dot4Requires(caps.dot4)}${sg ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
 ${paramStruct(MATMUL_PARAMS)}
-@group(0) @binding(0) var<storage, read> W : array<u32>;
-@group(0) @binding(1) var<storage, read> X : array<u32>;
-@group(0) @binding(2) var<storage, read_write> Y : array<f32>;
-${moe ? '@group(0) @binding(3) var<storage, read> SEL : array<u32>;' : ''}
-@group(0) @binding(${moe ? 4 : 3}) var<uniform> p : P;
+${bindings([['W', 'read', 'u32'], ['X', 'read', 'u32'], ['Y', 'read_write', 'f32'], moe && ['SEL', 'read', 'u32']])}
 const TT : u32 = ${tt}u;
 const BE : u32 = ${T.be}u;
 ${loads('W', 'w')}

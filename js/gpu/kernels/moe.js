@@ -3,7 +3,7 @@
 // most probable with ties to the lower id, renormalized to sum 1, times expert_scale[e]) and the
 // weighted sum of the K experts' outputs, added in increasing expert id as the C loop over
 // experts does. The expert matmuls themselves are matmul.js's MoE variant.
-import { flatGroup, paramStruct, MAIN } from './common.js';
+import { flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 export const MOE_WG = 64;
 export const ROUTE_PARAMS = ['nTok', 'nExp', 'topK', 'zOff', 'selOff', 'wOff'];
@@ -11,11 +11,7 @@ export const ROUTE_PARAMS = ['nTok', 'nExp', 'topK', 'zOff', 'selOff', 'wOff'];
 /** One invocation per token (E and K are small: 128 and 8 on the released model). */
 export const routeWgsl = () => /* wgsl */ `
 ${paramStruct(ROUTE_PARAMS)}
-@group(0) @binding(0) var<storage, read_write> Z : array<f32>;
-@group(0) @binding(1) var<storage, read> SCALE : array<f32>;
-@group(0) @binding(2) var<storage, read_write> SEL : array<u32>;
-@group(0) @binding(3) var<storage, read_write> WT : array<f32>;
-@group(0) @binding(4) var<uniform> p : P;
+${bindings([['Z', 'read_write', 'f32'], ['SCALE', 'read', 'f32'], ['SEL', 'read_write', 'u32'], ['WT', 'read_write', 'f32']])}
 @compute @workgroup_size(${MOE_WG})
 ${MAIN} {
   let t = (${flatGroup}) * ${MOE_WG}u + li;
@@ -49,11 +45,7 @@ export const COMBINE_PARAMS = ['nTok', 'topK', 'n', 'ysOff', 'selOff', 'wOff', '
 /** out[t][c] = sum over token t's K slots, in increasing expert id, of w * ys[slot][c] (from 0). */
 export const combineWgsl = () => /* wgsl */ `
 ${paramStruct(COMBINE_PARAMS)}
-@group(0) @binding(0) var<storage, read> YS : array<f32>;
-@group(0) @binding(1) var<storage, read> SEL : array<u32>;
-@group(0) @binding(2) var<storage, read> WT : array<f32>;
-@group(0) @binding(3) var<storage, read_write> OUT : array<f32>;
-@group(0) @binding(4) var<uniform> p : P;
+${bindings([['YS', 'read', 'f32'], ['SEL', 'read', 'u32'], ['WT', 'read', 'f32'], ['OUT', 'read_write', 'f32']])}
 @compute @workgroup_size(${MOE_WG})
 ${MAIN} {
   let g = (${flatGroup}) * ${MOE_WG}u + li;

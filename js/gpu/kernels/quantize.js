@@ -5,7 +5,7 @@
 // even of iscale * x, d = 1/iscale. One invocation per (token, block): no barriers.
 // WGSL division is not required to be correctly rounded, so a quant next to a .5 boundary
 // may differ by one from the CPU's on some devices (the tests bound how often).
-import { f32ToF16, roundQ8, flatGroup, paramStruct, MAIN } from './common.js';
+import { f32ToF16, roundQ8, flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 export const QUANTIZE_PARAMS = ['cols', 'nTok', 'xOff', 'yOff', 'dOff', 'sOff'];
 export const QUANTIZE_WG = 64;
@@ -59,9 +59,7 @@ export function quantizeWgsl(act) {
   }`;
   return /* wgsl */ `
 ${paramStruct(QUANTIZE_PARAMS)}
-@group(0) @binding(0) var<storage, read> X : array<f32>;
-@group(0) @binding(1) var<storage, read_write> Y : array<u32>;
-@group(0) @binding(2) var<uniform> p : P;
+${bindings([['X', 'read', 'f32'], ['Y', 'read_write', 'u32']])}
 ${f32ToF16}
 ${roundQ8}
 @compute @workgroup_size(${QUANTIZE_WG})

@@ -3,7 +3,7 @@
 // weight), RoPE (NEOX rotate-half over the first n_pairs pairs, angles from a host table),
 // softmax, the GELU(tanh) gate, the logit soft-cap and the residual arithmetic.
 // All buffers are f32 arrays; offsets and strides are in elements (uniform P).
-import { flatGroup, paramStruct, MAIN, wgReduce } from './common.js';
+import { flatGroup, paramStruct, MAIN, wgReduce, bindings } from './common.js';
 
 export const ROW_WG = 64;
 
@@ -13,10 +13,7 @@ export const RMSNORM_PARAMS = ['n', 'rows', 'xOff', 'xStride', 'yOff', 'yStride'
 export function rmsnormWgsl(inPlace) {
   return /* wgsl */ `
 ${paramStruct(RMSNORM_PARAMS)}
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<storage, read> Wt : array<f32>;
-${inPlace ? '' : '@group(0) @binding(2) var<storage, read_write> Y : array<f32>;'}
-@group(0) @binding(${inPlace ? 2 : 3}) var<uniform> p : P;
+${bindings([['X', 'read_write', 'f32'], ['Wt', 'read', 'f32'], !inPlace && ['Y', 'read_write', 'f32']])}
 ${wgReduce(ROW_WG)}
 @compute @workgroup_size(${ROW_WG})
 ${MAIN} {
@@ -44,9 +41,7 @@ ${MAIN} {
 export const ROPE_PARAMS = ['hd', 'nPairs', 'nHeads', 'nTok', 'xOff', 'tokStride', 'headStride', 'csOff'];
 export const ropeWgsl = () => /* wgsl */ `
 ${paramStruct(ROPE_PARAMS)}
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<storage, read> CS : array<f32>;
-@group(0) @binding(2) var<uniform> p : P;
+${bindings([['X', 'read_write', 'f32'], ['CS', 'read', 'f32']])}
 @compute @workgroup_size(${ROW_WG})
 ${MAIN} {
   let g = (${flatGroup}) * ${ROW_WG}u + li;
@@ -83,8 +78,7 @@ export function ropeTable(positions, hd, nPairs, base, factor) {
 export const SOFTMAX_PARAMS = ['n', 'rows', 'xOff', 'xStride'];
 export const softmaxWgsl = () => /* wgsl */ `
 ${paramStruct(SOFTMAX_PARAMS)}
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<uniform> p : P;
+${bindings([['X', 'read_write', 'f32']])}
 ${wgReduce(ROW_WG)}
 @compute @workgroup_size(${ROW_WG})
 ${MAIN} {
@@ -129,9 +123,7 @@ export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's
 export const eltWgsl = (op) => /* wgsl */ `
 ${paramStruct(ELT_PARAMS)}
 fn gelu(x : f32) -> f32 { return x / (1.0 + exp(-2.0 * (0.7978845608028654 * x * (1.0 + 0.044715 * x * x)))); }
-@group(0) @binding(0) var<storage, read_write> A : array<f32>;
-${eltUsesB(op) ? '@group(0) @binding(1) var<storage, read> B : array<f32>;' : ''}
-@group(0) @binding(${eltUsesB(op) ? 2 : 1}) var<uniform> p : P;
+${bindings([['A', 'read_write', 'f32'], eltUsesB(op) && ['B', 'read', 'f32']])}
 @compute @workgroup_size(${ROW_WG})
 ${MAIN} {
   let e = (${flatGroup}) * ${ROW_WG}u + li;
