@@ -47,6 +47,9 @@ export { ropeTable, TYPES as GPU_TYPES, actLayout };
 const SLOT = 256; // minUniformBufferOffsetAlignment's largest allowed value
 const CHUNK = 256 * SLOT;
 
+const needTokens = (n) => {
+  if (!(Number.isInteger(n) && n >= 1)) throw new OxError('RANGE', `js/gpu/kernels.js: ${n} tokens (need at least 1)`);
+};
 const ref = (b) => (b && b.buffer ? { buffer: b.buffer, offset: b.offset ?? 0 } : { buffer: b, offset: 0 });
 
 /** Bytes of one row of `cols` elements of ggml type `type` on the GPU. */
@@ -162,6 +165,7 @@ export function createKernels(device, caps) {
     quantize(pass, { type, x, act, cols, nTok }) {
       const T = TYPES[type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${type} has no GPU kernel`);
+      needTokens(nTok);
       if (T.act === 'f32') return;
       const be = T.act === 'q8_0' ? 32 : 256;
       if (cols % be) throw new OxError('FORMAT', `js/gpu/kernels.js: ${cols} columns are not a multiple of ${be}`);
@@ -175,6 +179,7 @@ export function createKernels(device, caps) {
     matmul(pass, { w, x, act, y, nTok }) {
       const T = TYPES[w.type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
+      needTokens(nTok);
       const X = ref(T.act === 'f32' ? x : act), Y = ref(y);
       if (!X.buffer) throw new OxError('CONFIG', `js/gpu/kernels.js: a ${T.name} matmul needs ${T.act === 'f32' ? 'x' : 'act'}`);
       const L = actLayout(T.act, w.cols, nTok), tt = nTok === 1 ? 1 : TOKEN_TILE;
@@ -274,6 +279,8 @@ export function createKernels(device, caps) {
       const T = TYPES[w.type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
       if (ref(sel).offset) throw new OxError('CONFIG', 'js/gpu/kernels.js: moeMatmul reads sel from offset 0');
+      if (!(nSlots % xDiv === 0)) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nSlots} slots are not a multiple of ${xDiv}`);
+      needTokens(nSlots);
       const nIn = nSlots / xDiv, X = ref(T.act === 'f32' ? x : act), Y = ref(y), L = actLayout(T.act, w.cols, nIn);
       const expertBytes = expertRows * w.rowBytes;
       const pipe = pipeline(`moe-matmul-${w.type}`, matmulWgsl(w.type, 1, caps, true));

@@ -111,6 +111,37 @@ for (const A of adapters) {
       assert.ok(caps.maxBinding >= 128 << 20);
     });
 
+    it('bad inputs get OxErrors with codes, before anything is encoded', async () => {
+      const code = (c) => (e) => e.code === c && /js\/gpu\/kernels\.js/.test(e.message);
+      assert.throws(() => gpuRowBytes(3, 64), code('UNSUPPORTED')); // Q4_1: no GPU kernel
+      assert.throws(() => gpuRowBytes(12, 300), code('FORMAT'));
+      assert.throws(() => splitRows(8, 10, 1024, 1000), code('RANGE'));
+      assert.throws(() => k.uploadWeight({ type: 8, rows: 4, cols: 32, data: new Uint8Array(100) }), code('TRUNCATED'));
+      const enc = device.createCommandEncoder(), pass = enc.beginComputePass(), B = zeros(device, 1024);
+      assert.throws(() => k.quantize(pass, { type: 12, x: B, act: B, cols: 100, nTok: 1 }), code('FORMAT'));
+      const w = k.uploadWeight({ type: 8, rows: 4, cols: 32, data: new Uint8Array(4 * 34) });
+      assert.throws(() => k.linear(pass, { w, x: B, act: B, y: B, nTok: 0 }), code('RANGE'));
+      assert.throws(() => k.matmul(pass, { w, x: B, y: B, nTok: 1 }), code('CONFIG')); // no act for Q8_0
+      assert.throws(() => k.moeMatmul(pass, { w, act: B, sel: B, y: B, nSlots: 3, xDiv: 2, expertRows: 2 }), code('CONFIG'));
+      assert.throws(() => k.elt(pass, 'nope', { a: B, n: 4 }), code('CONFIG'));
+      assert.throws(() => k.elt(pass, 'add', { a: B, n: 4 }), code('CONFIG'));
+      assert.throws(() => k.kvWrite(pass, { kv: 'q4_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 64, nTok: 1, pos: 0 }), code('UNSUPPORTED'));
+      assert.throws(() => k.kvWrite(pass, { kv: 'q8_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 32, nTok: 1, pos: 0 }), code('CONFIG'));
+      assert.throws(() => k.attention(pass, { kv: 'f32', q: B, kc: B, vc: B, out: B, scores: B, nTok: 1, nh: 3, hd: 8, nKv: 2, pos: 0, sStride: 1 }), code('CONFIG'));
+      assert.throws(() => k.moeRoute(pass, { z: B, expertScale: B, sel: B, weights: B, nTok: 1, nExp: 4, topK: 5 }), code('CONFIG'));
+      assert.throws(() => k.rmsnorm(pass, { x: { buffer: B, offset: -1 }, n: 4, rows: 1, eps: 1e-6 }), code('RANGE'));
+      pass.end();
+      enc.finish();
+      k.resetParams();
+    });
+
+    it('a dispatch of more than 65535 workgroups spreads over the grid (x, z)', async () => {
+      const n = 65536 * 64 + 100, a = new Float32Array(n).map((_, i) => (i % 1000) - 500);
+      const A = bufferOf(device, a);
+      const got = f32(await runAndRead(k, (pass) => k.elt(pass, 'scale', { a: A, n: n - 50, s0: 0.5 }), A));
+      for (let i = 0; i < n; i++) if (got[i] !== (i < n - 50 ? a[i] * 0.5 : a[i])) assert.fail(`[${i}] = ${got[i]}`);
+    });
+
     for (const act of ['q8_0', 'q8_k']) {
       it(`quantize f32 -> ${act} as the C engine`, async () => {
         const r = rng(7), cols = 512, nTok = 3;
