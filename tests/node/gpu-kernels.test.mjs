@@ -98,7 +98,8 @@ for (const A of adapters) {
       }
       k = createKernels(device, caps);
     });
-    after(() => {
+    after(async () => {
+      await device?.queue.onSubmittedWorkDone();
       device?.destroy();
       gpu = null;
     });
@@ -133,6 +134,7 @@ for (const A of adapters) {
       pass.end();
       enc.finish();
       k.resetParams();
+      for (const b of [B, ...w.parts.map((q) => q.buffer)]) b.destroy();
     });
 
     it('a dispatch of more than 65535 workgroups spreads over the grid (x, z)', async () => {
