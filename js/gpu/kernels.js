@@ -32,7 +32,7 @@
 //   resetParams() after submitting the command buffer they were encoded into (the slots are
 //   then reused; before that, every encode takes a fresh slot).
 import { grid, FLOAT_PARAMS } from './kernels/common.js';
-import { TYPES, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
+import { TYPES, tokenTile, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
 import {
   ROW_WG, RMSNORM_PARAMS, rmsnormWgsl, ROPE_PARAMS, ropeWgsl, ropeTable, SOFTMAX_PARAMS, softmaxWgsl,
@@ -182,7 +182,7 @@ export function createKernels(device, caps) {
       needTokens(nTok);
       const X = ref(T.act === 'f32' ? x : act), Y = ref(y);
       if (!X.buffer) throw new OxError('CONFIG', `js/gpu/kernels.js: a ${T.name} matmul needs ${T.act === 'f32' ? 'x' : 'act'}`);
-      const L = actLayout(T.act, w.cols, nTok), tt = nTok === 1 ? 1 : TOKEN_TILE;
+      const L = actLayout(T.act, w.cols, nTok), tt = tokenTile(nTok);
       const pipe = pipeline(`matmul-${w.type}-${tt}`, matmulWgsl(w.type, tt, caps));
       for (const part of w.parts) {
         const uni = params(MATMUL_PARAMS, {

@@ -172,11 +172,12 @@ for (const A of adapters) {
       });
     }
 
-    // Each type: rows not a multiple of the workgroup's 4, several blocks per row, decode
-    // (1 token) and a batch not a multiple of the token tile (6).
+    // Each type: rows not a multiple of the workgroup's rows, several blocks per row, decode
+    // (1 token) and a batch not a multiple of the token tile (6 in a tile of 8); Q8_0 and Q4_K
+    // also a verify-sized batch (3, tile of 4) and two tiles of 8 (11).
     const COLS = { 0: 72, 1: 72, 30: 72, 8: 96, 2: 96, 20: 96, 12: 512, 13: 512, 14: 512, 23: 512 };
     for (const type of [0, 1, 30, 8, 2, 20, 12, 13, 14, 23]) {
-      for (const nTok of [1, 6]) {
+      for (const nTok of type === 8 || type === 12 ? [1, 3, 6, 11] : [1, 6]) {
         it(`matmul ${GPU_TYPES[type].name}: 37 rows x ${COLS[type]}, ${nTok} token(s), against ox_vec_dot_ref`, async () => {
           await checkMatmul(type, 37, COLS[type], nTok, 100 + type);
         });

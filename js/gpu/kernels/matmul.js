@@ -7,8 +7,8 @@
 //
 // One workgroup: ROWS rows x LANES lanes (each lane a strided share of the row's blocks), and a
 // tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
-// decode matvec; TT = 4 the prefill / verify matmul. With the subgroups feature, a subgroup per
-// row and subgroupAdd instead (matmulRows).
+// decode matvec; 4 a speculative verify's few tokens; 8 a prefill batch (tokenTile). With the
+// subgroups feature, a subgroup per row and subgroupAdd instead (matmulRows).
 import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 /** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
@@ -141,7 +141,8 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 
 export const ROWS = 4;
 export const LANES = 16;
-export const TOKEN_TILE = 4;
+/** Tokens per workgroup for a batch of nTok: each weight block is read once per tile. */
+export const tokenTile = (nTok) => (nTok === 1 ? 1 : nTok <= 4 ? 4 : 8);
 
 /** Uniform of a matmul dispatch (u32 words); the last four only for the MoE variant. */
 export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff',
