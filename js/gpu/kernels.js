@@ -31,6 +31,24 @@
 // - Parameters go through uniform slots written with queue.writeBuffer at encode time; call
 //   resetParams() after submitting the command buffer they were encoded into (the slots are
 //   then reused; before that, every encode takes a fresh slot).
+// - Bad arguments throw OxError (UNSUPPORTED, FORMAT, RANGE, TRUNCATED, CONFIG) before anything
+//   is encoded; WebGPU's own validation errors surface through the device's error scopes.
+//
+// Ops (each `k.op(pass, {...})`; docs in JSDoc below)
+//   quantize, matmul, linear     activations -> Q8_0 / Q8_K; y = W x over 1 token (decode) or a
+//                                 batch (verify, prefill), weights split across buffers
+//   rmsnorm                      with weight, without, per head (rows = tokens x heads)
+//   rope                         NEOX rotate-half on the first nPairs pairs (partial rotary),
+//                                 cos/sin from ropeTable(positions, hd, nPairs, base, factor)
+//   softmax, elt                 rows; geglu / geglu2 / add / axpby / scale / softcap
+//   kvWrite, attention           f32 / f16 / q8_0 KV rows, GQA, full or sliding ring (p mod cap)
+//   moeRoute, moeMatmul, moeCombine   router top-K, expert matmuls by selection, weighted sum
+// forward.c's step in these terms: rmsnorm -> linear q/k/v -> rmsnorm per head -> rope ->
+// rmsnorm (v, no weight) -> kvWrite -> attention -> linear o -> rmsnorm -> elt add; the FFN:
+// rmsnorm -> linear gate, up -> elt geglu -> linear down -> rmsnorm -> elt add; PLE: linear,
+// elt scale, rmsnorm per layer slice, elt axpby (host row), then per layer linear, elt geglu
+// against the layer's slice, linear, rmsnorm, elt add; the layer scale is elt scale; the head
+// rmsnorm -> linear -> elt softcap.
 import { grid, FLOAT_PARAMS } from './kernels/common.js';
 import { TYPES, tokenTile, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
