@@ -29,7 +29,8 @@ import { OxError } from '../errors.js';
 export async function nodeGpu(options = []) {
   let mod;
   try {
-    mod = await import('webgpu');
+    // Node only: bundlers leave the specifier alone (a page has navigator.gpu)
+    mod = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'webgpu');
   } catch {
     return null;
   }
