@@ -41,7 +41,8 @@
 //   rope                         NEOX rotate-half on the first nPairs pairs (partial rotary),
 //                                 cos/sin from ropeTable(positions, hd, nPairs, base, factor)
 //   softmax, elt                 rows; geglu / geglu2 / add / axpby / scale / softcap
-//   kvWrite, attention           f32 / f16 / q8_0 KV rows, GQA, full or sliding ring (p mod cap)
+//   kvWrite, attention           f32 / f16 / q8_0 KV rows, GQA, full or sliding ring (p mod cap);
+//                                 one workgroup per head, or keys split over many (partials)
 //   moeRoute, moeMatmul, moeCombine   router top-K, expert matmuls by selection, weighted sum
 // forward.c's step in these terms: rmsnorm -> linear q/k/v -> rmsnorm per head -> rope ->
 // rmsnorm (v, no weight) -> kvWrite -> attention -> linear o -> rmsnorm -> elt add; the FFN:
@@ -56,7 +57,7 @@ import {
   ROW_WG, RMSNORM_PARAMS, rmsnormWgsl, ROPE_PARAMS, ropeWgsl, ropeTable, SOFTMAX_PARAMS, softmaxWgsl,
   ELT_OPS, ELT_PARAMS, eltWgsl, eltUsesB,
 } from './kernels/rows.js';
-import { ATTN_WG, KV_TYPES, KV_WRITE_PARAMS, kvWriteWgsl, ATTN_PARAMS, attentionWgsl } from './kernels/attention.js';
+import { ATTN_WG, ATTN_CHUNK, KV_TYPES, KV_WRITE_PARAMS, kvWriteWgsl, ATTN_PARAMS, attentionWgsl, attnCombineWgsl } from './kernels/attention.js';
 import { MOE_WG, ROUTE_PARAMS, routeWgsl, COMBINE_PARAMS, combineWgsl } from './kernels/moe.js';
 import { OxError } from '../errors.js';
 
@@ -267,17 +268,33 @@ export function createKernels(device, caps) {
     },
 
     /** Attention of nTok query tokens (positions pos + t) over the caches: q / out heads at
-     * q + t * qStride + h * hd; scores: scratch of nTok * nh * sStride f32 (sStride >= the
-     * keys one query sees: min(pos + nTok, window)). */
-    attention(pass, { kv, q, kc, vc, out, scores, nTok, nh, hd, nKv, pos, window = 0, cap = 0, ring = false, qStride = nh * hd, oStride = nh * hd, sStride }) {
+     * q + t * qStride + h * hd; sStride >= the keys one query sees (min(pos + nTok, window)).
+     * Scratch: either `scores`, nTok * nh * sStride f32 (one workgroup per token and head), or
+     * `partials`, attentionPartials(nTok, nh, hd, sStride) f32: the keys split in chunks over
+     * many workgroups, then merged (long contexts). */
+    attention(pass, { kv, q, kc, vc, out, scores, partials, nTok, nh, hd, nKv, pos, window = 0, cap = 0, ring = false, qStride = nh * hd, oStride = nh * hd, sStride }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
       if (nh % nKv) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nh} query heads are not a multiple of ${nKv} KV heads`);
       if (kv === 'q8_0' && hd % 32) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV cache needs heads of a multiple of 32 (not ${hd})`);
-      const Q = ref(q), O = ref(out);
+      if (!scores === !partials) throw new OxError('CONFIG', 'js/gpu/kernels.js: attention takes one scratch: scores or partials');
+      needTokens(nTok);
+      const Q = ref(q), O = ref(out), nChunks = Math.ceil(sStride / ATTN_CHUNK);
       const uni = params(ATTN_PARAMS, {
-        nTok, nh, hd, nKv, pos, window, cap, ring: ring ? 1 : 0, qOff: Q.offset, qStride, oOff: O.offset, oStride, sStride,
+        nTok, nh, hd, nKv, pos, window, cap, ring: ring ? 1 : 0, qOff: Q.offset, qStride, oOff: O.offset, oStride, sStride, nChunks,
       });
-      run(pass, pipeline(`attention-${kv}`, attentionWgsl(kv)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, O.buffer, ref(scores).buffer], uni, nTok * nh);
+      if (scores) {
+        run(pass, pipeline(`attention-${kv}`, attentionWgsl(kv)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, O.buffer, ref(scores).buffer], uni, nTok * nh);
+        return;
+      }
+      if (ref(partials).offset) throw new OxError('CONFIG', 'js/gpu/kernels.js: attention partials start at offset 0');
+      const P = ref(partials).buffer;
+      run(pass, pipeline(`attention-split-${kv}`, attentionWgsl(kv, true)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, P], uni, nTok * nh * nChunks);
+      run(pass, pipeline('attention-combine', attnCombineWgsl()), [P, O.buffer], uni, nTok * nh);
+    },
+
+    /** f32 of the `partials` scratch of a split attention (from offset 0). */
+    attentionPartials(nTok, nh, hd, sStride) {
+      return nTok * nh * Math.ceil(sStride / ATTN_CHUNK) * (hd + 2);
     },
 
     /** Router top-K in place: z (nTok x nExp router logits) becomes the softmax; sel / weights

@@ -129,6 +129,7 @@ for (const A of adapters) {
       assert.throws(() => k.kvWrite(pass, { kv: 'q4_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 64, nTok: 1, pos: 0 }), code('UNSUPPORTED'));
       assert.throws(() => k.kvWrite(pass, { kv: 'q8_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 32, nTok: 1, pos: 0 }), code('CONFIG'));
       assert.throws(() => k.attention(pass, { kv: 'f32', q: B, kc: B, vc: B, out: B, scores: B, nTok: 1, nh: 3, hd: 8, nKv: 2, pos: 0, sStride: 1 }), code('CONFIG'));
+      assert.throws(() => k.attention(pass, { kv: 'f32', q: B, kc: B, vc: B, out: B, nTok: 1, nh: 2, hd: 8, nKv: 2, pos: 0, sStride: 1 }), code('CONFIG'));
       assert.throws(() => k.moeRoute(pass, { z: B, expertScale: B, sel: B, weights: B, nTok: 1, nExp: 4, topK: 5 }), code('CONFIG'));
       assert.throws(() => k.rmsnorm(pass, { x: { buffer: B, offset: -1 }, n: 4, rows: 1, eps: 1e-6 }), code('RANGE'));
       pass.end();
@@ -326,6 +327,34 @@ for (const A of adapters) {
         const pu = f32(ref('rms', [H, eps, 1], new Float32Array([...post, ...mm(wproj, H, P, g)])));
         const want = xt.map((v, i) => v + pu[i]);
         assertClose(got.subarray(t * H, (t + 1) * H), want, 2e-5, `token ${t} after the injection`);
+      }
+    });
+
+    it('split attention (keys in chunks over workgroups, then merged) over 600 keys, full and windowed, matches the reference', async () => {
+      const r = rng(61), nh = 4, nKv = 2, hd = 32, width = nKv * hd, N = 600, nTok = 2, pos = N - nTok;
+      const kin = new Float32Array(N * width).map(() => r() * 2 - 1), vin = new Float32Array(N * width).map(() => r() * 2 - 1);
+      const q = new Float32Array(nTok * nh * hd).map(() => r() * 2 - 1);
+      const KC = zeros(device, N * width * 2), VC = zeros(device, N * width * 2), IN = bufferOf(device, new Float32Array([...kin, ...vin]));
+      await runAndRead(k, (pass) => k.kvWrite(pass, { kv: 'f16', input: IN, k: 0, v: N * width, kc: KC, vc: VC, width, nTok: N, pos: 0 }), KC, 16);
+      const keys = f32(ref('deq', [1, N * width], ref('quant', [1, N * width], kin))), vals = f32(ref('deq', [1, N * width], ref('quant', [1, N * width], vin)));
+      const Qb = bufferOf(device, q);
+      for (const window of [0, 300]) {
+        const sStride = window || N, PART = zeros(device, k.attentionPartials(nTok, nh, hd, sStride) * 4), O = zeros(device, nTok * nh * hd * 4);
+        const got = f32(await runAndRead(k, (pass) => k.attention(pass, { kv: 'f16', q: Qb, kc: KC, vc: VC, out: O, partials: PART, nTok, nh, hd, nKv, pos, window, sStride }), O));
+        for (let t = 0; t < nTok; t++)
+          for (let h = 0; h < nh; h++) {
+            const p = pos + t, lo = window ? p - window + 1 : 0, g = Math.floor(h / (nh / nKv)), qo = (t * nh + h) * hd;
+            const sc = [];
+            for (let j = lo; j <= p; j++) {
+              let d = 0;
+              for (let e = 0; e < hd; e++) d += q[qo + e] * keys[j * width + g * hd + e];
+              sc.push(d);
+            }
+            const mx = Math.max(...sc), ex = sc.map((v) => Math.exp(v - mx)), sum = ex.reduce((a, b) => a + b, 0);
+            const want = new Float64Array(hd);
+            for (let j = lo; j <= p; j++) for (let c = 0; c < hd; c++) want[c] += (ex[j - lo] / sum) * vals[j * width + g * hd + c];
+            assertClose(got.subarray(qo, qo + hd), want, 1e-5, `window ${window} token ${t} head ${h}`);
+          }
       }
     });
 

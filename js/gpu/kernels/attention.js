@@ -66,10 +66,15 @@ ${MAIN} {
 `;
 }
 
-export const ATTN_PARAMS = ['nTok', 'nh', 'hd', 'nKv', 'pos', 'window', 'cap', 'ring', 'qOff', 'qStride', 'oOff', 'oStride', 'sStride'];
+export const ATTN_PARAMS = ['nTok', 'nh', 'hd', 'nKv', 'pos', 'window', 'cap', 'ring', 'qOff', 'qStride', 'oOff', 'oStride', 'sStride', 'nChunks'];
+/** Keys per workgroup of the split attention. */
+export const ATTN_CHUNK = 256;
 /** One workgroup per (token, query head); S is scratch of nTok * nh * sStride floats
- * (sStride >= the most keys a query sees). */
-export function attentionWgsl(kv) {
+ * (sStride >= the most keys a query sees). split: the keys of a query in chunks of ATTN_CHUNK,
+ * one workgroup per (token, head, chunk), each writing its max m, sum l of e^(s - m) and
+ * sum of e^(s - m) v to PART (hd + 2 floats); attnCombineWgsl merges them (flash decoding:
+ * many workgroups on a long context). */
+export function attentionWgsl(kv, split = false) {
   // kdot: q . the head-g key of a row; vterm: p_j times lane d of its value, with the C
   // kernels' operation order (attn.c: per Q8_0 block d * sum(q * k), y += (a * d) * v)
   const rowElems = 'p.nKv * p.hd';
@@ -104,30 +109,63 @@ fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 {
   return (a * vf16(o)) * f32(extractBits(i32(vb(o + 2u + d % 32u)), 0u, 8u));
 }`,
   }[kv];
-  return /* wgsl */ `
+  const head = /* wgsl */ `
 ${paramStruct(ATTN_PARAMS)}
-${bindings([['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['O', 'read_write', 'f32'], ['S', 'read_write', 'f32']])}
+${bindings(split ? [['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['PART', 'read_write', 'f32']]
+    : [['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['O', 'read_write', 'f32'], ['S', 'read_write', 'f32']])}
 ${fns}
 fn row_of(j : u32) -> u32 { if (p.ring != 0u) { return j % p.cap; } return j; }
 ${wgReduce(ATTN_WG)}
-@compute @workgroup_size(${ATTN_WG})
-${MAIN} {
-  let item = ${flatGroup};
-  let live = item < p.nTok * p.nh;
-  let t = item / p.nh;
-  let h = item % p.nh;
+`;
+  // the query of `item` (token t, head h): its KV group and visible keys [lo, lo + n)
+  const query = (item) => /* wgsl */ `
+  let live = ${item} < p.nTok * p.nh;
+  let t = ${item} / p.nh;
+  let h = ${item} % p.nh;
   let g = h / (p.nh / p.nKv);
   let pos = p.pos + t;
   var lo = 0u;
   if (p.window > 0u && pos + 1u > p.window) { lo = pos + 1u - p.window; }
   let n = pos - lo + 1u;
-  let q0 = p.qOff + t * p.qStride + h * p.hd;
+  let q0 = p.qOff + t * p.qStride + h * p.hd;`;
+  if (split)
+    return head + /* wgsl */ `
+var<workgroup> sc : array<f32, ${ATTN_CHUNK}>;
+@compute @workgroup_size(${ATTN_WG})
+${MAIN} {
+  let item = (${flatGroup}) / p.nChunks;
+  let c = (${flatGroup}) % p.nChunks;
+  ${query('item')}
+  let j0 = c * ${ATTN_CHUNK}u;
+  let j1 = min(n, j0 + ${ATTN_CHUNK}u);
+  var m = -3.4e38;
+  if (live) {
+    for (var j = j0 + li; j < j1; j += ${ATTN_WG}u) { let s = kdot(row_of(lo + j), g, q0); sc[j - j0] = s; m = max(m, s); }
+  }
+  let mx = reduce(m, li, true);
+  var sum = 0.0;
+  if (live) { for (var j = j0 + li; j < j1; j += ${ATTN_WG}u) { let e = exp(sc[j - j0] - mx); sc[j - j0] = e; sum += e; } }
+  let total = reduce(sum, li, false);
+  if (!live) { return; }
+  let b = (item * p.nChunks + c) * (p.hd + 2u);
+  if (li == 0u) { PART[b] = mx; PART[b + 1u] = total; }
+  for (var d = li; d < p.hd; d += ${ATTN_WG}u) {
+    var acc = 0.0;
+    for (var j = j0; j < j1; j++) { acc += vterm(row_of(lo + j), g, d, sc[j - j0]); }
+    PART[b + 2u + d] = acc;
+  }
+}
+`;
+  return head + /* wgsl */ `
+@compute @workgroup_size(${ATTN_WG})
+${MAIN} {
+  let item = ${flatGroup};
+  ${query('item')}
   let s0 = item * p.sStride;
   var m = -3.4e38;
   if (live) {
     for (var j = li; j < n; j += ${ATTN_WG}u) {
-      let row = row_of(lo + j);
-      let s = kdot(row, g, q0);
+      let s = kdot(row_of(lo + j), g, q0);
       S[s0 + j] = s;
       m = max(m, s);
     }
@@ -148,3 +186,26 @@ ${MAIN} {
 }
 `;
 }
+
+/** The split attention's second pass: per (token, head), out = sum_c e^(m_c - M) o_c /
+ * sum_c e^(m_c - M) l_c, M the largest m_c (an empty chunk has m = -3.4e38: weight 0). */
+export const attnCombineWgsl = () => /* wgsl */ `
+${paramStruct(ATTN_PARAMS)}
+${bindings([['PART', 'read', 'f32'], ['O', 'read_write', 'f32']])}
+@compute @workgroup_size(${ATTN_WG})
+${MAIN} {
+  let item = ${flatGroup};
+  if (item >= p.nTok * p.nh) { return; }
+  let b0 = item * p.nChunks * (p.hd + 2u);
+  var mx = -3.4e38;
+  for (var c = 0u; c < p.nChunks; c++) { mx = max(mx, PART[b0 + c * (p.hd + 2u)]); }
+  var l = 0.0;
+  for (var c = 0u; c < p.nChunks; c++) { let b = b0 + c * (p.hd + 2u); l += exp(PART[b] - mx) * PART[b + 1u]; }
+  let o0 = p.oOff + (item / p.nh) * p.oStride + (item % p.nh) * p.hd;
+  for (var d = li; d < p.hd; d += ${ATTN_WG}u) {
+    var acc = 0.0;
+    for (var c = 0u; c < p.nChunks; c++) { let b = b0 + c * (p.hd + 2u); acc += exp(PART[b] - mx) * PART[b + 2u + d]; }
+    O[o0 + d] = acc / l;
+  }
+}
+`;
