@@ -238,7 +238,7 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget) },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget), backend: opts.backend ?? 'auto', allowFallbackAdapter: !!opts.allowFallbackAdapter },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load
@@ -273,6 +273,8 @@ class Model {
     this.simd = env.simd;
     this.threads = env.threads;
     this.engineNote = env.note;
+    /** 'webgpu' or 'cpu': where the forward runs (stats() says it again after a lost device). */
+    this.backend = rest.backend ?? 'cpu';
   }
 
   async tokenize(text, opts) {
@@ -416,8 +418,10 @@ class Model {
     return this.engine.call('setLora', { adapters: list });
   }
 
-  stats() {
-    return this.engine.call('stats');
+  async stats() {
+    const st = await this.engine.call('stats');
+    this.backend = this.info.backend = st.backend; // a lost device moved it to the CPU
+    return st;
   }
 
   async unload() {

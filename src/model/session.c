@@ -38,6 +38,7 @@ ox_session *ox_session_new(ox_model *m, int max_ctx, ox_err *err) {
 
 void ox_session_free(ox_session *s) {
     if (!s) return;
+    if (s->m->gpu) ox_gpu_forget(s->m->gpu, s);
     for (int l = 0; l < s->m->c.n_layers; l++) {
         s->m->cache_bytes -= ox_kv_alloc_bytes(&s->kv[l]);
         ox_kv_free(&s->kv[l]);

@@ -236,6 +236,16 @@ OX_EXPORT int ox_wasm_lora_set(ox_wasm_engine *e, const int32_t *files, const in
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
+/* The GPU backend (model/gpu_attach.h, gpu/record.h). Move the model's forward onto it:
+ * returns the number of weights to upload (ox_wasm_gpu_table), or < 0 (UNSUPPORTED with the
+ * reason: MoE, streamed weights, LoRA). Sessions made before keep their CPU caches: reset them. */
+OX_EXPORT int ox_wasm_gpu_attach(ox_wasm_engine *e);
+/* The weights to upload: ox_wasm_gpu_attach's count of entries, OX_GPU_ENTRY_WORDS int32 each
+ * (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes). */
+OX_EXPORT const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e);
+/* Back to the CPU (the weights never left wasm memory); the caller resets its sessions. */
+OX_EXPORT void ox_wasm_gpu_detach(ox_wasm_engine *e);
+
 /* ---- imports (js/hostfile_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
@@ -247,5 +257,10 @@ OX_IMPORT double ox_js_host_size(int file);
 OX_IMPORT int ox_js_host_name(int file, char *buf, int cap);
 /* Load progress (bytes done of total); nonzero aborts the load (ABORTED). */
 OX_IMPORT int ox_js_progress(double done, double total);
+/* (js/gpu/gpu_lib.js) Run one recorded step (gpu/record.h: `words` int32 at list, activations
+ * at act) on the GPU thread and wait for it; 0, or a negative code with a message in msg. */
+OX_IMPORT int ox_js_gpu_run(const int32_t *list, int words, const void *act, char *msg, int msg_cap);
+/* A session's KV caches on the GPU may go (the session ended). */
+OX_IMPORT void ox_js_gpu_forget(int32_t session);
 
 #endif
