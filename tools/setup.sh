@@ -17,7 +17,13 @@ if [ "$need" = test ]; then
     [clang]=clang [chromium]=chromium
     ['/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a']=libclang-rt-14-dev
     [/usr/lib/python3/dist-packages/numpy]=python3-numpy
+    ['/usr/lib/*/libvulkan.so.1']=libvulkan1 # Dawn (npm webgpu) for the WebGPU kernel tests
+    # Debian's own lavapipe (Dawn refuses it): brings the libraries lavapipe 25 links
+    ['/usr/share/vulkan/icd.d/lvp_icd.*.json']=mesa-vulkan-drivers
   )
+  # a software Vulkan driver Dawn accepts (lavapipe 25), unpacked into build/; SwiftShader
+  # comes with chromium
+  "$(dirname "$0")/setup-lavapipe.sh"
 elif [ "$need" != demo ]; then
   echo "usage: tools/setup.sh demo|test" >&2
   exit 2

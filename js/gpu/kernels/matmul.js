@@ -1,0 +1,235 @@
+// matmul.js — y[t][row0 + r] = W[r] . x[t] over weights in their GGML block formats, read from
+// u32 storage as uploaded (no f32 expansion). The same integer sums and float products per
+// block as the C engine's scalar dots (src/kernels/quant.c, iq.c: ox_vec_dot_ref): quantized
+// weights dot against activations quantized to the type's vec-dot format (Q8_0 or Q8_K, see
+// quantize.js); F32 / F16 / BF16 dot against f32. Only the order of the per-block float sums
+// differs (several lanes per row, then a tree).
+//
+// One workgroup: ROWS rows x LANES lanes (each lane a strided share of the row's blocks), and a
+// tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
+// decode matvec; TT = 4 the prefill / verify matmul.
+import { loads, dot4, dot4Requires, flatGroup } from './common.js';
+
+/** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
+ *  qs: n_tok * cols/4 words (4 int8 each) at 0; d: n_tok * cols/BE f32 after them (Q8_0: the
+ *  f16-rounded scale, as the C dots use it); Q8_K only: n_tok * cols/32 i32 sums of 32 quants.
+ * @param {'f32'|'q8_0'|'q8_k'} act @returns {{words: number, dOff: number, sOff: number}} */
+export function actLayout(act, cols, nTok) {
+  if (act === 'f32') return { words: nTok * cols, dOff: 0, sOff: 0 };
+  const be = act === 'q8_0' ? 32 : 256;
+  const qs = (nTok * cols) / 4, d = (nTok * cols) / be, s = act === 'q8_k' ? (nTok * cols) / 32 : 0;
+  return { words: qs + d + s, dOff: qs, sOff: qs + d };
+}
+
+// Per type: block elements, bytes, activation format, sub-units per block (sub, default 1: a
+// lane's unit of work; the 256-element blocks split in 8 so neighbouring lanes read
+// neighbouring bytes) and WGSL `fn blk(o, b, j, t) -> f32`: the dot of unit j of the weight
+// block at byte o (block b of its row) with token t's activations.
+// Helpers in scope: wb/wh/ww/wf16 (weight loads), xq(t, word), xd(t, block), xs(t, k32), xf(t, col).
+const S8_4 = 'fn s8_4(v : u32) -> u32 { return (v + 0x78787878u) ^ 0x80808080u; }\n'; // 4 nibbles - 8
+const IQ4_LUT = /* wgsl */ `
+const KV4 = array<u32, 16>(0x81u, 0x98u, 0xadu, 0xbfu, 0xcfu, 0xddu, 0xeau, 0xf6u, 0x01u, 0x0du, 0x19u, 0x26u, 0x35u, 0x45u, 0x59u, 0x71u);
+fn lut4(v : u32) -> u32 {
+  return KV4[v & 15u] | (KV4[(v >> 8u) & 15u] << 8u) | (KV4[(v >> 16u) & 15u] << 16u) | (KV4[(v >> 24u) & 15u] << 24u);
+}
+`;
+const SCALE_MIN_K4 = /* wgsl */ `
+fn scale_min_k4(j : u32, q : u32) -> vec2<i32> {
+  if (j < 4u) { return vec2<i32>(i32(wb(q + j) & 63u), i32(wb(q + j + 4u) & 63u)); }
+  let sc = (wb(q + j + 4u) & 0xfu) | ((wb(q + j - 4u) >> 6u) << 4u);
+  let mn = (wb(q + j + 4u) >> 4u) | ((wb(q + j) >> 6u) << 4u);
+  return vec2<i32>(i32(sc), i32(mn));
+}
+`;
+const q45k = (qh) => /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  let sm = scale_min_k4(j, o + 4u);
+  var s = 0i;
+  for (var w = 0u; w < 8u; w++) {
+    var v = (ww(o + ${qh ? 48 : 16}u + 32u * (j >> 1u) + 4u * w) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
+    ${qh ? 'v = v | (((ww(o + 16u + 4u * w) >> j) & 0x01010101u) << 4u);' : ''}
+    s += dot4(v, xq(t, b * 64u + j * 8u + w));
+  }
+  let ad = xd(t, b);
+  return ad * wf16(o) * f32(sm.x * s) - ad * wf16(o + 2u) * f32(sm.y * xs(t, b * 8u + j));
+}
+`;
+
+/** @type {Record<number, {name: string, be: number, bb: number, act: 'f32'|'q8_0'|'q8_k', sub?: number, code: string}>} */
+export const TYPES = {
+  0: {
+    name: 'F32', be: 8, bb: 32, act: 'f32',
+    code: /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0.0;
+  for (var e = 0u; e < 8u; e++) {
+    let c = b * 8u + e;
+    if (c < p.cols) { s += bitcast<f32>(W[(o >> 2u) + e]) * xf(t, c); }
+  }
+  return s;
+}
+`,
+  },
+  1: {
+    name: 'F16', be: 8, bb: 16, act: 'f32',
+    code: /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0.0;
+  for (var e = 0u; e < 8u; e++) {
+    let c = b * 8u + e;
+    if (c < p.cols) { s += wf16(o + 2u * e) * xf(t, c); }
+  }
+  return s;
+}
+`,
+  },
+  30: {
+    name: 'BF16', be: 8, bb: 16, act: 'f32',
+    code: /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0.0;
+  for (var e = 0u; e < 8u; e++) {
+    let c = b * 8u + e;
+    if (c < p.cols) { s += bitcast<f32>(wh(o + 2u * e) << 16u) * xf(t, c); }
+  }
+  return s;
+}
+`,
+  },
+  8: {
+    name: 'Q8_0', be: 32, bb: 34, act: 'q8_0',
+    code: /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0i;
+  for (var j = 0u; j < 8u; j++) { s += dot4(ww(o + 2u + 4u * j), xq(t, b * 8u + j)); }
+  return f32(s) * (wf16(o) * xd(t, b));
+}
+`,
+  },
+  2: {
+    name: 'Q4_0', be: 32, bb: 18, act: 'q8_0',
+    code: S8_4 + /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0i;
+  for (var j = 0u; j < 4u; j++) {
+    let q = ww(o + 2u + 4u * j);
+    s += dot4(s8_4(q & 0x0f0f0f0fu), xq(t, b * 8u + j)) + dot4(s8_4((q >> 4u) & 0x0f0f0f0fu), xq(t, b * 8u + 4u + j));
+  }
+  return f32(s) * (wf16(o) * xd(t, b));
+}
+`,
+  },
+  20: {
+    name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0',
+    code: IQ4_LUT + /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0i;
+  for (var j = 0u; j < 4u; j++) {
+    let q = ww(o + 2u + 4u * j);
+    s += dot4(lut4(q), xq(t, b * 8u + j)) + dot4(lut4(q >> 4u), xq(t, b * 8u + 4u + j));
+  }
+  return xd(t, b) * wf16(o) * f32(s);
+}
+`,
+  },
+  12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(false) },
+  13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(true) },
+  14: {
+    name: 'Q6_K', be: 256, bb: 210, act: 'q8_k', sub: 8,
+    code: /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var isum = 0i;
+  for (var jj = 2u * j; jj < 2u * j + 2u; jj++) {
+    let half = jj >> 3u;
+    let quarter = (jj & 7u) >> 1u;
+    let l0 = 16u * (jj & 1u);
+    var s = 0i;
+    for (var w = 0u; w < 4u; w++) {
+      let lo = (ww(o + 64u * half + 32u * (quarter & 1u) + l0 + 4u * w) >> (4u * (quarter >> 1u))) & 0x0f0f0f0fu;
+      let hi = (ww(o + 128u + 32u * half + l0 + 4u * w) >> (2u * quarter)) & 0x03030303u;
+      let v = ((lo | (hi << 4u)) + 0x60606060u) ^ 0x80808080u;
+      s += dot4(v, xq(t, b * 64u + jj * 4u + w));
+    }
+    isum += extractBits(i32(wb(o + 192u + jj)), 0u, 8u) * s;
+  }
+  return xd(t, b) * wf16(o + 208u) * f32(isum);
+}
+`,
+  },
+  23: {
+    name: 'IQ4_XS', be: 256, bb: 136, act: 'q8_k', sub: 8,
+    code: IQ4_LUT + /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  let ib = j;
+  let ls = i32(((wb(o + 4u + (ib >> 1u)) >> (4u * (ib & 1u))) & 0xfu) | (((wh(o + 2u) >> (2u * ib)) & 3u) << 4u)) - 32;
+  var s = 0i;
+  for (var w = 0u; w < 4u; w++) {
+    let q = ww(o + 8u + 16u * ib + 4u * w);
+    s += dot4(lut4(q), xq(t, b * 64u + ib * 8u + w)) + dot4(lut4(q >> 4u), xq(t, b * 64u + ib * 8u + 4u + w));
+  }
+  return wf16(o) * xd(t, b) * f32(ls) * f32(s);
+}
+`,
+  },
+};
+
+export const ROWS = 4;
+export const LANES = 16;
+export const TOKEN_TILE = 4;
+
+/** Uniform of a matmul dispatch (u32 words). */
+export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff'];
+
+/** WGSL of the matmul for weight type `type`, TT tokens per workgroup.
+ * @param {number} type ggml type id  @param {number} tt  @param {{dot4: boolean}} caps */
+export function matmulWgsl(type, tt, caps) {
+  const T = TYPES[type], sub = T.sub ?? 1;
+  const wgSize = ROWS * LANES;
+  return /* wgsl */ `${dot4Requires(caps.dot4)}
+struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+@group(0) @binding(0) var<storage, read> W : array<u32>;
+@group(0) @binding(1) var<storage, read> X : array<u32>;
+@group(0) @binding(2) var<storage, read_write> Y : array<f32>;
+@group(0) @binding(3) var<uniform> p : P;
+const TT : u32 = ${tt}u;
+const BE : u32 = ${T.be}u;
+${loads('W', 'w')}
+${dot4(caps.dot4)}
+fn xq(t : u32, k : u32) -> u32 { return X[p.xOff + t * (p.cols / 4u) + k]; }
+fn xd(t : u32, b : u32) -> f32 { return bitcast<f32>(X[p.xOff + p.dOff + t * (p.cols / BE) + b]); }
+fn xs(t : u32, k : u32) -> i32 { return bitcast<i32>(X[p.xOff + p.sOff + t * (p.cols / 32u) + k]); }
+fn xf(t : u32, c : u32) -> f32 { return bitcast<f32>(X[p.xOff + t * p.cols + c]); }
+${T.code}
+var<workgroup> red : array<f32, ${wgSize * tt}>;
+@compute @workgroup_size(${wgSize})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32) {
+  let r = (${flatGroup}) * ${ROWS}u + li / ${LANES}u;
+  let lane = li % ${LANES}u;
+  let t0 = wg.y * TT;
+  var acc : array<f32, ${tt}>;
+  if (r < p.rows) {
+    let ro = p.wOff + r * p.rowBytes;
+    for (var u = lane; u < p.nb * ${sub}u; u += ${LANES}u) {
+      let b = u / ${sub}u;
+      for (var t = 0u; t < TT; t++) {
+        if (t0 + t < p.nTok) { acc[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
+      }
+    }
+  }
+  for (var t = 0u; t < TT; t++) { red[t * ${wgSize}u + li] = acc[t]; }
+  workgroupBarrier();
+  for (var s = ${LANES / 2}u; s > 0u; s >>= 1u) {
+    if (lane < s) {
+      for (var t = 0u; t < TT; t++) { red[t * ${wgSize}u + li] += red[t * ${wgSize}u + li + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && r < p.rows) {
+    for (var t = 0u; t < TT; t++) {
+      if (t0 + t < p.nTok) { Y[p.yOff + (t0 + t) * p.yStride + p.row0 + r] = red[t * ${wgSize}u + li]; }
+    }
+  }
+}
+`;
+}

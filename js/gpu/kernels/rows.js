@@ -1,0 +1,161 @@
+// rows.js — the row and elementwise kernels of the forward, after src/kernels/kernels.c and
+// src/model/forward.c: RMSNorm (with weight, without, per head: rows of any width sharing one
+// weight), RoPE (NEOX rotate-half over the first n_pairs pairs, angles from a host table),
+// softmax, the GELU(tanh) gate, the logit soft-cap and the residual arithmetic.
+// All buffers are f32 arrays; offsets and strides are in elements (uniform P).
+import { flatGroup } from './common.js';
+
+export const ROW_WG = 64;
+
+/** y[r] = x[r] * (mean(x[r]^2) + eps)^-1/2 (* w), rows of n; in place when y is x (one binding).
+ * The sum of squares in f32, as ox_rmsnorm (the reference sums in double). */
+export const RMSNORM_PARAMS = ['n', 'rows', 'xOff', 'xStride', 'yOff', 'yStride', 'wOff', 'hasW', 'eps'];
+export function rmsnormWgsl(inPlace) {
+  return /* wgsl */ `
+struct P { n : u32, rows : u32, xOff : u32, xStride : u32, yOff : u32, yStride : u32, wOff : u32, hasW : u32, eps : f32 }
+@group(0) @binding(0) var<storage, read_write> X : array<f32>;
+@group(0) @binding(1) var<storage, read> Wt : array<f32>;
+${inPlace ? '' : '@group(0) @binding(2) var<storage, read_write> Y : array<f32>;'}
+@group(0) @binding(${inPlace ? 2 : 3}) var<uniform> p : P;
+var<workgroup> red : array<f32, ${ROW_WG}>;
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32) {
+  let r = ${flatGroup};
+  let x0 = p.xOff + r * p.xStride;
+  var ss = 0.0;
+  if (r < p.rows) { for (var i = li; i < p.n; i += ${ROW_WG}u) { ss += X[x0 + i] * X[x0 + i]; } }
+  red[li] = ss;
+  workgroupBarrier();
+  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
+    if (li < s) { red[li] += red[li + s]; }
+    workgroupBarrier();
+  }
+  if (r >= p.rows) { return; }
+  let scale = 1.0 / sqrt(red[0] / f32(p.n) + p.eps);
+  let y0 = p.yOff + r * p.yStride;
+  for (var i = li; i < p.n; i += ${ROW_WG}u) {
+    var v = X[x0 + i] * scale;
+    if (p.hasW != 0u) { v = v * Wt[p.wOff + i]; }
+    ${inPlace ? 'X' : 'Y'}[y0 + i] = v;
+  }
+}
+`;
+}
+
+/** RoPE over heads: head h of token t at xOff + t * tokStride + h * headStride, hd lanes; pair
+ * i < nPairs turns by the angle whose (cos, sin) is cs[csOff + t * 2 * nPairs + 2i, +1]
+ * (ropeTable: computed on the host in double, as ox_rope_ref; f32 on the GPU would lose the
+ * angle at large positions). One invocation per (token, head, pair). */
+export const ROPE_PARAMS = ['hd', 'nPairs', 'nHeads', 'nTok', 'xOff', 'tokStride', 'headStride', 'csOff'];
+export const ropeWgsl = () => /* wgsl */ `
+struct P { ${ROPE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+@group(0) @binding(0) var<storage, read_write> X : array<f32>;
+@group(0) @binding(1) var<storage, read> CS : array<f32>;
+@group(0) @binding(2) var<uniform> p : P;
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32) {
+  let g = (${flatGroup}) * ${ROW_WG}u + li;
+  if (g >= p.nTok * p.nHeads * p.nPairs) { return; }
+  let i = g % p.nPairs;
+  let h = (g / p.nPairs) % p.nHeads;
+  let t = g / (p.nPairs * p.nHeads);
+  let o = p.xOff + t * p.tokStride + h * p.headStride + i;
+  let c = CS[p.csOff + t * 2u * p.nPairs + 2u * i];
+  let s = CS[p.csOff + t * 2u * p.nPairs + 2u * i + 1u];
+  let x0 = X[o];
+  let x1 = X[o + p.hd / 2u];
+  X[o] = x0 * c - x1 * s;
+  X[o + p.hd / 2u] = x0 * s + x1 * c;
+}
+`;
+
+/** (cos, sin) per token and pair for ropeWgsl: angle pos * base^(-2i/hd) / factor, in double,
+ * rounded to f32 (ox_rope_ref). nPairs as forward.c's rope_pairs (clamped to [0, hd/2]).
+ * @param {ArrayLike<number>} positions one per token */
+export function ropeTable(positions, hd, nPairs, base, factor) {
+  const n = Math.max(0, Math.min(nPairs, hd >> 1));
+  const cs = new Float32Array(positions.length * 2 * n);
+  for (let t = 0; t < positions.length; t++)
+    for (let i = 0; i < n; i++) {
+      const th = (positions[t] * Math.pow(Math.fround(base), (-2 * i) / hd)) / Math.fround(factor);
+      cs[2 * (t * n + i)] = Math.cos(th);
+      cs[2 * (t * n + i) + 1] = Math.sin(th);
+    }
+  return cs;
+}
+
+/** Softmax in place over rows of n (ox_softmax: max, exp(x - max), sum, divide). */
+export const SOFTMAX_PARAMS = ['n', 'rows', 'xOff', 'xStride'];
+export const softmaxWgsl = () => /* wgsl */ `
+struct P { ${SOFTMAX_PARAMS.map((k) => `${k} : u32`).join(', ')} }
+@group(0) @binding(0) var<storage, read_write> X : array<f32>;
+@group(0) @binding(1) var<uniform> p : P;
+var<workgroup> red : array<f32, ${ROW_WG}>;
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32) {
+  let r = ${flatGroup};
+  let x0 = p.xOff + r * p.xStride;
+  let live = r < p.rows;
+  var m = -3.4e38;
+  if (live) { for (var i = li; i < p.n; i += ${ROW_WG}u) { m = max(m, X[x0 + i]); } }
+  red[li] = m;
+  workgroupBarrier();
+  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
+    if (li < s) { red[li] = max(red[li], red[li + s]); }
+    workgroupBarrier();
+  }
+  let mx = red[0];
+  workgroupBarrier();
+  var sum = 0.0;
+  if (live) {
+    for (var i = li; i < p.n; i += ${ROW_WG}u) { let e = exp(X[x0 + i] - mx); X[x0 + i] = e; sum += e; }
+  }
+  red[li] = sum;
+  workgroupBarrier();
+  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
+    if (li < s) { red[li] += red[li + s]; }
+    workgroupBarrier();
+  }
+  if (!live) { return; }
+  let inv = 1.0 / red[0];
+  for (var i = li; i < p.n; i += ${ROW_WG}u) { X[x0 + i] = X[x0 + i] * inv; }
+}
+`;
+
+/** Elementwise ops over n elements, one invocation each (A read-write, B read):
+ *   geglu   A[a] = gelu_tanh(A[a]) * B[b]     (ox_geglu's x / (1 + exp(-2z)) form)
+ *   add     A[a] = A[a] + B[b]                (the residual)
+ *   axpby   A[a] = (A[a] + B[b] * s0) * s1    (PLE: (ctx + row * sqrt(P)) / sqrt(2))
+ *   scale   A[a] = A[a] * s0                  (layer scale, PLE's 1/sqrt(H))
+ *   softcap A[a] = s0 * tanh(A[a] / s0)       (final logits)
+ * a = aOff + (e / cols) * aStride + e % cols, b likewise: rows of cols inside wider rows (a
+ * token's layer slice of the PLE rows). */
+export const ELT_OPS = {
+  geglu: /* wgsl */ `let x = A[a]; let z = 0.7978845608028654 * x * (1.0 + 0.044715 * x * x); A[a] = x / (1.0 + exp(-2.0 * z)) * B[b];`,
+  add: 'A[a] = A[a] + B[b];',
+  axpby: 'A[a] = (A[a] + B[b] * p.s0) * p.s1;',
+  scale: 'A[a] = A[a] * p.s0;',
+  // tanh only where it cannot overflow inside the implementation (tanh(10) is 1 in f32)
+  softcap: 'let v = A[a] / p.s0; A[a] = p.s0 * select(sign(v), tanh(v), abs(v) < 10.0);',
+};
+/** Whether op reads a second operand B (the others bind A and the uniform only). */
+export const eltUsesB = (op) => ELT_OPS[op].includes('B[b]');
+export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's0', 's1'];
+export const eltWgsl = (op) => /* wgsl */ `
+struct P { n : u32, cols : u32, aOff : u32, aStride : u32, bOff : u32, bStride : u32, s0 : f32, s1 : f32 }
+@group(0) @binding(0) var<storage, read_write> A : array<f32>;
+${eltUsesB(op) ? '@group(0) @binding(1) var<storage, read> B : array<f32>;' : ''}
+@group(0) @binding(${eltUsesB(op) ? 2 : 1}) var<uniform> p : P;
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32) {
+  let e = (${flatGroup}) * ${ROW_WG}u + li;
+  if (e >= p.n) { return; }
+  let a = p.aOff + (e / p.cols) * p.aStride + e % p.cols;
+  let b = p.bOff + (e / p.cols) * p.bStride + e % p.cols;
+  ${ELT_OPS[op]}
+}
+`;

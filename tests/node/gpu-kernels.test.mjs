@@ -1,0 +1,306 @@
+// The WebGPU kernels (js/gpu/) against the C engine's scalar references (src/kernels/*.c via
+// tests/node/gpu/ref_helper.c), on every software adapter present: lavapipe 25 with its
+// optional features (shader-f16, subgroups, dot4I8Packed) and SwiftShader with them all off.
+// tools/setup.sh test installs both; the suite skips (visibly) only where no adapter opens.
+//
+// Tolerances: the integer sums of the quantized dots are the C engine's, the float products
+// per block too; only the order of the float sums differs, so |gpu - ref| <= 1e-5 * sum|w x|
+// (a wrong nibble, scale or offset moves a result by a whole term). Activation quantization:
+// scales equal to 1e-6, a quant one off next to a .5 boundary in at most 1 % of them (WGSL
+// division need not be correctly rounded). Row ops: 1e-5 relative (WGSL exp / sqrt are not
+// libm's).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { nodeGpu, openDevice } from '../../js/gpu/device.js';
+import { createKernels, splitRows, ropeTable, GPU_TYPES, actLayout, gpuRowBytes } from '../../js/gpu/kernels.js';
+import { softwareAdapters, buildRefHelper, bufferOf, zeros, runAndRead, rng, f32, f16Bits, f16Value } from './gpu/harness.mjs';
+
+const adapters = softwareAdapters();
+let ref;
+
+// Random weight bytes (every bit pattern of the packed quants, scales included) with the f16
+// super-block scales set to sane values, so no block is Inf/NaN.
+const D_FIELDS = { 2: [0], 8: [0], 20: [0], 12: [0, 2], 13: [0, 2], 14: [208], 23: [0] };
+function randomWeights(type, rows, cols, r) {
+  if (type === 0 || type === 1 || type === 30) {
+    const x = new Float32Array(rows * cols).map(() => r() * 2 - 1);
+    return type === 0 ? new Uint8Array(x.buffer) : ref('quant', [type, rows * cols], x);
+  }
+  const T = GPU_TYPES[type], nb = (rows * cols) / T.be;
+  const b = new Uint8Array(nb * T.bb).map(() => (r() * 256) | 0);
+  const dv = new DataView(b.buffer);
+  for (let i = 0; i < nb; i++) for (const o of D_FIELDS[type]) dv.setUint16(i * T.bb + o, f16Bits(0.002 + r() * 0.01) ^ (r() < 0.3 ? 0x8000 : 0), true);
+  return b;
+}
+
+// The GPU's quantized activations in GGML's block layout (Q8_0 / Q8_K), for the C dot.
+function toGgmlAct(act, words, cols, nTok) {
+  const u = new Uint32Array(words.buffer, words.byteOffset, words.byteLength / 4);
+  const L = actLayout(act, cols, nTok), qs = new Int8Array(u.buffer, u.byteOffset, (nTok * cols));
+  const fd = new Float32Array(u.buffer, u.byteOffset);
+  const be = act === 'q8_0' ? 32 : 256, bb = act === 'q8_0' ? 34 : 292, nb = (nTok * cols) / be;
+  const out = new Uint8Array(nb * bb), dv = new DataView(out.buffer);
+  for (let g = 0; g < nb; g++) {
+    const d = fd[L.dOff + g], o = g * bb;
+    if (act === 'q8_0') {
+      dv.setUint16(o, f16Bits(d), true);
+      for (let j = 0; j < 32; j++) dv.setInt8(o + 2 + j, qs[g * 32 + j]);
+    } else {
+      dv.setFloat32(o, d, true);
+      for (let j = 0; j < 256; j++) dv.setInt8(o + 4 + j, qs[g * 256 + j]);
+      for (let s = 0; s < 16; s++) {
+        let sum = 0;
+        for (let j = 0; j < 16; j++) sum += qs[g * 256 + s * 16 + j];
+        dv.setInt16(o + 260 + 2 * s, sum, true);
+      }
+    }
+  }
+  return out;
+}
+
+// sum_c |w[r][c] x[t][c]| per (t, r), with the C dequantizer: the scale of the tolerance.
+function magnitudes(type, w, rows, cols, xs, nTok) {
+  const wd = type === 0 ? f32(w) : f32(ref('deq', [type, rows * cols], w));
+  const m = new Float64Array(nTok * rows);
+  for (let t = 0; t < nTok; t++)
+    for (let r = 0; r < rows; r++) {
+      let s = 0;
+      for (let c = 0; c < cols; c++) s += Math.abs(wd[r * cols + c] * xs[t * cols + c]);
+      m[t * rows + r] = s;
+    }
+  return m;
+}
+
+function assertClose(got, want, tol, what) {
+  assert.equal(got.length, want.length, `${what}: length`);
+  for (let i = 0; i < want.length; i++) {
+    const t = typeof tol === 'number' ? tol : tol[i];
+    if (!(Math.abs(got[i] - want[i]) <= t)) assert.fail(`${what}: [${i}] = ${got[i]}, reference ${want[i]} (tolerance ${t})`);
+  }
+}
+
+const rel = (want, r, floor = 1e-6) => Array.from(want, (v) => Math.abs(v) * r + floor);
+
+if (!adapters.length) test('WebGPU kernels', { skip: 'no software Vulkan driver (tools/setup.sh test installs one)' }, () => {});
+
+for (const A of adapters) {
+  describe(`WebGPU kernels on ${A.name}`, () => {
+    let gpu, device, caps, k, skip = '';
+    before(async () => {
+      ref ??= buildRefHelper();
+      gpu = await nodeGpu([`adapter=${A.select}`]);
+      if (!gpu) { skip = 'the webgpu package is not installed'; return; }
+      try {
+        ({ device, caps } = await openDevice(gpu, { allowFallback: true, disable: A.disable }));
+      } catch (e) {
+        skip = `no adapter: ${e.message}`;
+        return;
+      }
+      k = createKernels(device, caps);
+    });
+    after(() => {
+      device?.destroy();
+      gpu = null;
+    });
+    const it = (name, fn) => test(name, async (t) => (skip ? t.skip(skip) : fn(t)));
+
+    it('openDevice refuses a fallback adapter unless asked, and reports what it enabled', async () => {
+      await assert.rejects(openDevice(gpu), (e) => e.code === 'UNSUPPORTED' && /fallback/.test(e.message));
+      assert.equal(caps.fallback, true);
+      for (const f of A.disable) assert.equal(caps[{ 'shader-f16': 'f16', subgroups: 'subgroups', dot4: 'dot4' }[f]], false);
+      assert.ok(caps.maxBinding >= 128 << 20);
+    });
+
+    for (const act of ['q8_0', 'q8_k']) {
+      it(`quantize f32 -> ${act} as the C engine`, async () => {
+        const r = rng(7), cols = 512, nTok = 3;
+        const x = new Float32Array(nTok * cols).map(() => (r() * 2 - 1) * (r() < 0.05 ? 8 : 1));
+        x.fill(0, cols, cols + 256); // an all-zero block (d = 0)
+        const type = act === 'q8_0' ? 8 : 12;
+        const L = actLayout(act, cols, nTok), X = bufferOf(device, x), Q = zeros(device, L.words * 4);
+        const got = await runAndRead(k, (pass) => k.quantize(pass, { type, x: X, act: Q, cols, nTok }), Q);
+        const mine = toGgmlAct(act, got, cols, nTok);
+        const want = ref('quant', [act === 'q8_0' ? 8 : 15, nTok * cols], x);
+        assert.equal(mine.length, want.length);
+        const bb = act === 'q8_0' ? 34 : 292, hd = act === 'q8_0' ? 2 : 4;
+        const dm = new DataView(mine.buffer), dw = new DataView(want.buffer);
+        let off = 0, n = 0;
+        for (let o = 0; o < want.length; o += bb) {
+          const a = act === 'q8_0' ? f16Value(dm.getUint16(o, true)) : dm.getFloat32(o, true);
+          const b = act === 'q8_0' ? f16Value(dw.getUint16(o, true)) : dw.getFloat32(o, true);
+          assert.ok(Math.abs(a - b) <= Math.abs(b) * 1e-6, `block ${o / bb}: d ${a} vs ${b}`);
+          for (let j = 0; j < (act === 'q8_0' ? 32 : 256); j++, n++) {
+            const qa = dm.getInt8(o + hd + j), qb = dw.getInt8(o + hd + j);
+            assert.ok(Math.abs(qa - qb) <= 1, `block ${o / bb} quant ${j}: ${qa} vs ${qb}`);
+            off += qa !== qb;
+          }
+        }
+        assert.ok(off <= n / 100, `${off} of ${n} quants differ`);
+      });
+    }
+
+    // Each type: rows not a multiple of the workgroup's 4, several blocks per row, decode
+    // (1 token) and a batch not a multiple of the token tile (6).
+    const COLS = { 0: 72, 1: 72, 30: 72, 8: 96, 2: 96, 20: 96, 12: 512, 13: 512, 14: 512, 23: 512 };
+    for (const type of [0, 1, 30, 8, 2, 20, 12, 13, 14, 23]) {
+      for (const nTok of [1, 6]) {
+        it(`matmul ${GPU_TYPES[type].name}: 37 rows x ${COLS[type]}, ${nTok} token(s), against ox_vec_dot_ref`, async () => {
+          await checkMatmul(type, 37, COLS[type], nTok, 100 + type);
+        });
+      }
+    }
+
+    it('matmul Q8_0 split by rows across buffers (a small binding limit: 4 parts), into a wider y', async () => {
+      const rows = 37, cols = 96, rb = gpuRowBytes(8, cols);
+      const limit = 10 * rb + 8;
+      assert.equal(splitRows(8, rows, cols, limit).length, 4);
+      await checkMatmul(8, rows, cols, 6, 9, { maxBinding: limit, yStride: 41, yOff: 3 });
+    });
+
+    it('matmul Q4_K split by rows (3 parts), one token', async () => {
+      await checkMatmul(12, 37, 512, 1, 11, { maxBinding: 13 * gpuRowBytes(12, 512) + 4 });
+    });
+
+    async function checkMatmul(type, rows, cols, nTok, seed, { maxBinding, yStride = rows, yOff = 0 } = {}) {
+      const r = rng(seed), T = GPU_TYPES[type];
+      const wb = randomWeights(type, rows, cols, r);
+      const x = new Float32Array(nTok * cols).map(() => r() * 2 - 1);
+      const w = k.uploadWeight({ type, rows, cols, data: wb, maxBinding });
+      if (maxBinding) assert.ok(w.parts.length > 1);
+      const X = bufferOf(device, x), words = k.actWords(type, cols, nTok), Q = zeros(device, Math.max(4, words) * 4);
+      const Y = zeros(device, (yOff + nTok * yStride) * 4);
+      const out = f32(await runAndRead(k, (pass) => k.linear(pass, { w, x: X, act: Q, y: { buffer: Y, offset: yOff, stride: yStride }, nTok }), Y));
+      let act = x, actBytes = new Uint8Array(x.buffer);
+      if (T.act !== 'f32') {
+        const got = await runAndRead(k, () => {}, Q, words * 4);
+        actBytes = toGgmlAct(T.act, got, cols, nTok);
+        act = f32(ref('deq', [T.act === 'q8_0' ? 8 : 15, nTok * cols], actBytes));
+      }
+      const want = f32(ref('dot', [type, rows, cols, nTok], new Uint8Array([...wb, ...actBytes])));
+      const mag = magnitudes(type, wb, rows, cols, act, nTok);
+      const got = new Float32Array(nTok * rows);
+      for (let t = 0; t < nTok; t++) for (let i = 0; i < rows; i++) got[t * rows + i] = out[yOff + t * yStride + i];
+      assertClose(got, want, Array.from(mag, (m) => m * 1e-5 + 1e-30), `${T.name} y`);
+      for (const p of w.parts) p.buffer.destroy();
+    }
+
+    it('rmsnorm: with weight, without, per head, in place and into another buffer', async () => {
+      const r = rng(3), n = 200, rows = 3;
+      const x = new Float32Array(rows * n).map(() => r() * 4 - 2), wv = new Float32Array(n).map(() => r() + 0.5);
+      const want = (xs, hasW, len) => f32(ref('rms', [len, 1e-6, hasW ? 1 : 0], hasW ? new Float32Array([...wv.subarray(0, len), ...xs]) : xs));
+      for (const hasW of [true, false]) {
+        const X = bufferOf(device, x), W = bufferOf(device, wv), Y = zeros(device, (rows * n + 5) * 4);
+        const got = f32(await runAndRead(k, (pass) => k.rmsnorm(pass, { x: X, y: { buffer: Y, offset: 5 }, w: hasW ? W : null, n, rows, eps: 1e-6 }), Y));
+        for (let i = 0; i < rows; i++) {
+          const ref1 = want(x.subarray(i * n, (i + 1) * n), hasW, n);
+          assertClose(got.subarray(5 + i * n, 5 + (i + 1) * n), ref1, rel(ref1, 1e-5), `rms row ${i} w=${hasW}`);
+        }
+      }
+      // per head: 2 tokens x 4 heads of 40 inside rows of 200 (the rest untouched), in place
+      const X = bufferOf(device, x), W = bufferOf(device, wv);
+      const got = f32(await runAndRead(k, (pass) => k.rmsnorm(pass, { x: { buffer: X, offset: 40 }, w: W, n: 40, rows: 8, eps: 1e-6 }), X));
+      assertClose(got.subarray(0, 40), x.subarray(0, 40), 0, 'untouched lanes');
+      for (let h = 0; h < 8; h++) {
+        const o = 40 + h * 40, ref1 = want(x.subarray(o, o + 40), true, 40);
+        assertClose(got.subarray(o, o + 40), ref1, rel(ref1, 1e-5), `head ${h}`);
+      }
+    });
+
+    it('rope: all pairs (sliding layers) and proportional partial rotation (full layers), large positions', async () => {
+      const r = rng(5);
+      for (const [hd, pairs, base, factor] of [[64, 32, 10000, 1], [128, 16, 1e6, 1], [64, 40, 10000, 8]]) {
+        const nTok = 3, nh = 2, positions = [0, 7, 131071];
+        const x = new Float32Array(nTok * nh * hd).map(() => r() * 2 - 1);
+        const X = bufferOf(device, x), CS = bufferOf(device, ropeTable(positions, hd, pairs, base, factor));
+        const got = f32(await runAndRead(k, (pass) => k.rope(pass, { x: X, cs: CS, hd, nPairs: pairs, nHeads: nh, nTok, tokStride: nh * hd }), X));
+        for (let t = 0; t < nTok; t++)
+          for (let h = 0; h < nh; h++) {
+            const o = (t * nh + h) * hd, want = f32(ref('rope', [hd, positions[t], pairs, base, factor], x.slice(o, o + hd)));
+            assertClose(got.subarray(o, o + hd), want, 2e-6, `rope hd ${hd} pairs ${pairs} t ${t} h ${h}`);
+          }
+      }
+    });
+
+    it('softmax over rows (router probabilities)', async () => {
+      const r = rng(8), n = 130, rows = 3;
+      const x = new Float32Array(rows * n).map(() => r() * 20 - 10);
+      const X = bufferOf(device, x);
+      const got = f32(await runAndRead(k, (pass) => k.softmax(pass, { x: X, n, rows }), X));
+      for (let i = 0; i < rows; i++) {
+        const want = f32(ref('softmax', [n], x.slice(i * n, (i + 1) * n)));
+        assertClose(got.subarray(i * n, (i + 1) * n), want, rel(want, 2e-5, 1e-9), `softmax row ${i}`);
+      }
+    });
+
+    it('elementwise: GELU gate (against ox_geglu_ref), add, axpby, scale, soft-cap, in strided rows', async () => {
+      const r = rng(9), n = 300;
+      const g = new Float32Array(n).map(() => r() * 12 - 6), u = new Float32Array(n).map(() => r() * 2 - 1);
+      const want = f32(ref('geglu', [n], new Float32Array([...g, ...u])));
+      const G = bufferOf(device, g), U = bufferOf(device, u);
+      const got = f32(await runAndRead(k, (pass) => k.elt(pass, 'geglu', { a: G, b: U, n }), G));
+      assertClose(got, want, rel(want, 2e-6, 1e-7), 'geglu');
+
+      const cases = {
+        add: (a, b) => a + b,
+        axpby: (a, b) => Math.fround((a + b * 16) * Math.SQRT1_2),
+        scale: (a) => a * 0.75,
+        softcap: (a) => 30 * Math.tanh(a / 30),
+      };
+      for (const [op, f] of Object.entries(cases)) {
+        // a: 4 rows of 50 inside rows of 60; b: rows of 50 inside rows of 70
+        const a = new Float32Array(240).map(() => r() * 200 - 100), b = new Float32Array(280).map(() => r() * 2 - 1);
+        const A = bufferOf(device, a), B = bufferOf(device, b);
+        const res = f32(await runAndRead(k, (pass) => k.elt(pass, op, { a: A, b: B, n: 200, cols: 50, aStride: 60, bStride: 70, s0: op === 'softcap' ? 30 : op === 'scale' ? 0.75 : 16, s1: Math.SQRT1_2 }), A));
+        for (let i = 0; i < 240; i++) {
+          const row = Math.floor(i / 60), c = i % 60;
+          const w = c < 50 ? f(a[i], b[row * 70 + c]) : a[i];
+          assert.ok(Math.abs(res[i] - w) <= Math.abs(w) * 2e-6 + 1e-6, `${op} [${i}] = ${res[i]}, want ${w}`);
+        }
+      }
+    });
+
+    for (const kv of ['f32', 'f16']) {
+      it(`KV write + attention, ${kv} rows, GQA, full and a sliding ring`, async () => {
+        const r = rng(kv === 'f32' ? 21 : 22);
+        const nh = 4, nKv = 2, hd = 32, width = nKv * hd;
+        for (const { window, cap, ring, steps } of [{ window: 0, cap: 20, ring: false, steps: 12 }, { window: 5, cap: 7, ring: true, steps: 12 }]) {
+          const rowBytes = kv === 'f32' ? width * 4 : width * 2;
+          const KC = zeros(device, cap * rowBytes), VC = zeros(device, cap * rowBytes);
+          const keys = [], vals = [];
+          // prefill 4 tokens, then one token at a time: each call writes its rows, then attends
+          let pos = 0;
+          for (const n of [4, ...Array(steps - 4).fill(1)]) {
+            const kin = new Float32Array(n * width).map(() => r() * 2 - 1), vin = new Float32Array(n * width).map(() => r() * 2 - 1);
+            const q = new Float32Array(n * nh * hd).map(() => r() * 2 - 1);
+            const IN = bufferOf(device, new Float32Array([...kin, ...vin])), Qb = bufferOf(device, q);
+            const O = zeros(device, n * nh * hd * 4), S = zeros(device, n * nh * (pos + n) * 4);
+            const got = f32(await runAndRead(k, (pass) => {
+              k.kvWrite(pass, { kv, input: IN, k: 0, v: n * width, kc: KC, vc: VC, width, nTok: n, pos, cap, ring });
+              k.attention(pass, { kv, q: Qb, kc: KC, vc: VC, out: O, scores: S, nTok: n, nh, hd, nKv, pos, window, cap, ring, sStride: pos + n });
+            }, O));
+            const stored = (a) => (kv === 'f32' ? a : Array.from(new Uint16Array(ref('quant', [1, a.length], a).buffer.slice(0)), f16Value));
+            for (let t = 0; t < n; t++) { keys.push(stored(kin.slice(t * width, (t + 1) * width))); vals.push(stored(vin.slice(t * width, (t + 1) * width))); }
+            for (let t = 0; t < n; t++) {
+              const p = pos + t, lo = window > 0 ? Math.max(0, p - window + 1) : 0;
+              for (let h = 0; h < nh; h++) {
+                const g = Math.floor(h / (nh / nKv)), qo = (t * nh + h) * hd;
+                const s = [];
+                for (let j = lo; j <= p; j++) {
+                  let d = 0;
+                  for (let e = 0; e < hd; e++) d += q[qo + e] * keys[j][g * hd + e];
+                  s.push(d);
+                }
+                const mx = Math.max(...s), e = s.map((v) => Math.exp(v - mx)), sum = e.reduce((a, b) => a + b, 0);
+                const want = new Float64Array(hd);
+                let mag = 0;
+                for (let j = lo; j <= p; j++) for (let c = 0; c < hd; c++) { want[c] += (e[j - lo] / sum) * vals[j][g * hd + c]; mag = Math.max(mag, Math.abs(vals[j][g * hd + c])); }
+                assertClose(got.subarray(qo, qo + hd), want, 1e-5 * mag, `${kv} window ${window} pos ${p} head ${h}`);
+              }
+            }
+            pos += n;
+          }
+        }
+      });
+    }
+  });
+}
