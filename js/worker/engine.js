@@ -155,9 +155,13 @@ export class Engine {
   // After each request: a device lost during it puts the model back on the CPU (the request
   // itself already failed with that error). The sessions' positions were on the GPU: reset.
   settleGpu() {
-    if (!this.gpu?.lost || !this.ptr) return;
+    if (this.gpu?.lost && this.ptr) this.leaveGpu(this.gpu.lost);
+  }
+
+  // The model back on the CPU (why: info.backendNote); the session restarts there.
+  leaveGpu(why) {
     this.heap.C.ox_wasm_gpu_detach(this.ptr);
-    this.info.backendNote = this.gpu.lost;
+    this.info.backendNote = why;
     this.info.backend = 'cpu';
     delete this.info.gpu;
     this.dropGpu();

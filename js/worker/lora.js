@@ -21,6 +21,8 @@ export async function setLora(engine, adapters) {
           return heap.check(heap.C.ox_wasm_lora_set(engine.ptr, pf, pc, ps, adapters.length));
         })));
     engine.session.truncate(0);
+    // LoRA runs on the CPU only: the model hands over to it (the cache was emptied anyway)
+    if (adapters.length && engine.gpu) engine.leaveGpu('webgpu: LoRA adapters run on the CPU only; the model moved to the CPU');
     return { adapters: adapters.length, modules };
   } finally {
     for (const h of handles) host.close(h);

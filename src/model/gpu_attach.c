@@ -46,6 +46,7 @@ int ox_model_gpu_attach(ox_model *m, ox_err *err) {
     if (m->c.moe) return ox_errf(err, OX_E_UNSUPPORTED, "gpu: mixture-of-experts layers run on the CPU only");
     if (m->wc) return ox_errf(err, OX_E_UNSUPPORTED, "gpu: streamed weights (streamWeights) run on the CPU only");
     if (m->n_lora > 0) return ox_errf(err, OX_E_UNSUPPORTED, "gpu: LoRA adapters run on the CPU only");
+    if (m->c.bidirectional) return ox_errf(err, OX_E_UNSUPPORTED, "gpu: bidirectional attention runs on the CPU only");
     ox_gpu *g = ox_gpu_new(err);
     if (!g) return err ? err->code : OX_E_NOMEM;
     int rc = register_weights(m, g, err);

@@ -13,7 +13,7 @@
 
 /* Register the model's weights for upload (ox_gpu_table lists them) and record from now on.
  * UNSUPPORTED (with a message) for what runs on the CPU only: MoE layers, streamed weights,
- * LoRA adapters. A no-op when attached. */
+ * LoRA adapters, bidirectional attention. A no-op when attached. */
 int ox_model_gpu_attach(ox_model *m, ox_err *err);
 void ox_model_gpu_detach(ox_model *m);
 /* The model's recorder, or NULL on the CPU. */
