@@ -129,7 +129,8 @@ export const exports = Object.freeze([
   {"name":"ox_host_wasm_forget","ret":"void","args":[{"name":"file","kind":"i32"}],"doc":"Forget the cached display name of a host handle (JS closed it; the number may be reused)."},
   {"name":"ox_wasm_gpu_attach","ret":"i32","args":[{"name":"e","kind":"ptr"}],"doc":"The GPU backend (model/gpu_attach.h, gpu/record.h). Move the model's forward onto it: returns the number of weights to upload (ox_wasm_gpu_table), or < 0 (UNSUPPORTED with the reason: MoE, streamed weights, LoRA). Sessions made before keep their CPU caches: reset them."},
   {"name":"ox_wasm_gpu_table","ret":"ptr","args":[{"name":"e","kind":"ptr"}],"doc":"The weights to upload: ox_wasm_gpu_attach's count of entries, OX_GPU_ENTRY_WORDS int32 each (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes)."},
-  {"name":"ox_wasm_gpu_detach","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Back to the CPU (the weights never left wasm memory); the caller resets its sessions."},
+  {"name":"ox_wasm_gpu_detach","ret":"void","args":[{"name":"e","kind":"ptr"}],"doc":"Back to the CPU (before ox_wasm_gpu_release: the weights are still in wasm memory; after it, the model refuses to run and is loaded again); the caller resets its sessions."},
+  {"name":"ox_wasm_gpu_release","ret":"f64","args":[{"name":"e","kind":"ptr"}],"doc":"Free the wasm copies of the uploaded matrices; returns the bytes freed."},
 ]);
 
 /** Functions the wasm imports from js/hostfile_lib.js. */

@@ -72,7 +72,7 @@ function settlingGpu(protocol, engineOf) {
       try {
         return await op(m, job);
       } finally {
-        engineOf()?.settleGpu();
+        await engineOf()?.settleGpu();
       }
     };
 }

@@ -71,6 +71,7 @@ export class Engine {
   // memory grows once).
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
+    this.loadArgs = m; // leaveGpu loads it again on the CPU
     const { heap, host } = this;
     const C = heap.C;
     const handles = [];
@@ -100,7 +101,10 @@ export class Engine {
         this.info.memory = est;
       } else this.info.context = m.maxContext || this.info.contextSize;
       this.template = this.chatTemplate(handles);
-      await this.attachGpu(m.backend ?? 'auto', !!m.allowFallbackAdapter);
+      if (m.drafter && m.backend !== 'cpu') {
+        this.info.backend = 'cpu';
+        this.info.backendNote = 'webgpu: the MTP drafter reads the CPU KV caches; the model runs on the CPU';
+      } else await this.attachGpu(m.backend ?? 'auto', !!m.allowFallbackAdapter);
       return this.info;
     } catch (e) {
       this.unload();
@@ -147,6 +151,7 @@ export class Engine {
     this.session.truncate(0); // its caches (if any) are the CPU's
     this.gpu = bridge;
     heap.M.oxGpu = bridge;
+    C.ox_wasm_gpu_release(this.ptr); // the matrices live on the GPU only from now on
     const { description, fallback, features, maxBinding } = bridge.info;
     this.info.backend = 'webgpu';
     this.info.gpu = { adapter: description, fallbackAdapter: fallback, features, maxBinding };
@@ -154,18 +159,17 @@ export class Engine {
 
   // After each request: a device lost during it puts the model back on the CPU (the request
   // itself already failed with that error). The sessions' positions were on the GPU: reset.
-  settleGpu() {
-    if (this.gpu?.lost && this.ptr) this.leaveGpu(this.gpu.lost);
+  async settleGpu() {
+    if (this.gpu?.lost && this.ptr) await this.leaveGpu(this.gpu.lost);
   }
 
-  // The model back on the CPU (why: info.backendNote); the session restarts there.
-  leaveGpu(why) {
-    this.heap.C.ox_wasm_gpu_detach(this.ptr);
+  // The model back on the CPU (why: info.backendNote): its matrices left wasm memory for the
+  // GPU, so it is loaded again from its sources (the session restarts empty).
+  async leaveGpu(why) {
+    const m = this.loadArgs;
+    this.unload();
+    await this.load({ ...m, backend: 'cpu' }, () => {});
     this.info.backendNote = why;
-    this.info.backend = 'cpu';
-    delete this.info.gpu;
-    this.dropGpu();
-    this.session.truncate(0);
   }
 
   dropGpu() {

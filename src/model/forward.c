@@ -534,6 +534,8 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
      * f32 per thread), so the scratch is not regrown, old and new at once, as positions pass */
     int keys = s->max_ctx <= (1 << 18) ? s->max_ctx : s->pos + n;
     int f0 = io->all_logits ? 0 : n - 1, nl = io->logits ? n - f0 : 0;
+    if (!m->gpu && m->gpu_only)
+        return ox_errf(err, OX_E_STATE, "forward: the model's weights were on a GPU it no longer has: load it again");
     if (m->gpu && m->n_lora > 0)
         return ox_errf(err, OX_E_UNSUPPORTED, "forward: LoRA adapters do not run on the GPU backend yet");
     TRY(carve_acts(s, n, keys, m->gpu ? (size_t)nl * V : 0, &A, err));

@@ -243,8 +243,11 @@ OX_EXPORT int ox_wasm_gpu_attach(ox_wasm_engine *e);
 /* The weights to upload: ox_wasm_gpu_attach's count of entries, OX_GPU_ENTRY_WORDS int32 each
  * (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes). */
 OX_EXPORT const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e);
-/* Back to the CPU (the weights never left wasm memory); the caller resets its sessions. */
+/* Back to the CPU (before ox_wasm_gpu_release: the weights are still in wasm memory; after it,
+ * the model refuses to run and is loaded again); the caller resets its sessions. */
 OX_EXPORT void ox_wasm_gpu_detach(ox_wasm_engine *e);
+/* Free the wasm copies of the uploaded matrices; returns the bytes freed. */
+OX_EXPORT double ox_wasm_gpu_release(ox_wasm_engine *e);
 
 /* ---- imports (js/hostfile_lib.js) ---- */
 

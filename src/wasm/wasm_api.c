@@ -273,6 +273,7 @@ API const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e) {
     return g ? ox_gpu_table(g, &n) : NULL;
 }
 API void ox_wasm_gpu_detach(ox_wasm_engine *e) { ox_model_gpu_detach(e->m); }
+API double ox_wasm_gpu_release(ox_wasm_engine *e) { return (double)ox_model_gpu_release(e->m); }
 
 API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logits, int all) {
     ox_forward_io io = {.tokens = tokens, .n = n, .logits = logits, .all_logits = all};
