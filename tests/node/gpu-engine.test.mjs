@@ -122,6 +122,22 @@ for (const [type, band] of [['q8_0', 0.5], ['q4_k', 0.5]])
     assert.ok(same >= N - 1, `${type}: argmax agrees at ${same}/${N}`);
   });
 
+gpuTest('speculative verify rows on the GPU: prompt-lookup drafts give the plain greedy tokens', async (t) => {
+  const file = synth(dir, { preset: 'tiny', type: 'f32' });
+  // a prompt that repeats itself and a bias towards one token: drafts are made and accepted
+  const prompt = [2, ...Array.from({ length: 30 }, (_, i) => 400 + (i % 7) * 13)];
+  const o = { temperature: 0, maxTokens: 16, stopIds: [], logitBias: { 300: 60 } };
+  const r = await both(file, async (m) => ({
+    plain: await collect(m.generate(prompt, { ...o, speculative: false })),
+    drafted: await collect(m.generate(prompt, { ...o, speculative: { draftTokens: 4, fixedLength: true } })),
+  }));
+  const s = r.gpu.drafted.stats;
+  t.diagnostic(`GPU: ${s.draftedTokens} drafted, ${s.acceptedTokens} accepted`);
+  assert.ok(s.draftedTokens > 0 && s.acceptedTokens > 0, JSON.stringify(s));
+  assert.deepEqual(r.gpu.drafted.tokens, r.gpu.plain.tokens);
+  assert.deepEqual(r.gpu.plain.tokens, r.cpu.plain.tokens);
+});
+
 gpuTest("backend choice: 'auto' never takes a software adapter, 'webgpu' asks for it by name", async () => {
   const file = synth(dir, { preset: 'tiny', type: 'f32' });
   const auto = await loadModel(file, { threads: 1, maxContext: 64 });
