@@ -133,7 +133,7 @@ export const exports = Object.freeze([
   {"name":"ox_wasm_gpu_release","ret":"f64","args":[{"name":"e","kind":"ptr"}],"doc":"Free the wasm copies of the uploaded matrices; returns the bytes freed."},
 ]);
 
-/** Functions the wasm imports from js/hostfile_lib.js. */
+/** Functions the wasm imports from js/hostfile_lib.js and js/gpu/gpu_lib.js. */
 export const imports = Object.freeze([
   {"name":"ox_js_host_read","ret":"i32","args":[{"name":"file","kind":"i32"},{"name":"off","kind":"f64"},{"name":"len","kind":"u32"},{"name":"dst","kind":"ptr"},{"name":"msg","kind":"ptr"},{"name":"msg_cap","kind":"i32"}],"doc":"Read len bytes at off of host file `file` into dst; 0, or a negative code with a message (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously."},
   {"name":"ox_js_host_size","ret":"f64","args":[{"name":"file","kind":"i32"}],"doc":"Size of a host file in bytes, or -1 for an unknown handle."},

@@ -121,7 +121,7 @@ ${record('estimateFields', 'ox_wasm_estimate (src/model/estimate.h)', fields('OX
  * string), void. */
 export const exports = Object.freeze(${json(fns('OX_EXPORT'))});
 
-/** Functions the wasm imports from js/hostfile_lib.js. */
+/** Functions the wasm imports from js/hostfile_lib.js and js/gpu/gpu_lib.js. */
 export const imports = Object.freeze(${json(fns('OX_IMPORT'))});
 `;
 }

@@ -14,7 +14,8 @@
  * Only the engine worker calls in, one call at a time.
  *
  * Signatures are plain prototypes, OX_EXPORT (JS calls Module._name) or OX_IMPORT (the JS
- * library js/hostfile_lib.js provides them), one per statement, with the comment above. */
+ * libraries js/hostfile_lib.js and js/gpu/gpu_lib.js provide them), one per statement, with the
+ * comment above. */
 #ifndef OX_WASM_ABI_H
 #define OX_WASM_ABI_H
 
@@ -249,7 +250,7 @@ OX_EXPORT void ox_wasm_gpu_detach(ox_wasm_engine *e);
 /* Free the wasm copies of the uploaded matrices; returns the bytes freed. */
 OX_EXPORT double ox_wasm_gpu_release(ox_wasm_engine *e);
 
-/* ---- imports (js/hostfile_lib.js) ---- */
+/* ---- imports (js/hostfile_lib.js; the GPU's: js/gpu/gpu_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
  * (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously. */
