@@ -6,6 +6,7 @@ import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
 import { OxError, abortError, toOxError } from './errors.js';
+import { GpuBridge } from './gpu/bridge.js';
 import { describeSource } from './hostfile.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
@@ -178,6 +179,12 @@ export async function estimateMemory(sources, opts = {}) {
 
 // ---- loading ----
 
+// backend 'auto' asks once per page / process whether a hardware WebGPU adapter exists (a GPU
+// thread opens a device, answers and goes), so loads where there is none start no GPU thread.
+// Resolves to null (there is one) or why not.
+let hardwareGpu = null;
+const probeHardwareGpu = () => (hardwareGpu ??= GpuBridge.start({ allowFallback: false }).then((b) => (b.close(), null), (e) => e.message));
+
 const DEFAULT_WEIGHT_CACHE = 512 * 2 ** 20; // bytes for streamed weights when streamWeights is set
 
 // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
@@ -208,6 +215,8 @@ export async function loadModel(sources, opts = {}) {
   // opts.cache: URL sources are downloaded into the model cache and read from there (js/cache.js)
   const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
   if (cached) descs = cached.sources;
+  let backend = opts.backend ?? 'auto', backendNote = null;
+  if (backend === 'auto' && (backendNote = await probeHardwareGpu())) backend = 'cpu';
   const env = await chooseEngine(opts);
   const simd = await simdBuild(env.build, opts);
   const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
@@ -238,13 +247,14 @@ export async function loadModel(sources, opts = {}) {
     const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget), backend: opts.backend ?? 'auto', allowFallbackAdapter: !!opts.allowFallbackAdapter },
+      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget), backend, allowFallbackAdapter: !!opts.allowFallbackAdapter },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load
     // finished, but it still fails with that exception (and its worker goes)
     if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');
+    if (backendNote) info.backendNote ??= backendNote;
     return Object.assign(new Model(engine, info, { ...env, threads, simd }), { download: cached?.done ?? null });
   } catch (e) {
     cached?.abort();

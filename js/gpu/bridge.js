@@ -56,6 +56,7 @@ export class GpuBridge {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
+      if (!this.pending.size) worker.unref?.(); // an idle GPU thread does not keep Node alive
       if (m.ok) p.resolve(m.value);
       else p.reject(new OxError(m.error.code in codes ? m.error.code : 'IO', m.error.message));
     };
@@ -66,7 +67,6 @@ export class GpuBridge {
     if (isNode) {
       worker.on('message', onMessage);
       worker.on('error', onError);
-      worker.unref?.();
     } else {
       worker.onmessage = (e) => onMessage(e.data);
       worker.onerror = onError;
@@ -81,6 +81,7 @@ export class GpuBridge {
     const id = ++this.ids;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      this.worker.ref?.();
       this.post({ ...args, id, op }, transfer);
     });
   }
