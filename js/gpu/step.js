@@ -4,8 +4,9 @@
 //
 // Activations: one storage buffer per region of the C scratch (the list's header says where
 // the regions start), so an op's input and output are always distinct bindings, as WebGPU
-// requires of a writable binding. KV: per (session, layer) a K and a V buffer of f32 rows, one
-// row per position of the session's context (the window is the attention's mask, not a ring).
+// requires of a writable binding. KV: per (session, layer) a K and a V buffer of f32 rows, row
+// p for position p (the window is the attention's mask, not a ring), grown by doubling as
+// positions come, up to the session's context (a long context costs GPU memory once used).
 import { OxError } from '../errors.js';
 import { createKernels, ropeTable, GPU_TYPES } from './kernels.js';
 import { walkList } from './list.js';
@@ -90,19 +91,27 @@ export class StepRunner {
     };
   }
 
-  kvOf(session, layer, width, maxCtx, create) {
+  // Layer `layer`'s caches of `session`, holding positions [0, need): grown (doubling, at most
+  // maxCtx rows) with the old rows copied by `enc`; the old buffers go once the step ran (dead).
+  kvOf(session, layer, width, maxCtx, need, enc, dead) {
     let s = this.sessions.get(session);
     if (!s) this.sessions.set(session, (s = new Map()));
     let c = s.get(layer);
-    if (!c && create) {
-      const size = maxCtx * width * 4;
+    if (!c && !enc) throw new OxError('STATE', `webgpu: layer ${layer} attends before its KV cache was written`);
+    if (enc && (!c || c.rows < need)) {
+      const rows = Math.min(maxCtx, Math.max(need, 2 * (c?.rows ?? 0), 256)), size = rows * width * 4;
       if (size > this.caps.maxBinding)
-        throw new OxError('UNSUPPORTED', `webgpu: a KV cache of ${maxCtx} positions x ${width} floats exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`);
-      c = { kc: this.device.createBuffer({ size, usage: STORAGE() }), vc: this.device.createBuffer({ size, usage: STORAGE() }), width };
-      s.set(layer, c);
+        throw new OxError('UNSUPPORTED', `webgpu: a KV cache of ${rows} positions x ${width} floats exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`);
+      const n = { kc: this.device.createBuffer({ size, usage: STORAGE() }), vc: this.device.createBuffer({ size, usage: STORAGE() }), width, rows };
+      if (c) {
+        enc.copyBufferToBuffer(c.kc, 0, n.kc, 0, c.kc.size);
+        enc.copyBufferToBuffer(c.vc, 0, n.vc, 0, c.vc.size);
+        dead.push(c.kc, c.vc);
+        this.bytes.kv -= c.kc.size + c.vc.size;
+      }
+      s.set(layer, (c = n));
       this.bytes.kv += 2 * size;
     }
-    if (!c) throw new OxError('STATE', `webgpu: layer ${layer} attends before its KV cache was written`);
     return c;
   }
 
@@ -157,7 +166,7 @@ export class StepRunner {
       pass = null;
       return enc;
     };
-    const reads = [];
+    const reads = [], dead = [];
     try {
       for (const [name, a] of ops) {
         switch (name) {
@@ -191,16 +200,16 @@ export class StepRunner {
             break;
           }
           case 'KV_WRITE': {
-            const c = this.kvOf(h.session, a.layer, a.width, h.maxCtx, true);
+            const c = this.kvOf(h.session, a.layer, a.width, h.maxCtx, a.pos + a.ntok, copies(), dead);
             const kk = at(a.k), vv = at(a.v), bytes = a.ntok * a.width * 4, dst = a.pos * a.width * 4;
-            copies().copyBufferToBuffer(kk.buffer, kk.byte, c.kc, dst, bytes);
+            enc.copyBufferToBuffer(kk.buffer, kk.byte, c.kc, dst, bytes);
             enc.copyBufferToBuffer(vv.buffer, vv.byte, c.vc, dst, bytes);
             computed = true;
             break;
           }
           case 'ATTEND': {
             if (a.bidir) throw new OxError('UNSUPPORTED', 'webgpu: bidirectional attention has no GPU kernel');
-            const c = this.kvOf(h.session, a.layer, 0, h.maxCtx, false);
+            const c = this.kvOf(h.session, a.layer, 0, h.maxCtx, 0, null, dead);
             k.attention(compute(), {
               kv: 'f32', q: at(a.q), kc: c.kc, vc: c.vc, out: at(a.out), scores: scoreBuf, nTok: a.ntok, nh: a.nh, hd: a.hd,
               nKv: a.nh / a.group, pos: a.pos, window: a.window, sStride: a.pos + a.ntok,
@@ -252,6 +261,7 @@ export class StepRunner {
       copies();
       if (cs) device.queue.writeBuffer(csBuf, 0, csHost);
       device.queue.submit([enc.finish()]);
+      for (const b of dead) b.destroy(); // after the submission that copied them
     } finally {
       k.resetParams();
       const [v, m] = [await device.popErrorScope(), await device.popErrorScope()];

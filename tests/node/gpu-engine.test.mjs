@@ -122,6 +122,26 @@ for (const [type, band] of [['q8_0', 0.5], ['q4_k', 0.5]])
     assert.ok(same >= N - 1, `${type}: argmax agrees at ${same}/${N}`);
   });
 
+gpuTest('KV caches on the GPU grow with the positions (two micro-batches, one growth)', async (t) => {
+  const file = synth(dir, { preset: 'tiny', type: 'f32' });
+  const long = Array.from({ length: 300 }, (_, i) => (i ? 5 + ((i * 7919) % 1000) : 2));
+  const run = async (backend) => {
+    const m = await loadModel(file, { threads: 1, maxContext: 1024, ...backend });
+    try {
+      return { logits: await m.logits(long), stats: await m.stats() };
+    } finally {
+      await m.unload();
+    }
+  };
+  const c = await run({ backend: 'cpu' }), g = await run(GPU);
+  let d = 0;
+  for (let i = 0; i < V; i++) d = Math.max(d, Math.abs(c.logits[i] - g.logits[i]));
+  t.diagnostic(`after 300 positions: max |dlogit| ${d.toExponential(2)}`);
+  assert.ok(d < 1e-3, String(d));
+  // tiny's own-KV layers: two sliding (2 heads of 64), one full (2 of 128); 256 rows, then 512
+  assert.equal(g.stats.gpuMemory.kv, 2 * 512 * 4 * (128 + 128 + 256));
+});
+
 gpuTest('speculative verify rows on the GPU: prompt-lookup drafts give the plain greedy tokens', async (t) => {
   const file = synth(dir, { preset: 'tiny', type: 'f32' });
   // a prompt that repeats itself and a bias towards one token: drafts are made and accepted
