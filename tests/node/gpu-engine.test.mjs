@@ -14,6 +14,7 @@ import { loadModel, OxError } from '../../js/index.js';
 import { ROOT } from '../../tools/serve.mjs';
 import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
+import { maxDlogp as dlogp } from './dlogp.mjs';
 
 const LAVAPIPE = path.join(ROOT, 'build/lavapipe25/icd.json');
 const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -38,21 +39,7 @@ try {
 }
 const gpuTest = (name, fn) => test(name, { skip: why ? `no WebGPU adapter: ${why}` : false, timeout: 600000 }, fn);
 
-// max |difference of log-probabilities| over every row of two all-position logit arrays
-function maxDlogp(a, b) {
-  let w = 0;
-  const lse = (x, o) => {
-    let m = -Infinity, s = 0;
-    for (let v = 0; v < V; v++) m = Math.max(m, x[o + v]);
-    for (let v = 0; v < V; v++) s += Math.exp(x[o + v] - m);
-    return m + Math.log(s);
-  };
-  for (let o = 0; o < a.length; o += V) {
-    const la = lse(a, o), lb = lse(b, o);
-    for (let v = 0; v < V; v++) w = Math.max(w, Math.abs(a[o + v] - la - (b[o + v] - lb)));
-  }
-  return w;
-}
+const maxDlogp = (a, b) => dlogp(a, b, V);
 
 const argmaxes = (x) => {
   const out = [];
