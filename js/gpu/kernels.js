@@ -31,22 +31,25 @@
 // - Parameters go through uniform slots written with queue.writeBuffer at encode time; call
 //   resetParams() after submitting the command buffer they were encoded into (the slots are
 //   then reused; before that, every encode takes a fresh slot).
-import { grid } from './kernels/common.js';
-import { TYPES, ROWS, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl } from './kernels/matmul.js';
+import { grid, FLOAT_PARAMS } from './kernels/common.js';
+import { TYPES, TOKEN_TILE, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
 import {
   ROW_WG, RMSNORM_PARAMS, rmsnormWgsl, ROPE_PARAMS, ropeWgsl, ropeTable, SOFTMAX_PARAMS, softmaxWgsl,
   ELT_OPS, ELT_PARAMS, eltWgsl, eltUsesB,
 } from './kernels/rows.js';
 import { ATTN_WG, KV_TYPES, KV_WRITE_PARAMS, kvWriteWgsl, ATTN_PARAMS, attentionWgsl } from './kernels/attention.js';
+import { MOE_WG, ROUTE_PARAMS, routeWgsl, COMBINE_PARAMS, combineWgsl } from './kernels/moe.js';
 import { OxError } from '../errors.js';
 
 export { ropeTable, TYPES as GPU_TYPES, actLayout };
 
 const SLOT = 256; // minUniformBufferOffsetAlignment's largest allowed value
 const CHUNK = 256 * SLOT;
-const FLOAT_PARAMS = new Set(['eps', 's0', 's1']);
 
+const needTokens = (n) => {
+  if (!(Number.isInteger(n) && n >= 1)) throw new OxError('RANGE', `js/gpu/kernels.js: ${n} tokens (need at least 1)`);
+};
 const ref = (b) => (b && b.buffer ? { buffer: b.buffer, offset: b.offset ?? 0 } : { buffer: b, offset: 0 });
 
 /** Bytes of one row of `cols` elements of ggml type `type` on the GPU. */
@@ -58,13 +61,14 @@ export function gpuRowBytes(type, cols) {
   return (cols / T.be) * T.bb;
 }
 
-/** Where a weight of rows x cols is cut so each part fits a binding of maxBinding bytes.
+/** Where a weight of rows x cols is cut so each part fits a binding of maxBinding bytes, at
+ * multiples of unitRows (a stacked expert tensor: one expert's rows).
  * @returns {Array<{row0: number, rows: number, byteOffset: number, bytes: number}>} byteOffset
  *   into the tensor's bytes; each part's size rounded up to 4 for the upload. */
-export function splitRows(type, rows, cols, maxBinding) {
+export function splitRows(type, rows, cols, maxBinding, unitRows = 1) {
   const rb = gpuRowBytes(type, cols);
-  const per = Math.floor((maxBinding - 4) / rb);
-  if (per < 1) throw new OxError('RANGE', `js/gpu/kernels.js: one row of ${rb} bytes exceeds a binding of ${maxBinding}`);
+  const per = Math.floor((maxBinding - 4) / (rb * unitRows)) * unitRows;
+  if (per < 1) throw new OxError('RANGE', `js/gpu/kernels.js: ${unitRows} row(s) of ${rb} bytes exceed a binding of ${maxBinding}`);
   const parts = [];
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r);
@@ -140,13 +144,14 @@ export function createKernels(device, caps) {
       return T.act === 'f32' ? 0 : actLayout(T.act, cols, nTok).words;
     },
 
-    /** Upload a weight tensor (GGML bytes) into buffers of at most maxBinding bytes each. */
-    uploadWeight({ type, rows, cols, data, maxBinding = caps.maxBinding, label = '' }) {
+    /** Upload a weight tensor (GGML bytes) into buffers of at most maxBinding bytes each
+     * (stacked experts: unitRows = rows per expert, so no expert straddles two buffers). */
+    uploadWeight({ type, rows, cols, data, maxBinding = caps.maxBinding, unitRows = 1, label = '' }) {
       const rowBytes = gpuRowBytes(type, cols);
       if (data.byteLength < rows * rowBytes)
         throw new OxError('TRUNCATED', `js/gpu/kernels.js: weight ${label} has ${data.byteLength} bytes, ${rows} rows need ${rows * rowBytes}`);
       const bytes = data instanceof Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-      const parts = splitRows(type, rows, cols, maxBinding).map((s) => {
+      const parts = splitRows(type, rows, cols, maxBinding, unitRows).map((s) => {
         const size = (s.bytes + 3) & ~3;
         const buffer = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, mappedAtCreation: true, label });
         new Uint8Array(buffer.getMappedRange()).set(bytes.subarray(s.byteOffset, s.byteOffset + s.bytes));
@@ -160,6 +165,7 @@ export function createKernels(device, caps) {
     quantize(pass, { type, x, act, cols, nTok }) {
       const T = TYPES[type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${type} has no GPU kernel`);
+      needTokens(nTok);
       if (T.act === 'f32') return;
       const be = T.act === 'q8_0' ? 32 : 256;
       if (cols % be) throw new OxError('FORMAT', `js/gpu/kernels.js: ${cols} columns are not a multiple of ${be}`);
@@ -173,6 +179,7 @@ export function createKernels(device, caps) {
     matmul(pass, { w, x, act, y, nTok }) {
       const T = TYPES[w.type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
+      needTokens(nTok);
       const X = ref(T.act === 'f32' ? x : act), Y = ref(y);
       if (!X.buffer) throw new OxError('CONFIG', `js/gpu/kernels.js: a ${T.name} matmul needs ${T.act === 'f32' ? 'x' : 'act'}`);
       const L = actLayout(T.act, w.cols, nTok), tt = nTok === 1 ? 1 : TOKEN_TILE;
@@ -182,7 +189,7 @@ export function createKernels(device, caps) {
           rows: part.rows, cols: w.cols, nTok, row0: part.row0, xOff: X.offset, yOff: Y.offset, yStride: y.stride ?? w.rows,
           rowBytes: w.rowBytes, nb: Math.ceil(w.cols / T.be), dOff: L.dOff, sOff: L.sOff, wOff: part.byteOffset ?? 0,
         });
-        run(pass, pipe, [part.buffer, X.buffer, Y.buffer], uni, Math.ceil(part.rows / ROWS), Math.ceil(nTok / tt));
+        run(pass, pipe, [part.buffer, X.buffer, Y.buffer], uni, Math.ceil(part.rows / matmulRows(caps)), Math.ceil(nTok / tt));
       }
     },
 
@@ -218,25 +225,26 @@ export function createKernels(device, caps) {
       run(pass, pipeline('softmax', softmaxWgsl()), [X.buffer], uni, rows);
     },
 
-    /** Elementwise op (rows.js ELT_OPS: geglu, add, axpby, scale, softcap) over n elements of a
+    /** Elementwise op (rows.js ELT_OPS: geglu, geglu2, add, axpby, scale, softcap) over n elements of a
      * (read-write) and b, in rows of `cols` at aStride / bStride (default: contiguous). */
-    elt(pass, op, { a, b, n, cols = n, aStride = cols, bStride = cols, s0 = 0, s1 = 0 }) {
+    elt(pass, op, { a, b, n, cols = n, aStride = cols, bStride = cols, s0 = 0, s1 = 0, cOff = 0 }) {
       if (!(op in ELT_OPS)) throw new OxError('CONFIG', `js/gpu/kernels.js: unknown elementwise op ${op}`);
       const A = ref(a), useB = eltUsesB(op);
       if (useB && !b) throw new OxError('CONFIG', `js/gpu/kernels.js: elementwise ${op} needs b`);
       const B = useB ? ref(b) : { buffer: null, offset: 0 };
-      const uni = params(ELT_PARAMS, { n, cols, aOff: A.offset, aStride, bOff: B.offset, bStride, s0, s1 });
+      const uni = params(ELT_PARAMS, { n, cols, aOff: A.offset, aStride, bOff: B.offset, bStride, s0, s1, cOff });
       run(pass, pipeline(`elt-${op}`, eltWgsl(op)), useB ? [A.buffer, B.buffer] : [A.buffer], uni, Math.ceil(n / ROW_WG));
     },
 
     /** Store nTok tokens' K and V rows (width = nKv * hd f32 each, token t's at k + t * inStride
-     * and v + t * inStride of `input`) in the caches kc / vc (kv: 'f32' | 'f16') at rows
+     * and v + t * inStride of `input`) in the caches kc / vc (kv: 'f32' | 'f16' | 'q8_0') at rows
      * pos + t (ring: mod cap). k and v are element offsets into `input`. */
     kvWrite(pass, { kv, input, k: kOff, v: vOff, kc, vc, width, nTok, pos, cap = 0, ring = false, inStride = width }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
       if (kv === 'f16' && width % 2) throw new OxError('CONFIG', 'js/gpu/kernels.js: an f16 KV row needs an even width');
+      if (kv === 'q8_0' && width % 64) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV row of ${width} is not an even number of blocks of 32`);
       const uni = params(KV_WRITE_PARAMS, { width, nTok, pos, cap, ring: ring ? 1 : 0, kOff, vOff, inStride });
-      const per = kv === 'f16' ? width / 2 : width;
+      const per = kv === 'f16' ? width / 2 : kv === 'q8_0' ? width / 64 : width;
       run(pass, pipeline(`kvwrite-${kv}`, kvWriteWgsl(kv)), [ref(input).buffer, ref(kc).buffer, ref(vc).buffer], uni, Math.ceil((nTok * per) / ATTN_WG));
     },
 
@@ -246,11 +254,54 @@ export function createKernels(device, caps) {
     attention(pass, { kv, q, kc, vc, out, scores, nTok, nh, hd, nKv, pos, window = 0, cap = 0, ring = false, qStride = nh * hd, oStride = nh * hd, sStride }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
       if (nh % nKv) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nh} query heads are not a multiple of ${nKv} KV heads`);
+      if (kv === 'q8_0' && hd % 32) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV cache needs heads of a multiple of 32 (not ${hd})`);
       const Q = ref(q), O = ref(out);
       const uni = params(ATTN_PARAMS, {
         nTok, nh, hd, nKv, pos, window, cap, ring: ring ? 1 : 0, qOff: Q.offset, qStride, oOff: O.offset, oStride, sStride,
       });
       run(pass, pipeline(`attention-${kv}`, attentionWgsl(kv)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, O.buffer, ref(scores).buffer], uni, nTok * nh);
+    },
+
+    /** Router top-K in place: z (nTok x nExp router logits) becomes the softmax; sel / weights
+     * (u32 / f32, nTok x topK) the chosen experts and their weights (times expertScale). */
+    moeRoute(pass, { z, expertScale, sel, weights, nTok, nExp, topK }) {
+      if (!(topK >= 1 && topK <= nExp)) throw new OxError('CONFIG', `js/gpu/kernels.js: top ${topK} of ${nExp} experts`);
+      const Z = ref(z), S = ref(sel), W = ref(weights);
+      const uni = params(ROUTE_PARAMS, { nTok, nExp, topK, zOff: Z.offset, selOff: S.offset, wOff: W.offset });
+      run(pass, pipeline('moe-route', routeWgsl()), [Z.buffer, ref(expertScale).buffer, S.buffer, W.buffer], uni, Math.ceil(nTok / MOE_WG));
+    },
+
+    /** Expert matmuls of nSlots slots (token x chosen expert, sel as moeRoute wrote it; its
+     * offset must be 0): y[slot] = W[sel[slot]] . act token slot / xDiv (xDiv = topK for the
+     * layer input, 1 for per-slot inputs). w: stacked experts of expertRows rows, uploaded
+     * with unitRows = expertRows; x / act as for matmul with nTok = nSlots / xDiv inputs. */
+    moeMatmul(pass, { w, x, act, sel, y, nSlots, xDiv, expertRows }) {
+      const T = TYPES[w.type];
+      if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
+      if (ref(sel).offset) throw new OxError('CONFIG', 'js/gpu/kernels.js: moeMatmul reads sel from offset 0');
+      if (!(nSlots % xDiv === 0)) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nSlots} slots are not a multiple of ${xDiv}`);
+      needTokens(nSlots);
+      const nIn = nSlots / xDiv, X = ref(T.act === 'f32' ? x : act), Y = ref(y), L = actLayout(T.act, w.cols, nIn);
+      const expertBytes = expertRows * w.rowBytes;
+      const pipe = pipeline(`moe-matmul-${w.type}`, matmulWgsl(w.type, 1, caps, true));
+      for (const part of w.parts) {
+        if (part.row0 % expertRows || part.rows % expertRows)
+          throw new OxError('CONFIG', `js/gpu/kernels.js: expert weight parts must hold whole experts of ${expertRows} rows`);
+        const uni = params(MATMUL_PARAMS, {
+          rows: expertRows, cols: w.cols, nTok: nIn, row0: 0, xOff: X.offset, yOff: Y.offset, yStride: y.stride ?? expertRows,
+          rowBytes: w.rowBytes, nb: Math.ceil(w.cols / T.be), dOff: L.dOff, sOff: L.sOff, wOff: part.byteOffset ?? 0,
+          xDiv, e0: part.row0 / expertRows, ne: part.rows / expertRows, expertBytes,
+        });
+        run(pass, pipe, [part.buffer, X.buffer, Y.buffer, ref(sel).buffer], uni, Math.ceil(expertRows / matmulRows(caps)), nSlots);
+      }
+    },
+
+    /** out[t] = sum of token t's topK expert outputs ys[t * topK + k] (rows of n) times their
+     * weights, added in increasing expert id (the C loop's order). */
+    moeCombine(pass, { ys, sel, weights, out, nTok, topK, n }) {
+      const YS = ref(ys), S = ref(sel), W = ref(weights), O = ref(out);
+      const uni = params(COMBINE_PARAMS, { nTok, topK, n, ysOff: YS.offset, selOff: S.offset, wOff: W.offset, outOff: O.offset });
+      run(pass, pipeline('moe-combine', combineWgsl()), [YS.buffer, S.buffer, W.buffer, O.buffer], uni, Math.ceil((nTok * n) / MOE_WG));
     },
   };
   return k;

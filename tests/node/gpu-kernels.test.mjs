@@ -98,7 +98,8 @@ for (const A of adapters) {
       }
       k = createKernels(device, caps);
     });
-    after(() => {
+    after(async () => {
+      await device?.queue.onSubmittedWorkDone();
       device?.destroy();
       gpu = null;
     });
@@ -109,6 +110,38 @@ for (const A of adapters) {
       assert.equal(caps.fallback, true);
       for (const f of A.disable) assert.equal(caps[{ 'shader-f16': 'f16', subgroups: 'subgroups', dot4: 'dot4' }[f]], false);
       assert.ok(caps.maxBinding >= 128 << 20);
+    });
+
+    it('bad inputs get OxErrors with codes, before anything is encoded', async () => {
+      const code = (c) => (e) => e.code === c && /js\/gpu\/kernels\.js/.test(e.message);
+      assert.throws(() => gpuRowBytes(3, 64), code('UNSUPPORTED')); // Q4_1: no GPU kernel
+      assert.throws(() => gpuRowBytes(12, 300), code('FORMAT'));
+      assert.throws(() => splitRows(8, 10, 1024, 1000), code('RANGE'));
+      assert.throws(() => k.uploadWeight({ type: 8, rows: 4, cols: 32, data: new Uint8Array(100) }), code('TRUNCATED'));
+      const enc = device.createCommandEncoder(), pass = enc.beginComputePass(), B = zeros(device, 1024);
+      assert.throws(() => k.quantize(pass, { type: 12, x: B, act: B, cols: 100, nTok: 1 }), code('FORMAT'));
+      const w = k.uploadWeight({ type: 8, rows: 4, cols: 32, data: new Uint8Array(4 * 34) });
+      assert.throws(() => k.linear(pass, { w, x: B, act: B, y: B, nTok: 0 }), code('RANGE'));
+      assert.throws(() => k.matmul(pass, { w, x: B, y: B, nTok: 1 }), code('CONFIG')); // no act for Q8_0
+      assert.throws(() => k.moeMatmul(pass, { w, act: B, sel: B, y: B, nSlots: 3, xDiv: 2, expertRows: 2 }), code('CONFIG'));
+      assert.throws(() => k.elt(pass, 'nope', { a: B, n: 4 }), code('CONFIG'));
+      assert.throws(() => k.elt(pass, 'add', { a: B, n: 4 }), code('CONFIG'));
+      assert.throws(() => k.kvWrite(pass, { kv: 'q4_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 64, nTok: 1, pos: 0 }), code('UNSUPPORTED'));
+      assert.throws(() => k.kvWrite(pass, { kv: 'q8_0', input: B, k: 0, v: 0, kc: B, vc: B, width: 32, nTok: 1, pos: 0 }), code('CONFIG'));
+      assert.throws(() => k.attention(pass, { kv: 'f32', q: B, kc: B, vc: B, out: B, scores: B, nTok: 1, nh: 3, hd: 8, nKv: 2, pos: 0, sStride: 1 }), code('CONFIG'));
+      assert.throws(() => k.moeRoute(pass, { z: B, expertScale: B, sel: B, weights: B, nTok: 1, nExp: 4, topK: 5 }), code('CONFIG'));
+      assert.throws(() => k.rmsnorm(pass, { x: { buffer: B, offset: -1 }, n: 4, rows: 1, eps: 1e-6 }), code('RANGE'));
+      pass.end();
+      enc.finish();
+      k.resetParams();
+      for (const b of [B, ...w.parts.map((q) => q.buffer)]) b.destroy();
+    });
+
+    it('a dispatch of more than 65535 workgroups spreads over the grid (x, z)', async () => {
+      const n = 65536 * 64 + 100, a = new Float32Array(n).map((_, i) => (i % 1000) - 500);
+      const A = bufferOf(device, a);
+      const got = f32(await runAndRead(k, (pass) => k.elt(pass, 'scale', { a: A, n: n - 50, s0: 0.5 }), A));
+      for (let i = 0; i < n; i++) if (got[i] !== (i < n - 50 ? a[i] * 0.5 : a[i])) assert.fail(`[${i}] = ${got[i]}`);
     });
 
     for (const act of ['q8_0', 'q8_k']) {
@@ -232,7 +265,7 @@ for (const A of adapters) {
       }
     });
 
-    it('elementwise: GELU gate (against ox_geglu_ref), add, axpby, scale, soft-cap, in strided rows', async () => {
+    it('elementwise: GELU gate (against ox_geglu), add, axpby, scale, soft-cap, in strided rows', async () => {
       const r = rng(9), n = 300;
       const g = new Float32Array(n).map(() => r() * 12 - 6), u = new Float32Array(n).map(() => r() * 2 - 1);
       const want = f32(ref('geglu', [n], new Float32Array([...g, ...u])));
@@ -259,12 +292,115 @@ for (const A of adapters) {
       }
     });
 
-    for (const kv of ['f32', 'f16']) {
+    it('PLE as forward.c: inputs (proj / sqrt(H), per-layer norm, (ctx + row sqrt(P)) / sqrt(2)) and a layer injection', async () => {
+      const r = rng(51), nTok = 2, H = 64, P = 32, L = 3, LP = L * P, eps = 1e-6;
+      const x = new Float32Array(nTok * H).map(() => r() * 2 - 1);
+      const wplm = new Float32Array(LP * H).map(() => r() * 0.2 - 0.1), norm = new Float32Array(P).map(() => r() + 0.5);
+      const rows = new Float32Array(nTok * LP).map(() => r() * 0.1 - 0.05);
+      const wgate = new Float32Array(P * H).map(() => r() * 0.2 - 0.1), wproj = new Float32Array(H * P).map(() => r() * 0.2 - 0.1);
+      const post = new Float32Array(H).map(() => r() + 0.5), l = 1;
+      const up = (type, a, rws, cols) => k.uploadWeight({ type, rows: rws, cols, data: new Uint8Array(a.buffer) });
+      const Wplm = up(0, wplm, LP, H), Wg = up(0, wgate, P, H), Wp = up(0, wproj, H, P);
+      const X = bufferOf(device, x), PLE = zeros(device, nTok * LP * 4), ROW = bufferOf(device, rows), NORM = bufferOf(device, norm);
+      const PG = zeros(device, nTok * P * 4), PU = zeros(device, nTok * H * 4), POST = bufferOf(device, post);
+      const got = f32(await runAndRead(k, (pass) => {
+        k.linear(pass, { w: Wplm, x: X, y: PLE, nTok });
+        k.elt(pass, 'scale', { a: PLE, n: nTok * LP, s0: 1 / Math.sqrt(H) });
+        k.rmsnorm(pass, { x: PLE, w: NORM, n: P, rows: nTok * L, eps });
+        k.elt(pass, 'axpby', { a: PLE, b: ROW, n: nTok * LP, s0: Math.sqrt(P), s1: 1 / Math.sqrt(2) });
+        k.linear(pass, { w: Wg, x: X, y: PG, nTok });
+        k.elt(pass, 'geglu', { a: PG, b: { buffer: PLE, offset: l * P }, n: nTok * P, cols: P, aStride: P, bStride: LP });
+        k.linear(pass, { w: Wp, x: PG, y: PU, nTok });
+        k.rmsnorm(pass, { x: PU, w: POST, n: H, rows: nTok, eps });
+        k.elt(pass, 'add', { a: X, b: PU, n: nTok * H });
+      }, X));
+      // the same steps on the CPU: matmuls in double, the row ops by the C helper
+      const mm = (w, rws, cols, v) => Float32Array.from({ length: rws }, (_, i) => w.subarray(i * cols, (i + 1) * cols).reduce((s, wv, c) => s + wv * v[c], 0));
+      for (let t = 0; t < nTok; t++) {
+        const xt = x.subarray(t * H, (t + 1) * H);
+        const ple = mm(wplm, LP, H, xt).map((v) => v * Math.fround(1 / Math.sqrt(H)));
+        for (let j = 0; j < L; j++) ple.set(f32(ref('rms', [P, eps, 1], new Float32Array([...norm, ...ple.subarray(j * P, (j + 1) * P)]))), j * P);
+        const pl = ple.map((v, i) => (v + rows[t * LP + i] * Math.fround(Math.sqrt(P))) * Math.fround(1 / Math.sqrt(2)));
+        const g = f32(ref('geglu', [P], new Float32Array([...mm(wgate, P, H, xt), ...pl.subarray(l * P, (l + 1) * P)])));
+        const pu = f32(ref('rms', [H, eps, 1], new Float32Array([...post, ...mm(wproj, H, P, g)])));
+        const want = xt.map((v, i) => v + pu[i]);
+        assertClose(got.subarray(t * H, (t + 1) * H), want, 2e-5, `token ${t} after the injection`);
+      }
+    });
+
+    it('MoE: router top-K (softmax, ties to the lower id, renormalized, expert scale) as forward.c', async () => {
+      const r = rng(31), nTok = 5, nExp = 12, topK = 3;
+      const z = new Float32Array(nTok * nExp).map(() => r() * 6 - 3);
+      z[nExp + 4] = z[nExp + 7] = 9; // token 1: a tie at the top, the lower id first
+      const scale = new Float32Array(nExp).map(() => 0.5 + r());
+      const Z = bufferOf(device, z), SC = bufferOf(device, scale), SEL = zeros(device, nTok * topK * 4), WT = zeros(device, nTok * topK * 4);
+      const sel = new Uint32Array((await runAndRead(k, (pass) => k.moeRoute(pass, { z: Z, expertScale: SC, sel: SEL, weights: WT, nTok, nExp, topK }), SEL)).buffer);
+      const wt = f32(await runAndRead(k, () => {}, WT));
+      for (let t = 0; t < nTok; t++) {
+        const prob = f32(ref('softmax', [nExp], z.slice(t * nExp, (t + 1) * nExp)));
+        const order = [...prob.keys()].sort((a, b) => prob[b] - prob[a] || a - b).slice(0, topK);
+        const sum = order.reduce((s, e) => s + prob[e], 0);
+        assert.deepEqual([...sel.subarray(t * topK, (t + 1) * topK)], order, `token ${t} experts`);
+        const want = order.map((e) => (prob[e] / sum) * scale[e]);
+        assertClose(wt.subarray(t * topK, (t + 1) * topK), want, rel(want, 1e-5), `token ${t} weights`);
+      }
+      assert.deepEqual([...sel.subarray(topK, topK + 2)], [4, 7]);
+    });
+
+    for (const [type, split] of [[12, false], [8, true]]) {
+      it(`MoE: expert matmul ${GPU_TYPES[type].name} on the chosen experts${split ? ', experts split across buffers' : ''}, fused gate|up GELU, combine`, async () => {
+        const r = rng(40 + type), nExp = 5, eRows = 12, cols = type === 12 ? 256 : 64, nTok = 3, topK = 2, nSlots = nTok * topK;
+        const wb = randomWeights(type, nExp * eRows, cols, r), rb = gpuRowBytes(type, cols);
+        const w = k.uploadWeight({ type, rows: nExp * eRows, cols, data: wb, unitRows: eRows, maxBinding: split ? 2 * eRows * rb + 4 : undefined });
+        assert.equal(w.parts.length, split ? 3 : 1);
+        const sel = new Uint32Array([3, 0, 4, 1, 1, 3]);
+        const x = new Float32Array(nTok * cols).map(() => r() * 2 - 1);
+        const X = bufferOf(device, x), Q = zeros(device, Math.max(1, k.actWords(type, cols, nTok)) * 4), SEL = bufferOf(device, sel);
+        const Y = zeros(device, nSlots * eRows * 4);
+        const out = f32(await runAndRead(k, (pass) => {
+          k.quantize(pass, { type, x: X, act: Q, cols, nTok });
+          k.moeMatmul(pass, { w, x: X, act: Q, sel: SEL, y: Y, nSlots, xDiv: topK, expertRows: eRows });
+        }, Y));
+        const actBytes = toGgmlAct(GPU_TYPES[type].act, await runAndRead(k, () => {}, Q, k.actWords(type, cols, nTok) * 4), cols, nTok);
+        const act = f32(ref('deq', [GPU_TYPES[type].act === 'q8_0' ? 8 : 15, nTok * cols], actBytes));
+        const arb = actBytes.length / nTok;
+        for (let s = 0; s < nSlots; s++) {
+          const t = Math.floor(s / topK), e = sel[s];
+          const we = wb.subarray(e * eRows * rb, (e + 1) * eRows * rb);
+          const want = f32(ref('dot', [type, eRows, cols, 1], new Uint8Array([...we, ...actBytes.subarray(t * arb, (t + 1) * arb)])));
+          const mag = magnitudes(type, we, eRows, cols, act.subarray(t * cols, (t + 1) * cols), 1);
+          assertClose(out.subarray(s * eRows, (s + 1) * eRows), want, Array.from(mag, (m) => m * 1e-5 + 1e-30), `slot ${s} (expert ${e})`);
+        }
+        // [gate | up] halves of each slot's row (6 + 6) -> gelu(gate) * up, rows of 6
+        const EACT = zeros(device, nSlots * 6 * 4);
+        const gu = f32(await runAndRead(k, (pass) => k.elt(pass, 'geglu2', { a: EACT, b: Y, n: nSlots * 6, cols: 6, aStride: 6, bStride: eRows, cOff: 6 }), EACT));
+        for (let s = 0; s < nSlots; s++) {
+          const g = out.slice(s * eRows, s * eRows + 6), u = out.slice(s * eRows + 6, (s + 1) * eRows);
+          const want = f32(ref('geglu', [6], new Float32Array([...g, ...u])));
+          assertClose(gu.subarray(s * 6, (s + 1) * 6), want, rel(want, 2e-6, 1e-7), `geglu2 slot ${s}`);
+        }
+        // combine the slots of each token with weights, in increasing expert id
+        const wts = new Float32Array(nSlots).map(() => r());
+        const WT = bufferOf(device, wts), OUT = zeros(device, nTok * eRows * 4);
+        const comb = f32(await runAndRead(k, (pass) => k.moeCombine(pass, { ys: Y, sel: SEL, weights: WT, out: OUT, nTok, topK, n: eRows }), OUT));
+        for (let t = 0; t < nTok; t++) {
+          const slots = [0, 1].map((q) => t * topK + q).sort((a, b) => sel[a] - sel[b]);
+          for (let c = 0; c < eRows; c++) {
+            let acc = 0;
+            for (const s of slots) acc = Math.fround(acc + Math.fround(wts[s] * out[s * eRows + c]));
+            assert.ok(Math.abs(comb[t * eRows + c] - acc) <= Math.abs(acc) * 1e-6 + 1e-7, `combine t ${t} c ${c}`);
+          }
+        }
+        for (const p of w.parts) p.buffer.destroy();
+      });
+    }
+
+    for (const kv of ['f32', 'f16', 'q8_0']) {
       it(`KV write + attention, ${kv} rows, GQA, full and a sliding ring`, async () => {
         const r = rng(kv === 'f32' ? 21 : 22);
         const nh = 4, nKv = 2, hd = 32, width = nKv * hd;
         for (const { window, cap, ring, steps } of [{ window: 0, cap: 20, ring: false, steps: 12 }, { window: 5, cap: 7, ring: true, steps: 12 }]) {
-          const rowBytes = kv === 'f32' ? width * 4 : width * 2;
+          const rowBytes = { f32: width * 4, f16: width * 2, q8_0: (width / 32) * 34 }[kv];
           const KC = zeros(device, cap * rowBytes), VC = zeros(device, cap * rowBytes);
           const keys = [], vals = [];
           // prefill 4 tokens, then one token at a time: each call writes its rows, then attends
@@ -278,7 +414,8 @@ for (const A of adapters) {
               k.kvWrite(pass, { kv, input: IN, k: 0, v: n * width, kc: KC, vc: VC, width, nTok: n, pos, cap, ring });
               k.attention(pass, { kv, q: Qb, kc: KC, vc: VC, out: O, scores: S, nTok: n, nh, hd, nKv, pos, window, cap, ring, sStride: pos + n });
             }, O));
-            const stored = (a) => (kv === 'f32' ? a : Array.from(new Uint16Array(ref('quant', [1, a.length], a).buffer.slice(0)), f16Value));
+            // the values the C engine's cache holds: f16- or Q8_0-rounded by its quantizer
+            const stored = (a) => (kv === 'f32' ? a : f32(ref('deq', [kv === 'f16' ? 1 : 8, a.length], ref('quant', [kv === 'f16' ? 1 : 8, a.length], a))));
             for (let t = 0; t < n; t++) { keys.push(stored(kin.slice(t * width, (t + 1) * width))); vals.push(stored(vin.slice(t * width, (t + 1) * width))); }
             for (let t = 0; t < n; t++) {
               const p = pos + t, lo = window > 0 ? Math.max(0, p - window + 1) : 0;

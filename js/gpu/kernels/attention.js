@@ -3,27 +3,56 @@
 // it as forward.c's attn_task + ox_kv_attend do: per query head h (KV head h / group), keys
 // j in [max(0, p - W + 1), p] (W = 0: all), scores q . k_j with scale 1 (Gemma's q/k norms
 // replace 1/sqrt(d)), softmax in f32 (max, exp, sum, times 1/sum), out = sum_j p_j v_j.
-// A cache row holds nKv heads of hd values; f16 rows pack two halves per u32.
-import { f32ToF16, flatGroup } from './common.js';
+// A cache row holds nKv heads of hd values; f16 rows pack two halves per u32; q8_0 rows are
+// GGML Q8_0 blocks of 32 per head (34 bytes: f16 scale, 32 int8), written two blocks (17 words)
+// per invocation, so a row must hold an even number of blocks (every released model's does).
+import { f32ToF16, roundQ8, loads, flatGroup, paramStruct, MAIN, wgReduce, bindings } from './common.js';
 
 export const ATTN_WG = 64;
-export const KV_TYPES = { f32: 0, f16: 1 };
+export const KV_TYPES = { f32: 0, f16: 1, q8_0: 2 };
 
 export const KV_WRITE_PARAMS = ['width', 'nTok', 'pos', 'cap', 'ring', 'kOff', 'vOff', 'inStride'];
-/** One invocation per (token, value) (f32) or (token, pair of values) (f16). */
+/** One invocation per (token, value) (f32), (token, pair of values) (f16) or (token, pair of
+ * blocks) (q8_0: ox_quantize_row's Q8_0 rounding). */
 export function kvWriteWgsl(kv) {
-  const f16 = kv === 'f16';
+  const per = { f32: '1u', f16: '2u', q8_0: '64u' }[kv];
+  const store = {
+    f32: `KC[row * per + e] = bitcast<u32>(IN[k + e]);
+  VC[row * per + e] = bitcast<u32>(IN[v + e]);`,
+    f16: `KC[row * per + e] = f32_to_f16(IN[k + 2u * e]) | (f32_to_f16(IN[k + 2u * e + 1u]) << 16u);
+  VC[row * per + e] = f32_to_f16(IN[v + 2u * e]) | (f32_to_f16(IN[v + 2u * e + 1u]) << 16u);`,
+    q8_0: `store_q8_pair(true, row * per * 17u + e * 17u, k + 64u * e);
+  store_q8_pair(false, row * per * 17u + e * 17u, v + 64u * e);`,
+  }[kv];
+  const q8 = kv !== 'q8_0' ? '' : /* wgsl */ `${roundQ8}
+// two Q8_0 blocks of IN[x0 .. x0 + 64) as 68 bytes = 17 words at word w0 of KC or VC
+fn store_q8_pair(toK : bool, w0 : u32, x0 : u32) {
+  var words : array<u32, 17>;
+  for (var blk = 0u; blk < 2u; blk++) {
+    var amax = 0.0;
+    for (var j = 0u; j < 32u; j++) { amax = max(amax, abs(IN[x0 + 32u * blk + j])); }
+    let d = amax / 127.0;
+    var id = 0.0;
+    if (d != 0.0) { id = 1.0 / d; }
+    if (id > 3.4e38) { id = 0.0; }
+    let o = 34u * blk;
+    words[o >> 2u] |= f32_to_f16(d) << ((o & 3u) * 8u);
+    for (var j = 0u; j < 32u; j++) {
+      let b = o + 2u + j;
+      words[b >> 2u] |= (u32(round_q8(IN[x0 + 32u * blk + j] * id)) & 0xffu) << ((b & 3u) * 8u);
+    }
+  }
+  for (var i = 0u; i < 17u; i++) { if (toK) { KC[w0 + i] = words[i]; } else { VC[w0 + i] = words[i]; } }
+}
+`;
   return /* wgsl */ `
-struct P { ${KV_WRITE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read> IN : array<f32>;
-@group(0) @binding(1) var<storage, read_write> KC : array<u32>;
-@group(0) @binding(2) var<storage, read_write> VC : array<u32>;
-@group(0) @binding(3) var<uniform> p : P;
-${f16 ? f32ToF16 : ''}
+${paramStruct(KV_WRITE_PARAMS)}
+${bindings([['IN', 'read', 'f32'], ['KC', 'read_write', 'u32'], ['VC', 'read_write', 'u32']])}
+${kv === 'f32' ? '' : f32ToF16}
+${q8}
 @compute @workgroup_size(${ATTN_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
-  let per = p.width / ${f16 ? 2 : 1}u;
+${MAIN} {
+  let per = p.width / ${per};
   let g = (${flatGroup}) * ${ATTN_WG}u + li;
   if (g >= p.nTok * per) { return; }
   let t = g / per;
@@ -32,13 +61,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   if (p.ring != 0u) { row = row % p.cap; }
   let k = p.kOff + t * p.inStride;
   let v = p.vOff + t * p.inStride;
-  ${
-    f16
-      ? `KC[row * per + e] = f32_to_f16(IN[k + 2u * e]) | (f32_to_f16(IN[k + 2u * e + 1u]) << 16u);
-  VC[row * per + e] = f32_to_f16(IN[v + 2u * e]) | (f32_to_f16(IN[v + 2u * e + 1u]) << 16u);`
-      : `KC[row * per + e] = bitcast<u32>(IN[k + e]);
-  VC[row * per + e] = bitcast<u32>(IN[v + e]);`
-  }
+  ${store}
 }
 `;
 }
@@ -47,25 +70,48 @@ export const ATTN_PARAMS = ['nTok', 'nh', 'hd', 'nKv', 'pos', 'window', 'cap', '
 /** One workgroup per (token, query head); S is scratch of nTok * nh * sStride floats
  * (sStride >= the most keys a query sees). */
 export function attentionWgsl(kv) {
-  const f16 = kv === 'f16';
-  const load = f16
-    ? (buf) => `fn ${buf}at(row : u32, e : u32) -> f32 { let i = row * p.nKv * p.hd + e; let w = unpack2x16float(${buf}[i >> 1u]); return select(w.x, w.y, (i & 1u) == 1u); }`
-    : (buf) => `fn ${buf}at(row : u32, e : u32) -> f32 { return bitcast<f32>(${buf}[row * p.nKv * p.hd + e]); }`;
+  // kdot: q . the head-g key of a row; vterm: p_j times lane d of its value, with the C
+  // kernels' operation order (attn.c: per Q8_0 block d * sum(q * k), y += (a * d) * v)
+  const rowElems = 'p.nKv * p.hd';
+  const fns = {
+    f32: `fn kdot(row : u32, g : u32, q0 : u32) -> f32 {
+  var s = 0.0;
+  for (var d = 0u; d < p.hd; d++) { s += Q[q0 + d] * bitcast<f32>(KC[row * ${rowElems} + g * p.hd + d]); }
+  return s;
+}
+fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 { return a * bitcast<f32>(VC[row * ${rowElems} + g * p.hd + d]); }`,
+    f16: `fn half(i : u32, w : u32) -> f32 { let v = unpack2x16float(w); return select(v.x, v.y, (i & 1u) == 1u); }
+fn kdot(row : u32, g : u32, q0 : u32) -> f32 {
+  var s = 0.0;
+  for (var d = 0u; d < p.hd; d++) { let i = row * ${rowElems} + g * p.hd + d; s += Q[q0 + d] * half(i, KC[i >> 1u]); }
+  return s;
+}
+fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 { let i = row * ${rowElems} + g * p.hd + d; return a * half(i, VC[i >> 1u]); }`,
+    q8_0: `${loads('KC', 'k')}
+${loads('VC', 'v')}
+fn kdot(row : u32, g : u32, q0 : u32) -> f32 {
+  let o = (row * ${rowElems} + g * p.hd) / 32u * 34u;
+  var s = 0.0;
+  for (var b = 0u; b < p.hd / 32u; b++) {
+    var bs = 0.0;
+    for (var j = 0u; j < 32u; j++) { bs += Q[q0 + 32u * b + j] * f32(extractBits(i32(kb(o + 34u * b + 2u + j)), 0u, 8u)); }
+    s += kf16(o + 34u * b) * bs;
+  }
+  return s;
+}
+fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 {
+  let o = (row * ${rowElems} + g * p.hd + d) / 32u * 34u;
+  return (a * vf16(o)) * f32(extractBits(i32(vb(o + 2u + d % 32u)), 0u, 8u));
+}`,
+  }[kv];
   return /* wgsl */ `
-struct P { ${ATTN_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read> Q : array<f32>;
-@group(0) @binding(1) var<storage, read> KC : array<u32>;
-@group(0) @binding(2) var<storage, read> VC : array<u32>;
-@group(0) @binding(3) var<storage, read_write> O : array<f32>;
-@group(0) @binding(4) var<storage, read_write> S : array<f32>;
-@group(0) @binding(5) var<uniform> p : P;
-${load('KC')}
-${load('VC')}
+${paramStruct(ATTN_PARAMS)}
+${bindings([['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['O', 'read_write', 'f32'], ['S', 'read_write', 'f32']])}
+${fns}
 fn row_of(j : u32) -> u32 { if (p.ring != 0u) { return j % p.cap; } return j; }
-var<workgroup> red : array<f32, ${ATTN_WG}>;
+${wgReduce(ATTN_WG)}
 @compute @workgroup_size(${ATTN_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let item = ${flatGroup};
   let live = item < p.nTok * p.nh;
   let t = item / p.nh;
@@ -81,35 +127,22 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
   if (live) {
     for (var j = li; j < n; j += ${ATTN_WG}u) {
       let row = row_of(lo + j);
-      var s = 0.0;
-      for (var d = 0u; d < p.hd; d++) { s += Q[q0 + d] * KCat(row, g * p.hd + d); }
+      let s = kdot(row, g, q0);
       S[s0 + j] = s;
       m = max(m, s);
     }
   }
-  red[li] = m;
-  workgroupBarrier();
-  for (var st = ${ATTN_WG / 2}u; st > 0u; st >>= 1u) {
-    if (li < st) { red[li] = max(red[li], red[li + st]); }
-    workgroupBarrier();
-  }
-  let mx = red[0];
-  workgroupBarrier();
+  let mx = reduce(m, li, true);
   var sum = 0.0;
   if (live) { for (var j = li; j < n; j += ${ATTN_WG}u) { let e = exp(S[s0 + j] - mx); S[s0 + j] = e; sum += e; } }
-  red[li] = sum;
-  storageBarrier();
-  workgroupBarrier();
-  for (var st = ${ATTN_WG / 2}u; st > 0u; st >>= 1u) {
-    if (li < st) { red[li] += red[li + st]; }
-    workgroupBarrier();
-  }
+  storageBarrier(); // every invocation reads every score below
+  let total = reduce(sum, li, false);
   if (!live) { return; }
-  let inv = 1.0 / red[0];
+  let inv = 1.0 / total;
   let o0 = p.oOff + t * p.oStride + h * p.hd;
   for (var d = li; d < p.hd; d += ${ATTN_WG}u) {
     var acc = 0.0;
-    for (var j = 0u; j < n; j++) { acc += (S[s0 + j] * inv) * VCat(row_of(lo + j), g * p.hd + d); }
+    for (var j = 0u; j < n; j++) { acc += vterm(row_of(lo + j), g, d, S[s0 + j] * inv); }
     O[o0 + d] = acc;
   }
 }

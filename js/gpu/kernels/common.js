@@ -56,6 +56,51 @@ fn f32_to_f16(f : f32) -> u32 {
 }
 `;
 
+/** q8_0 quant of v = x * (1/d): round half away from zero, clamped to +-127 (NaN -> 0), as
+ * round_q8 (src/kernels/quant.c); below 0.5 it is 0 (trunc(v + 0.5) could round up there). */
+export const roundQ8 = /* wgsl */ `
+fn round_q8(v : f32) -> i32 {
+  if (v >= 127.0) { return 127; }
+  if (v <= -127.0) { return -127; }
+  if (abs(v) >= 0.5) { return i32(trunc(v + select(-0.5, 0.5, v > 0.0))); }
+  return 0;
+}
+`;
+
+/** Uniform fields that are f32 (the others are u32). */
+export const FLOAT_PARAMS = new Set(['eps', 's0', 's1']);
+
+/** The uniform struct P of a kernel with these fields. */
+export const paramStruct = (names) => `struct P { ${names.map((k) => `${k} : ${FLOAT_PARAMS.has(k) ? 'f32' : 'u32'}`).join(', ')} }`;
+
+/** Storage bindings 0.. in order ([name, 'read' | 'read_write', element type]; null entries
+ * are skipped), then the uniform p. */
+export const bindings = (list) => {
+  const l = list.filter(Boolean);
+  return [...l.map(([name, access, type], i) => `@group(0) @binding(${i}) var<storage, ${access}> ${name} : array<${type}>;`),
+    `@group(0) @binding(${l.length}) var<uniform> p : P;`].join('\n');
+};
+
+/** The entry point's signature: workgroup id, grid size, invocation index. */
+export const MAIN = `fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(local_invocation_index) li : u32)`;
+
+/** reduce(v, li, isMax): the workgroup's sum (or max) of v, every invocation calling it (from
+ * uniform control flow). It waits for earlier readers of the scratch first, so calls chain. */
+export const wgReduce = (wg) => /* wgsl */ `
+var<workgroup> red : array<f32, ${wg}>;
+fn reduce(v : f32, li : u32, isMax : bool) -> f32 {
+  workgroupBarrier();
+  red[li] = v;
+  workgroupBarrier();
+  for (var s = ${wg / 2}u; s > 0u; s >>= 1u) {
+    if (li < s) { red[li] = select(red[li] + red[li + s], max(red[li], red[li + s]), isMax); }
+    workgroupBarrier();
+  }
+  return red[0];
+}
+`;
+
 /** Workgroup index over a 2-D grid (x, then z): dispatches larger than 65535 groups. */
 export const flatGroup = 'wg.x + wg.z * nwg.x';
 

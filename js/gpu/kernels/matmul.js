@@ -7,8 +7,9 @@
 //
 // One workgroup: ROWS rows x LANES lanes (each lane a strided share of the row's blocks), and a
 // tile of TT tokens (grid y): each weight block is read once for the TT tokens. TT = 1 is the
-// decode matvec; TT = 4 the prefill / verify matmul.
-import { loads, dot4, dot4Requires, flatGroup } from './common.js';
+// decode matvec; TT = 4 the prefill / verify matmul. With the subgroups feature, a subgroup per
+// row and subgroupAdd instead (matmulRows).
+import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 /** Activation word layout of one quantized activation buffer region of n_tok tokens x cols:
  *  qs: n_tok * cols/4 words (4 int8 each) at 0; d: n_tok * cols/BE f32 after them (Q8_0: the
@@ -55,47 +56,36 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 }
 `;
 
+// Q4_0 / IQ4_NL: an f16 scale and 16 bytes of nibbles (low: elements 0..15, high: 16..31);
+// map turns 4 nibbles into 4 signed bytes; scale is the C dot's float expression of s
+const nibbles32 = (map, scale) => /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0i;
+  for (var w = 0u; w < 4u; w++) {
+    let q = ww(o + 2u + 4u * w);
+    s += dot4(${map}(q & 0x0f0f0f0fu), xq(t, b * 8u + w)) + dot4(${map}((q >> 4u) & 0x0f0f0f0fu), xq(t, b * 8u + 4u + w));
+  }
+  return ${scale};
+}
+`;
+
+// F32 / F16 / BF16: "blocks" of 8 values against f32 activations; `load` reads value e
+const floatBlk = (load) => /* wgsl */ `
+fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
+  var s = 0.0;
+  for (var e = 0u; e < 8u; e++) {
+    let c = b * 8u + e;
+    if (c < p.cols) { s += ${load} * xf(t, c); }
+  }
+  return s;
+}
+`;
+
 /** @type {Record<number, {name: string, be: number, bb: number, act: 'f32'|'q8_0'|'q8_k', sub?: number, code: string}>} */
 export const TYPES = {
-  0: {
-    name: 'F32', be: 8, bb: 32, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += bitcast<f32>(W[(o >> 2u) + e]) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
-  1: {
-    name: 'F16', be: 8, bb: 16, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += wf16(o + 2u * e) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
-  30: {
-    name: 'BF16', be: 8, bb: 16, act: 'f32',
-    code: /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0.0;
-  for (var e = 0u; e < 8u; e++) {
-    let c = b * 8u + e;
-    if (c < p.cols) { s += bitcast<f32>(wh(o + 2u * e) << 16u) * xf(t, c); }
-  }
-  return s;
-}
-`,
-  },
+  0: { name: 'F32', be: 8, bb: 32, act: 'f32', code: floatBlk('bitcast<f32>(W[(o >> 2u) + e])') },
+  1: { name: 'F16', be: 8, bb: 16, act: 'f32', code: floatBlk('wf16(o + 2u * e)') },
+  30: { name: 'BF16', be: 8, bb: 16, act: 'f32', code: floatBlk('bitcast<f32>(wh(o + 2u * e) << 16u)') },
   8: {
     name: 'Q8_0', be: 32, bb: 34, act: 'q8_0',
     code: /* wgsl */ `
@@ -106,32 +96,8 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 }
 `,
   },
-  2: {
-    name: 'Q4_0', be: 32, bb: 18, act: 'q8_0',
-    code: S8_4 + /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0i;
-  for (var j = 0u; j < 4u; j++) {
-    let q = ww(o + 2u + 4u * j);
-    s += dot4(s8_4(q & 0x0f0f0f0fu), xq(t, b * 8u + j)) + dot4(s8_4((q >> 4u) & 0x0f0f0f0fu), xq(t, b * 8u + 4u + j));
-  }
-  return f32(s) * (wf16(o) * xd(t, b));
-}
-`,
-  },
-  20: {
-    name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0',
-    code: IQ4_LUT + /* wgsl */ `
-fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
-  var s = 0i;
-  for (var j = 0u; j < 4u; j++) {
-    let q = ww(o + 2u + 4u * j);
-    s += dot4(lut4(q), xq(t, b * 8u + j)) + dot4(lut4(q >> 4u), xq(t, b * 8u + 4u + j));
-  }
-  return xd(t, b) * wf16(o) * f32(s);
-}
-`,
-  },
+  2: { name: 'Q4_0', be: 32, bb: 18, act: 'q8_0', code: S8_4 + nibbles32('s8_4', 'f32(s) * (wf16(o) * xd(t, b))') },
+  20: { name: 'IQ4_NL', be: 32, bb: 18, act: 'q8_0', code: IQ4_LUT + nibbles32('lut4', 'xd(t, b) * wf16(o) * f32(s)') },
   12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(false) },
   13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(true) },
   14: {
@@ -177,20 +143,45 @@ export const ROWS = 4;
 export const LANES = 16;
 export const TOKEN_TILE = 4;
 
-/** Uniform of a matmul dispatch (u32 words). */
-export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff'];
+/** Uniform of a matmul dispatch (u32 words); the last four only for the MoE variant. */
+export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff',
+  'xDiv', 'e0', 'ne', 'expertBytes'];
 
-/** WGSL of the matmul for weight type `type`, TT tokens per workgroup.
- * @param {number} type ggml type id  @param {number} tt  @param {{dot4: boolean}} caps */
-export function matmulWgsl(type, tt, caps) {
+/** Rows per workgroup: with subgroups, each subgroup sums whole rows with subgroupAdd (no
+ * barrier) and a workgroup holds 64 / the smallest subgroup of them; else ROWS rows of LANES
+ * lanes and a tree in workgroup memory. */
+export function matmulRows(caps) {
+  return subgroupRows(caps) ? 64 / caps.subgroupMinSize : ROWS;
+}
+const subgroupRows = (caps) => caps.subgroups && caps.subgroupMinSize >= 4 && 64 % caps.subgroupMinSize === 0;
+
+/** WGSL of the matmul for weight type `type`, TT tokens per workgroup. moe: the routed-expert
+ * variant (TT = 1): grid y runs over slots (token x chosen expert); slot s multiplies expert
+ * SEL[s] (stacked experts of `rows` rows each, experts [e0, e0 + ne) in this buffer at
+ * expertBytes apiece; others are left to the part that holds them) with activation token
+ * s / xDiv, into y row s.
+ * @param {number} type ggml type id  @param {number} tt
+ * @param {import('../device.js').GpuCaps} caps dot4, subgroups, subgroupMinSize */
+export function matmulWgsl(type, tt, caps, moe = false) {
   const T = TYPES[type], sub = T.sub ?? 1;
-  const wgSize = ROWS * LANES;
-  return /* wgsl */ `${dot4Requires(caps.dot4)}
-struct P { ${MATMUL_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read> W : array<u32>;
-@group(0) @binding(1) var<storage, read> X : array<u32>;
-@group(0) @binding(2) var<storage, read_write> Y : array<f32>;
-@group(0) @binding(3) var<uniform> p : P;
+  const sg = subgroupRows(caps);
+  const R = matmulRows(caps), wgSize = sg ? 64 : ROWS * LANES;
+  if (moe) tt = 1;
+  // where this workgroup's rows live and which activation token / output row they use
+  const where = moe
+    ? `let slot = wg.y;
+  let e = SEL[slot];
+  let live_e = e >= p.e0 && e < p.e0 + p.ne;
+  let base = p.wOff + select(0u, (e - p.e0) * p.expertBytes, live_e);
+  let at0 = slot / p.xDiv;
+  let out0 = slot;`
+    : `let live_e = true;
+  let base = p.wOff;
+  let at0 = wg.y * TT;
+  let out0 = at0;`;
+  const head = /* wgsl */ `${dot4Requires(caps.dot4)}${sg ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
+${paramStruct(MATMUL_PARAMS)}
+${bindings([['W', 'read', 'u32'], ['X', 'read', 'u32'], ['Y', 'read_write', 'f32'], moe && ['SEL', 'read', 'u32']])}
 const TT : u32 = ${tt}u;
 const BE : u32 = ${T.be}u;
 ${loads('W', 'w')}
@@ -200,23 +191,46 @@ fn xd(t : u32, b : u32) -> f32 { return bitcast<f32>(X[p.xOff + p.dOff + t * (p.
 fn xs(t : u32, k : u32) -> i32 { return bitcast<i32>(X[p.xOff + p.sOff + t * (p.cols / 32u) + k]); }
 fn xf(t : u32, c : u32) -> f32 { return bitcast<f32>(X[p.xOff + t * p.cols + c]); }
 ${T.code}
-var<workgroup> red : array<f32, ${wgSize * tt}>;
-@compute @workgroup_size(${wgSize})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
-  let r = (${flatGroup}) * ${ROWS}u + li / ${LANES}u;
-  let lane = li % ${LANES}u;
-  let t0 = wg.y * TT;
-  var acc : array<f32, ${tt}>;
-  if (r < p.rows) {
-    let ro = p.wOff + r * p.rowBytes;
-    for (var u = lane; u < p.nb * ${sub}u; u += ${LANES}u) {
-      let b = u / ${sub}u;
-      for (var t = 0u; t < TT; t++) {
-        if (t0 + t < p.nTok) { acc[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, t0 + t); }
-      }
+// acc[t] += this lane's share (units lane, lane + step, ...) of the row at byte ro, tokens at0 + t
+fn row_dot(ro : u32, lane : u32, step : u32, at0 : u32, acc : ptr<function, array<f32, ${tt}>>) {
+  for (var u = lane; u < p.nb * ${sub}u; u += step) {
+    let b = u / ${sub}u;
+    for (var t = 0u; t < TT; t++) {
+      if (at0 + t < p.nTok) { (*acc)[t] += blk(ro + b * ${T.bb}u, b, u % ${sub}u, at0 + t); }
     }
   }
+}
+fn put(r : u32, t : u32, v : f32) { Y[p.yOff + t * p.yStride + p.row0 + r] = v; }
+`;
+  const live = moe ? 'live_e && r < p.rows' : 'r < p.rows';
+  const okTok = moe ? 'true' : 'at0 + t < p.nTok';
+  if (sg)
+    return head + /* wgsl */ `
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
+        @builtin(subgroup_id) sgid : u32, @builtin(num_subgroups) nsg : u32,
+        @builtin(subgroup_invocation_id) si : u32, @builtin(subgroup_size) ssz : u32) {
+  ${where}
+  for (var rl = sgid; rl < ${R}u; rl += nsg) {
+    let r = (${flatGroup}) * ${R}u + rl;
+    var acc : array<f32, ${tt}>;
+    if (${live}) { row_dot(base + r * p.rowBytes, si, ssz, at0, &acc); }
+    for (var t = 0u; t < TT; t++) {
+      let v = subgroupAdd(acc[t]);
+      if (si == 0u && ${live} && ${okTok}) { put(r, out0 + t, v); }
+    }
+  }
+}
+`;
+  return head + /* wgsl */ `
+var<workgroup> red : array<f32, ${wgSize * tt}>;
+@compute @workgroup_size(${wgSize})
+${MAIN} {
+  ${where}
+  let r = (${flatGroup}) * ${ROWS}u + li / ${LANES}u;
+  let lane = li % ${LANES}u;
+  var acc : array<f32, ${tt}>;
+  if (${live}) { row_dot(base + r * p.rowBytes, lane, ${LANES}u, at0, &acc); }
   for (var t = 0u; t < TT; t++) { red[t * ${wgSize}u + li] = acc[t]; }
   workgroupBarrier();
   for (var s = ${LANES / 2}u; s > 0u; s >>= 1u) {
@@ -225,9 +239,9 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
     }
     workgroupBarrier();
   }
-  if (lane == 0u && r < p.rows) {
+  if (lane == 0u && ${live}) {
     for (var t = 0u; t < TT; t++) {
-      if (t0 + t < p.nTok) { Y[p.yOff + (t0 + t) * p.yStride + p.row0 + r] = red[t * ${wgSize}u + li]; }
+      if (${okTok}) { put(r, out0 + t, red[t * ${wgSize}u + li]); }
     }
   }
 }

@@ -5,7 +5,7 @@
 // even of iscale * x, d = 1/iscale. One invocation per (token, block): no barriers.
 // WGSL division is not required to be correctly rounded, so a quant next to a .5 boundary
 // may differ by one from the CPU's on some devices (the tests bound how often).
-import { f32ToF16, flatGroup } from './common.js';
+import { f32ToF16, roundQ8, flatGroup, paramStruct, MAIN, bindings } from './common.js';
 
 export const QUANTIZE_PARAMS = ['cols', 'nTok', 'xOff', 'yOff', 'dOff', 'sOff'];
 export const QUANTIZE_WG = 64;
@@ -28,9 +28,7 @@ export function quantizeWgsl(act) {
     var word = 0u;
     for (var k = 0u; k < 4u; k++) {
       let v = X[x0 + 4u * w + k] * id;
-      var q = 0i;
-      if (v >= 127.0) { q = 127; } else if (v <= -127.0) { q = -127; } else if (abs(v) >= 0.5) { q = i32(trunc(v + select(-0.5, 0.5, v > 0.0))); }
-      word |= (u32(q) & 0xffu) << (8u * k);
+      word |= (u32(round_q8(v)) & 0xffu) << (8u * k);
     }
     Y[p.yOff + q0 + w] = word;
   }`
@@ -60,14 +58,12 @@ export function quantizeWgsl(act) {
     Y[p.yOff + p.sOff + g * 8u + s] = bitcast<u32>(sum);
   }`;
   return /* wgsl */ `
-struct P { ${QUANTIZE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read> X : array<f32>;
-@group(0) @binding(1) var<storage, read_write> Y : array<u32>;
-@group(0) @binding(2) var<uniform> p : P;
+${paramStruct(QUANTIZE_PARAMS)}
+${bindings([['X', 'read', 'f32'], ['Y', 'read_write', 'u32']])}
 ${f32ToF16}
+${roundQ8}
 @compute @workgroup_size(${QUANTIZE_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let g = (${flatGroup}) * ${QUANTIZE_WG}u + li;      // block of all tokens' blocks
   if (g >= p.nTok * (p.cols / ${be}u)) { return; }
   let x0 = p.xOff + g * ${be}u;                       // tokens are contiguous rows of cols

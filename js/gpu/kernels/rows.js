@@ -3,7 +3,7 @@
 // weight), RoPE (NEOX rotate-half over the first n_pairs pairs, angles from a host table),
 // softmax, the GELU(tanh) gate, the logit soft-cap and the residual arithmetic.
 // All buffers are f32 arrays; offsets and strides are in elements (uniform P).
-import { flatGroup } from './common.js';
+import { flatGroup, paramStruct, MAIN, wgReduce, bindings } from './common.js';
 
 export const ROW_WG = 64;
 
@@ -12,27 +12,18 @@ export const ROW_WG = 64;
 export const RMSNORM_PARAMS = ['n', 'rows', 'xOff', 'xStride', 'yOff', 'yStride', 'wOff', 'hasW', 'eps'];
 export function rmsnormWgsl(inPlace) {
   return /* wgsl */ `
-struct P { n : u32, rows : u32, xOff : u32, xStride : u32, yOff : u32, yStride : u32, wOff : u32, hasW : u32, eps : f32 }
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<storage, read> Wt : array<f32>;
-${inPlace ? '' : '@group(0) @binding(2) var<storage, read_write> Y : array<f32>;'}
-@group(0) @binding(${inPlace ? 2 : 3}) var<uniform> p : P;
-var<workgroup> red : array<f32, ${ROW_WG}>;
+${paramStruct(RMSNORM_PARAMS)}
+${bindings([['X', 'read_write', 'f32'], ['Wt', 'read', 'f32'], !inPlace && ['Y', 'read_write', 'f32']])}
+${wgReduce(ROW_WG)}
 @compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let r = ${flatGroup};
   let x0 = p.xOff + r * p.xStride;
   var ss = 0.0;
   if (r < p.rows) { for (var i = li; i < p.n; i += ${ROW_WG}u) { ss += X[x0 + i] * X[x0 + i]; } }
-  red[li] = ss;
-  workgroupBarrier();
-  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
-    if (li < s) { red[li] += red[li + s]; }
-    workgroupBarrier();
-  }
+  let total = reduce(ss, li, false);
   if (r >= p.rows) { return; }
-  let scale = 1.0 / sqrt(red[0] / f32(p.n) + p.eps);
+  let scale = 1.0 / sqrt(total / f32(p.n) + p.eps);
   let y0 = p.yOff + r * p.yStride;
   for (var i = li; i < p.n; i += ${ROW_WG}u) {
     var v = X[x0 + i] * scale;
@@ -49,13 +40,10 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
  * angle at large positions). One invocation per (token, head, pair). */
 export const ROPE_PARAMS = ['hd', 'nPairs', 'nHeads', 'nTok', 'xOff', 'tokStride', 'headStride', 'csOff'];
 export const ropeWgsl = () => /* wgsl */ `
-struct P { ${ROPE_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<storage, read> CS : array<f32>;
-@group(0) @binding(2) var<uniform> p : P;
+${paramStruct(ROPE_PARAMS)}
+${bindings([['X', 'read_write', 'f32'], ['CS', 'read', 'f32']])}
 @compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let g = (${flatGroup}) * ${ROW_WG}u + li;
   if (g >= p.nTok * p.nHeads * p.nPairs) { return; }
   let i = g % p.nPairs;
@@ -89,44 +77,31 @@ export function ropeTable(positions, hd, nPairs, base, factor) {
 /** Softmax in place over rows of n (ox_softmax: max, exp(x - max), sum, divide). */
 export const SOFTMAX_PARAMS = ['n', 'rows', 'xOff', 'xStride'];
 export const softmaxWgsl = () => /* wgsl */ `
-struct P { ${SOFTMAX_PARAMS.map((k) => `${k} : u32`).join(', ')} }
-@group(0) @binding(0) var<storage, read_write> X : array<f32>;
-@group(0) @binding(1) var<uniform> p : P;
-var<workgroup> red : array<f32, ${ROW_WG}>;
+${paramStruct(SOFTMAX_PARAMS)}
+${bindings([['X', 'read_write', 'f32']])}
+${wgReduce(ROW_WG)}
 @compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let r = ${flatGroup};
   let x0 = p.xOff + r * p.xStride;
   let live = r < p.rows;
   var m = -3.4e38;
   if (live) { for (var i = li; i < p.n; i += ${ROW_WG}u) { m = max(m, X[x0 + i]); } }
-  red[li] = m;
-  workgroupBarrier();
-  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
-    if (li < s) { red[li] = max(red[li], red[li + s]); }
-    workgroupBarrier();
-  }
-  let mx = red[0];
-  workgroupBarrier();
+  let mx = reduce(m, li, true);
   var sum = 0.0;
   if (live) {
     for (var i = li; i < p.n; i += ${ROW_WG}u) { let e = exp(X[x0 + i] - mx); X[x0 + i] = e; sum += e; }
   }
-  red[li] = sum;
-  workgroupBarrier();
-  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
-    if (li < s) { red[li] += red[li + s]; }
-    workgroupBarrier();
-  }
+  let total = reduce(sum, li, false);
   if (!live) { return; }
-  let inv = 1.0 / red[0];
+  let inv = 1.0 / total;
   for (var i = li; i < p.n; i += ${ROW_WG}u) { X[x0 + i] = X[x0 + i] * inv; }
 }
 `;
 
 /** Elementwise ops over n elements, one invocation each (A read-write, B read):
  *   geglu   A[a] = gelu_tanh(A[a]) * B[b]     (ox_geglu's x / (1 + exp(-2z)) form)
+ *   geglu2  A[a] = gelu_tanh(B[b]) * B[b + cOff]  (a fused [gate | up] row into its own rows)
  *   add     A[a] = A[a] + B[b]                (the residual)
  *   axpby   A[a] = (A[a] + B[b] * s0) * s1    (PLE: (ctx + row * sqrt(P)) / sqrt(2))
  *   scale   A[a] = A[a] * s0                  (layer scale, PLE's 1/sqrt(H))
@@ -134,7 +109,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
  * a = aOff + (e / cols) * aStride + e % cols, b likewise: rows of cols inside wider rows (a
  * token's layer slice of the PLE rows). */
 export const ELT_OPS = {
-  geglu: /* wgsl */ `let x = A[a]; let z = 0.7978845608028654 * x * (1.0 + 0.044715 * x * x); A[a] = x / (1.0 + exp(-2.0 * z)) * B[b];`,
+  geglu: /* wgsl */ `let x = A[a]; A[a] = gelu(x) * B[b];`,
+  geglu2: /* wgsl */ `A[a] = gelu(B[b]) * B[b + p.cOff];`,
   add: 'A[a] = A[a] + B[b];',
   axpby: 'A[a] = (A[a] + B[b] * p.s0) * p.s1;',
   scale: 'A[a] = A[a] * p.s0;',
@@ -143,15 +119,13 @@ export const ELT_OPS = {
 };
 /** Whether op reads a second operand B (the others bind A and the uniform only). */
 export const eltUsesB = (op) => ELT_OPS[op].includes('B[b]');
-export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's0', 's1'];
+export const ELT_PARAMS = ['n', 'cols', 'aOff', 'aStride', 'bOff', 'bStride', 's0', 's1', 'cOff'];
 export const eltWgsl = (op) => /* wgsl */ `
-struct P { n : u32, cols : u32, aOff : u32, aStride : u32, bOff : u32, bStride : u32, s0 : f32, s1 : f32 }
-@group(0) @binding(0) var<storage, read_write> A : array<f32>;
-${eltUsesB(op) ? '@group(0) @binding(1) var<storage, read> B : array<f32>;' : ''}
-@group(0) @binding(${eltUsesB(op) ? 2 : 1}) var<uniform> p : P;
+${paramStruct(ELT_PARAMS)}
+fn gelu(x : f32) -> f32 { return x / (1.0 + exp(-2.0 * (0.7978845608028654 * x * (1.0 + 0.044715 * x * x)))); }
+${bindings([['A', 'read_write', 'f32'], eltUsesB(op) && ['B', 'read', 'f32']])}
 @compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) li : u32) {
+${MAIN} {
   let e = (${flatGroup}) * ${ROW_WG}u + li;
   if (e >= p.n) { return; }
   let a = p.aOff + (e / p.cols) * p.aStride + e % p.cols;

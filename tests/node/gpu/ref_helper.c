@@ -8,7 +8,8 @@
  *   rms N EPS HASW          weight f32[N] if HASW, then x f32[N] -> f32[N] (ox_rmsnorm_ref)
  *   rope HD POS PAIRS BASE FACTOR   x f32[HD] -> f32[HD] (ox_rope_ref)
  *   softmax N               f32[N] -> f32[N] (ox_softmax_ref)
- *   geglu N                 g f32[N], u f32[N] -> f32[N] (ox_geglu_ref) */
+ *   geglu N                 g f32[N], u f32[N] -> f32[N] (ox_geglu: the engine's x / (1 + e^-2z)
+ *                           form; the reference's 1 + tanh cancels for negative x) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(cmd, "geglu")) {
         int n = atoi(argv[2]);
         float *g = in((size_t)n * 4), *u = in((size_t)n * 4), *y = malloc((size_t)n * 4);
-        ox_geglu_ref(y, g, u, n);
+        ox_geglu(y, g, u, n);
         out(y, (size_t)n * 4);
     } else {
         fprintf(stderr, "ref_helper: unknown command %s\n", cmd);
