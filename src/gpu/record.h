@@ -13,8 +13,8 @@
  *    every activation pointer an op takes must lie in the scratch;
  *  - weights (matrices, and f32 vectors such as norm weights) by the id ox_gpu_add_* gave them
  *    at attach time; the host uploaded their bytes once, in their stored block format;
- *  - KV caches by (session, layer): the host keeps them in GPU buffers of f32 rows, every
- *    position of the session's context (no rings: the attention mask applies the window).
+ *  - KV caches by (session, layer): the host keeps them in GPU buffers of f32 rows, row p for
+ *    position p up to the session's context (no rings: the attention mask applies the window).
  *
  * The list is [OX_GPU_MAGIC, session, max_ctx, kv_len, act_bytes, n_ops, n_regions], the
  * regions' start offsets, then per op its code and operands (floats as their bit patterns). The op table below is the format; js/gpu/

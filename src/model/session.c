@@ -99,6 +99,7 @@ int ox_session_reserve(ox_session *s, int need, ox_err *err) {
         s->toks = t;
         s->toks_cap = cap;
     }
+    if (s->m->gpu) return 0; /* its caches live on the GPU (gpu/record.h) */
     for (int l = 0; l < c->n_layers; l++)
         if (!c->layers[l].shared) TRY(ox_kv_reserve(&s->kv[l], need, &s->m->cache_bytes, err));
     return 0;
