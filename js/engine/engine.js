@@ -1,9 +1,11 @@
 // engine.js — one loaded model in the engine worker: the Emscripten runtime, its host-file
 // table, the C engine and its session. States: started (runtime up, no model) -> loaded ->
 // unloaded (started again). A wasm trap ends it for good (protocol.js refuses every request).
-import { estimateFields, pooling as POOLING, statsFields, stream as STREAM } from '../shared/abi.js';
+import { estimateFields, gpuList, pooling as POOLING, statsFields, stream as STREAM } from '../shared/abi.js';
 import { OxError } from '../shared/errors.js';
 import { withBos } from '../shared/tokens.js';
+import { GpuBridge, gpuBridgeUsable } from '../gpu/bridge.js';
+import { GPU_TYPES } from '../gpu/kernels.js';
 import { HostFiles } from '../host/hostfile.js';
 import { Heap } from './heap.js';
 import { startRuntime } from './runtime.js';
@@ -31,6 +33,7 @@ export class Engine {
     this.session = null;
     this.info = null;
     this.template = null; // the checkpoint's chat template, or null
+    this.gpu = null; // the GpuBridge while the model runs on the GPU backend
     host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
     M.oxHost = host; // src/host/hostfile_lib.js reads through it
     M.oxAborted = aborting;
@@ -78,6 +81,7 @@ export class Engine {
   // memory for all of it is taken before the load (wasm memory grows once).
   async load(m, progress) {
     if (this.ptr) throw new OxError('STATE', 'a model is already loaded in this worker');
+    this.loadArgs = m; // leaveGpu loads it again on the CPU
     const { heap, host } = this;
     const C = heap.C;
     const handles = [];
@@ -108,6 +112,10 @@ export class Engine {
         this.info.memory = { ...est, streamWeights: STREAM_NAME[stream] };
       } else this.info.context = m.maxContext || this.info.contextSize;
       this.template = this.chatTemplate(handles);
+      if (m.drafter && m.backend !== 'cpu') {
+        this.info.backend = 'cpu';
+        this.info.backendNote = 'webgpu: the MTP drafter reads the CPU KV caches; the model runs on the CPU';
+      } else await this.attachGpu(m.backend ?? 'auto', !!m.allowFallbackAdapter);
       return this.info;
     } catch (e) {
       this.unload();
@@ -148,6 +156,68 @@ export class Engine {
       }
     }
     throw new OxError('NOMEM', `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`);
+  // The backend (docs/architecture.md "GPU backend"): 'auto' takes WebGPU where a hardware
+  // adapter exists, 'webgpu' insists (a software adapter only with allowFallback), 'cpu' never
+  // tries. A model the GPU backend cannot run whole (MoE, streamed weights, a weight type with
+  // no kernel) runs on the CPU, with the reason in info.backendNote.
+  async attachGpu(want, allowFallback) {
+    const { heap } = this;
+    const C = heap.C;
+    this.info.backend = 'cpu';
+    if (want === 'cpu') return;
+    let bridge;
+    try {
+      if (!gpuBridgeUsable()) throw new OxError('UNSUPPORTED', 'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page with the threaded build)');
+      bridge = await GpuBridge.start({ allowFallback: want === 'webgpu' && allowFallback });
+    } catch (e) {
+      if (want === 'webgpu') throw e instanceof OxError ? e : new OxError('UNSUPPORTED', `webgpu: ${e?.message ?? e}`);
+      this.info.backendNote = e.message;
+      return;
+    }
+    const onCpu = (why) => {
+      C.ox_wasm_gpu_detach(this.ptr);
+      bridge.close();
+      this.info.backendNote = why;
+    };
+    const n = C.ox_wasm_gpu_attach(this.ptr);
+    if (n < 0) return onCpu(`${C.ox_wasm_err_msg()}; the model runs on the CPU`);
+    const W = gpuList.entryWords;
+    const table = heap.i32(C.ox_wasm_gpu_table(this.ptr), n * W).slice();
+    for (let i = 0; i < table.length; i += W)
+      if (table[i + 1] === 0 && !(table[i + 2] in GPU_TYPES)) return onCpu(`webgpu: weight type ${table[i + 2]} has no GPU kernel; the model runs on the CPU`);
+    try {
+      await bridge.upload(table, () => new Uint8Array(heap.buffer));
+    } catch (e) {
+      return onCpu(`webgpu: ${e.message}; the model runs on the CPU`);
+    }
+    this.session.truncate(0); // its caches (if any) are the CPU's
+    this.gpu = bridge;
+    heap.M.oxGpu = bridge;
+    C.ox_wasm_gpu_release(this.ptr); // the matrices live on the GPU only from now on
+    const { description, fallback, features, maxBinding } = bridge.info;
+    this.info.backend = 'webgpu';
+    this.info.gpu = { adapter: description, fallbackAdapter: fallback, features, maxBinding };
+  }
+
+  // After each request: a device lost during it puts the model back on the CPU (the request
+  // itself already failed with that error). The sessions' positions were on the GPU: reset.
+  async settleGpu() {
+    if (this.gpu?.lost && this.ptr) await this.leaveGpu(this.gpu.lost);
+  }
+
+  // The model back on the CPU (why: info.backendNote): its matrices left wasm memory for the
+  // GPU, so it is loaded again from its sources (the session restarts empty).
+  async leaveGpu(why) {
+    const m = this.loadArgs;
+    this.unload();
+    await this.load({ ...m, backend: 'cpu' }, () => {});
+    this.info.backendNote = why;
+  }
+
+  dropGpu() {
+    this.gpu?.close();
+    this.gpu = null;
+    this.heap.M.oxGpu = null;
   }
 
   // The checkpoint's chat template: GGUF tokenizer.chat_template, chat_template.jinja or
@@ -233,6 +303,9 @@ export class Engine {
     return {
       ...Object.fromEntries(statsFields.map((f, i) => [f, rec[i]])),
       wasmMemoryBytes: heap.buffer.byteLength,
+      backend: this.gpu ? 'webgpu' : 'cpu',
+      gpuBytes: this.gpu ? Object.values(this.gpu.bytes).reduce((a, b) => a + b, 0) : 0,
+      gpuMemory: this.gpu ? this.gpu.bytes : null,
       contextTokens: this.session.pos,
       hostCache: { ...this.host.stats },
     };
@@ -240,6 +313,7 @@ export class Engine {
 
   unload() {
     this.session?.free();
+    this.dropGpu();
     if (this.ptr) this.heap.C.ox_wasm_free(this.ptr);
     this.ptr = 0;
     this.session = this.info = this.template = null;

@@ -9,6 +9,8 @@ import { OxError } from '../shared/errors.js';
 export async function setLora(engine, adapters) {
   const { heap, host } = engine.requireModel();
   if (adapters.length > 8) throw new OxError('RANGE', `setLora: ${adapters.length} adapters at once (at most 8)`);
+  // LoRA runs on the CPU only: the model hands over to it first (an adapter change empties the cache anyway)
+  if (adapters.length && engine.gpu) await engine.leaveGpu('webgpu: LoRA adapters run on the CPU only; the model moved to the CPU');
   const handles = [];
   try {
     for (const a of adapters) for (const s of a.sources) handles.push(await host.open(s));

@@ -65,8 +65,23 @@ function serve(protocol) {
     stats: () => loaded().stats(),
     setLora: (m) => setLora(loaded(), m.adapters),
     reset: () => (loaded().session.truncate(0), true),
+    // tests: lose the GPU device as a driver reset would
+    gpuDestroyDevice: () => loaded().gpu?.destroyDevice() ?? false,
     unload: () => (engine ? engine.unload() : true),
   };
+  settlingGpu(protocol, () => engine);
+}
+
+// a GPU device lost during a request puts the model on the CPU once the request ended
+function settlingGpu(protocol, engineOf) {
+  for (const [name, op] of Object.entries(protocol.ops))
+    protocol.ops[name] = async (m, job) => {
+      try {
+        return await op(m, job);
+      } finally {
+        await engineOf()?.settleGpu();
+      }
+    };
 }
 
 if (isNode) {

@@ -8,7 +8,7 @@
 //
 // Software adapters (lavapipe, SwiftShader) report isFallbackAdapter: an engine should not pick
 // one over its CPU path unless asked, so openDevice refuses them unless allowFallback is set.
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 /**
  * @typedef {object} GpuCaps What the kernels may use on this device (createKernels reads it).

@@ -59,7 +59,7 @@ import {
 } from './kernels/rows.js';
 import { ATTN_WG, ATTN_CHUNK, KV_TYPES, KV_WRITE_PARAMS, kvWriteWgsl, ATTN_PARAMS, attentionWgsl, attnCombineWgsl } from './kernels/attention.js';
 import { MOE_WG, ROUTE_PARAMS, routeWgsl, COMBINE_PARAMS, combineWgsl } from './kernels/moe.js';
-import { OxError } from '../errors.js';
+import { OxError } from '../shared/errors.js';
 
 export { ropeTable, TYPES as GPU_TYPES, actLayout };
 

@@ -78,6 +78,14 @@ export interface LoadOptions {
    *  (half the memory), 'q8_0' (about a quarter: 34 bytes per 32 values). Sliding-window
    *  layers keep only their window (plus one micro-batch) whatever the type. */
   kvType?: 'f32' | 'f16' | 'q8_0';
+  /** Where the forward runs (docs/architecture.md "GPU backend"). 'auto' (default): WebGPU when
+   *  a hardware adapter exists (and SharedArrayBuffer: Node, or a crossOriginIsolated page),
+   *  else the CPU; 'webgpu': WebGPU or an UNSUPPORTED error; 'cpu'. A model the GPU backend
+   *  cannot run whole (MoE, streamed weights, a weight type with no kernel) runs on the CPU,
+   *  the reason in `info.backendNote`. */
+  backend?: 'auto' | 'webgpu' | 'cpu';
+  /** With backend 'webgpu': accept a software adapter (lavapipe, SwiftShader), as tests do. */
+  allowFallbackAdapter?: boolean;
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */
@@ -332,6 +340,13 @@ export interface ModelInfo {
   memory?: MemoryEstimate;
   /** the weights left in the file (LoadOptions.streamWeights, or chosen under memoryBudget) */
   streamWeights: 'none' | 'experts' | 'all';
+  /** where the forward runs (as Model.backend) */
+  backend: 'webgpu' | 'cpu';
+  /** on the GPU backend: the adapter's description, whether it is a software one, the optional
+   *  features used, the largest storage binding */
+  gpu?: { adapter: string; fallbackAdapter: boolean; features: { f16: boolean; subgroups: boolean; dot4: boolean }; maxBinding: number };
+  /** why the model runs on the CPU although a GPU was asked for or lost, if it does */
+  backendNote?: string;
 }
 
 export interface ModelStats {
@@ -354,6 +369,11 @@ export interface ModelStats {
   /** the wasm memory's size (as wasmMemoryBytes) */
   wasmBytes: number;
   wasmMemoryBytes: number;
+  /** where the forward runs now ('cpu' after a lost device) */
+  backend: 'webgpu' | 'cpu';
+  /** bytes held on the GPU (0 on the CPU), and by what */
+  gpuBytes: number;
+  gpuMemory: { weights: number; kv: number; scratch: number } | null;
   contextTokens: number;
   /** the JS side of host reads: reads that reached the source, and LRU hits */
   hostCache: { reads: number; bytesRead: number; cacheHits: number; cacheBytesServed: number };
@@ -378,6 +398,9 @@ export interface Model {
   readonly threads: number;
   /** Why the engine runs with less than asked (single-threaded fallback), or null. */
   readonly engineNote: string | null;
+  /** 'webgpu' or 'cpu': where the forward runs; stats() refreshes it (a lost device moves the
+   *  model to the CPU). */
+  readonly backend: 'webgpu' | 'cpu';
   /** With `cache`: resolves when the cached copies are complete and verified (rejects with an
    *  OxError if the download fails); null without `cache`. */
   readonly download: Promise<void> | null;

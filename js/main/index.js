@@ -8,6 +8,7 @@ import { Connection } from './connection.js';
 import { isNode } from '../shared/env.js';
 import { OxError, abortError, toOxError } from '../shared/errors.js';
 import { withBos } from '../shared/tokens.js';
+import { GpuBridge } from '../gpu/bridge.js';
 import { describeSource } from '../host/source.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
 import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, SCHEMA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
@@ -181,6 +182,12 @@ export async function estimateMemory(sources, opts = {}) {
 
 // ---- loading ----
 
+// backend 'auto' asks once per page / process whether a hardware WebGPU adapter exists (a GPU
+// thread opens a device, answers and goes), so loads where there is none start no GPU thread.
+// Resolves to null (there is one) or why not.
+let hardwareGpu = null;
+const probeHardwareGpu = () => (hardwareGpu ??= GpuBridge.start({ allowFallback: false }).then((b) => (b.close(), null), (e) => e.message));
+
 // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
 function streamingOf(opts) {
   const stream = STREAM[opts.streamWeights ?? 'none'];
@@ -209,6 +216,8 @@ export async function loadModel(sources, opts = {}) {
   // opts.cache: URL sources are downloaded into the model cache and read from there (js/main/cache.js)
   const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
   if (cached) descs = cached.sources;
+  let backend = opts.backend ?? 'auto', backendNote = null;
+  if (backend === 'auto' && (backendNote = await probeHardwareGpu())) backend = 'cpu';
   const env = await chooseEngine(opts);
   const simd = await simdBuild(env.build, opts);
   const assets = engineAssets(simd === 'relaxed' ? `${env.build}-relaxed` : env.build, opts);
@@ -243,13 +252,14 @@ export async function loadModel(sources, opts = {}) {
     const info = await engine.call(
       'load',
       { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget),
-        autoStream: autoStreamOf(opts) },
+        autoStream: autoStreamOf(opts), backend, allowFallbackAdapter: !!opts.allowFallbackAdapter },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load
     // finished, but it still fails with that exception (and its worker goes)
     if (callbackError) throw callbackError;
     if (signal?.aborted) throw abortError('load');
+    if (backendNote) info.backendNote ??= backendNote;
     return Object.assign(new Model(engine, info, { ...env, threads, simd }), { download: cached?.done ?? null });
   } catch (e) {
     cached?.abort();
@@ -278,6 +288,8 @@ class Model {
     this.simd = env.simd;
     this.threads = env.threads;
     this.engineNote = env.note;
+    /** 'webgpu' or 'cpu': where the forward runs (stats() says it again after a lost device). */
+    this.backend = rest.backend ?? 'cpu';
   }
 
   async tokenize(text, opts) {
@@ -444,8 +456,10 @@ class Model {
     return this.engine.call('setLora', { adapters: list });
   }
 
-  stats() {
-    return this.engine.call('stats');
+  async stats() {
+    const st = await this.engine.call('stats');
+    this.backend = this.info.backend = st.backend; // a lost device moved it to the CPU
+    return st;
   }
 
   async unload() {

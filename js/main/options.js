@@ -102,6 +102,9 @@ export const LOAD_OPTIONS = {
   // the gemma4-assistant MTP drafter's file(s), sources as for the model (describeSource checks each)
   drafter: (v) => (v != null && v !== false && !(Array.isArray(v) && !v.length) ? null : 'a model source or a non-empty array of them (the MTP drafter)'),
   memoryBudget,
+  // 'auto': WebGPU where a hardware adapter exists, else the CPU; 'webgpu': WebGPU or an error
+  // (a software adapter too with allowFallbackAdapter); 'cpu'
+  backend: oneOf('auto', 'webgpu', 'cpu'), allowFallbackAdapter: bool,
 };
 
 // estimateMemory(sources, opts): what loadModel would allocate, from the headers

@@ -4,7 +4,13 @@
  *
  * The n tokens go through each layer together: every matmul sees all n rows (prefill is
  * matrix-matrix), attention is split over (token, head) pairs on the thread pool. Activations
- * live in per-session scratch, so steady-state decode allocates nothing. */
+ * live in per-session scratch, so steady-state decode allocates nothing.
+ *
+ * Every op goes through the backend seam (the op_* functions): on the CPU it runs the kernel
+ * at once; when the model is attached to the GPU (m->gpu, gpu/record.h) it is recorded, and
+ * the step's list runs on the GPU in one submission at the end of the batch. Host work stays
+ * on the CPU either way: table rows (embeddings, PLE) are read and dequantized here and
+ * uploaded into the step. */
 #include "model/model_impl.h"
 
 #include <math.h>
@@ -26,18 +32,24 @@ typedef struct acts {
     uint8_t *stage;                                  /* one stored-format table row */
     float *hn;                                       /* final normed hidden */
     float *lz;                                       /* LoRA: A x per row */
+    float *lg;                                       /* GPU: the logits before their read-back */
+    ox_gpu *gpu;                                     /* the recording backend, or NULL: the CPU */
 } acts;
 
-typedef struct carve { uint8_t *base; size_t off; } carve;
+/* regions: where each array starts (the GPU backend keeps one buffer per array) */
+typedef struct carve { uint8_t *base; size_t off; uint32_t regions[40]; int n_regions; } carve;
 static void *take(carve *cv, size_t bytes) {
     void *p = cv->base ? cv->base + cv->off : NULL;
+    if (cv->n_regions < (int)(sizeof cv->regions / sizeof *cv->regions)) cv->regions[cv->n_regions++] = (uint32_t)cv->off;
     cv->off += (bytes + 63) & ~(size_t)63;
     return p;
 }
 
 /* The layout of one forward call's activations over n tokens and kv_len keys: pointers into
- * cv->base (NULL: sizes only, cv->off ends at the total); lora: floats per token of LoRA scratch. */
-static void layout_acts(const ox_config *c, size_t stage, size_t lora, int tasks, int n, int kv_len, carve *cv, acts *A) {
+ * cv->base (NULL: sizes only, cv->off ends at the total); lora: floats per token of LoRA scratch;
+ * logits: floats of the GPU's logits region (0 on the CPU, which writes the caller's). */
+static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t logits, int tasks, int n, int kv_len,
+                        carve *cv, acts *A) {
     size_t H = (size_t)c->hidden, nh = (size_t)c->n_heads, LP = (size_t)c->n_layers * (size_t)c->ple_dim;
     size_t qw = 0, kw = 0, I = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -49,6 +61,7 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, int tasks
     size_t Ie = c->moe ? (size_t)c->moe_ffn : 0, E = c->moe ? (size_t)c->n_experts : 0;
     size_t K = c->moe ? (size_t)c->top_k_experts : 0, N = (size_t)n, F = sizeof(float);
     cv->off = 0;
+    cv->n_regions = 0;
     A->x = take(cv, N * H * F);
     A->a = take(cv, N * H * F);
     A->q = take(cv, N * qw * F);
@@ -78,27 +91,84 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, int tasks
     A->uniq = take(cv, N * sizeof(int32_t));
     A->stage = take(cv, stage);
     A->lz = take(cv, N * lora * F);
+    A->lg = take(cv, logits * F);
 }
 
 static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 1; }
 
 size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len) {
-    carve cv = {NULL, 0};
+    carve cv = {NULL, 0, {0}, 0};
     acts A;
-    layout_acts(c, stage, 0, tasks, n, kv_len, &cv, &A);
+    layout_acts(c, stage, 0, 0, tasks, n, kv_len, &cv, &A);
     return cv.off;
 }
 
-/* two passes over one layout: size it, then fill the pointers */
-static int carve_acts(ox_session *s, int n, int kv_len, acts *A, ox_err *err) {
+/* two passes over one layout: size it, then fill the pointers; on the GPU the step's
+ * recording starts over the same scratch (the GPU keeps a buffer laid out alike) */
+static int carve_acts(ox_session *s, int n, int kv_len, size_t logits, acts *A, ox_err *err) {
     const ox_config *c = &s->m->c;
     size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
-    carve cv = {NULL, 0};
-    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), tasks_now(), n, kv_len, &cv, A);
+    carve cv = {NULL, 0, {0}, 0};
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, kv_len, &cv, A);
     cv.base = ox_scratch_get(&s->act, cv.off, err);
     if (!cv.base) return err ? err->code : OX_E_NOMEM;
-    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), tasks_now(), n, kv_len, &cv, A);
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, kv_len, &cv, A);
+    A->gpu = s->m->gpu;
+    if (A->gpu) ox_gpu_begin(A->gpu, s, s->max_ctx, s->pos + n, cv.base, cv.off, cv.regions, cv.n_regions);
     return 0;
+}
+
+static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n, float eps) {
+    for (int i = 0; i < n_rows; i++) ox_rmsnorm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+}
+
+/* ---- the backend seam: run now on the CPU, or record for the GPU ---- */
+
+static int op_matmul(ox_session *s, acts *A, const ox_matrix *W, const float *x, int n, float *y, ox_err *err) {
+    if (!A->gpu) return ox_matmul(&s->ws, W, x, n, y, err);
+    ox_gpu_matmul(A->gpu, W, x, n, y);
+    return 0;
+}
+
+static int op_matmul_multi(ox_session *s, acts *A, const ox_matrix *const *Ws, int k, const float *x, int n,
+                           float *const *ys, ox_err *err) {
+    if (!A->gpu) return ox_matmul_multi(&s->ws, Ws, k, x, n, ys, err);
+    for (int i = 0; i < k; i++) ox_gpu_matmul(A->gpu, Ws[i], x, n, ys[i]);
+    return 0;
+}
+
+/* y = rmsnorm(x) (* w) over n_rows rows of n */
+static void op_rms(acts *A, float *y, const float *x, const float *w, int n_rows, int n, float eps) {
+    if (A->gpu) return ox_gpu_rms(A->gpu, y, x, w, n_rows, n, eps);
+    rms_rows(y, x, w, n_rows, n, eps);
+}
+
+/* RoPE on n_tok tokens of nh heads of hd, token t at position pos + t */
+static void op_rope(acts *A, float *x, int n_tok, int nh, int hd, int pos, const ox_layer_cfg *lc, float factor) {
+    if (A->gpu) return ox_gpu_rope(A->gpu, x, n_tok, nh, hd, pos, lc->rope_pairs, lc->rope_base, factor);
+    for (int t = 0; t < n_tok; t++)
+        ox_rope_heads(x + (size_t)t * nh * hd, nh, (size_t)hd, hd, pos + t, lc->rope_pairs, lc->rope_base, factor);
+}
+
+/* y = gelu(g) * u over rows of width; g (and y) rows gs apart, u rows us apart */
+static void op_geglu(acts *A, float *y, const float *g, const float *u, int rows, int width, size_t gs, size_t us) {
+    if (A->gpu) return ox_gpu_geglu(A->gpu, y, g, u, rows, width, (int)gs, (int)us);
+    for (int t = 0; t < rows; t++) ox_geglu(y + (size_t)t * gs, g + (size_t)t * gs, u + (size_t)t * us, width);
+}
+
+static void op_add(acts *A, float *h, const float *d, size_t n) {
+    if (A->gpu) return ox_gpu_add(A->gpu, h, d, n);
+    for (size_t i = 0; i < n; i++) h[i] += d[i];
+}
+
+static void op_scale(acts *A, float *h, size_t n, float a) {
+    if (A->gpu) return ox_gpu_scale(A->gpu, h, n, a);
+    for (size_t i = 0; i < n; i++) h[i] *= a;
+}
+
+static void op_copy(acts *A, float *y, const float *x, size_t n) {
+    if (A->gpu) return ox_gpu_copy(A->gpu, y, x, n);
+    memcpy(y, x, n * sizeof(float));
 }
 
 typedef struct attn_job {
@@ -163,6 +233,7 @@ static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
                               x, (size_t)H);
         for (int j = 0; j < H; j++) x[j] *= sH;
     }
+    if (A->gpu) ox_gpu_upload(A->gpu, A->x, (size_t)n * H * sizeof(float));
     if (P <= 0) return 0;
     /* one host read per distinct table row (soft tokens use the pad token's row) */
     int nu = 0;
@@ -180,14 +251,21 @@ static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
                            c->ple_vocab);
         TRY(table_row(m, m->t_ple, m->ple_row_bytes, A->uniq[u], LP, A->stage, A->ple_tok + (size_t)u * LP, err));
     }
+    if (A->gpu) ox_gpu_upload(A->gpu, A->ple_tok, (size_t)nu * LP * sizeof(float));
     /* ctx = rms(W_plm h / sqrt(H)) per layer chunk; ple = (ctx + row * sqrt(P)) / sqrt(2) */
-    TRY(ox_matmul(&s->ws, &m->ple_model_proj, A->x, n, A->ple, err));
+    TRY(op_matmul(s, A, &m->ple_model_proj, A->x, n, A->ple, err));
     float iH = 1.0f / sqrtf((float)H), sP = sqrtf((float)P), i2 = 1.0f / sqrtf(2.0f);
     for (int i = 0; i < n; i++) {
         int32_t tok = (io->soft && io->soft_mask && io->soft_mask[i]) ? c->pad_id : io->tokens[i];
         const int32_t *hit = bsearch(&tok, A->uniq, (size_t)nu, sizeof *A->uniq, cmp_i32);
         const float *row = A->ple_tok + (size_t)(hit - A->uniq) * LP;
         float *pl = A->ple + (size_t)i * LP;
+        if (A->gpu) {
+            ox_gpu_scale(A->gpu, pl, LP, iH);
+            ox_gpu_rms(A->gpu, pl, pl, m->ple_proj_norm, L, P, c->rms_eps);
+            ox_gpu_mix(A->gpu, pl, row, LP, sP, i2);
+            continue;
+        }
         for (size_t j = 0; j < LP; j++) pl[j] *= iH;
         for (int l = 0; l < L; l++) ox_rmsnorm(pl + (size_t)l * P, pl + (size_t)l * P, m->ple_proj_norm, P, c->rms_eps);
         for (size_t j = 0; j < LP; j++) pl[j] = (pl[j] + row[j] * sP) * i2;
@@ -195,13 +273,6 @@ static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
     return 0;
 }
 
-static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n, float eps) {
-    for (int i = 0; i < n_rows; i++) ox_rmsnorm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
-}
-
-static void add_rows(float *h, const float *d, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] += d[i];
-}
 
 /* Expert e's block of `rows` rows in a stacked expert tensor: a view into the resident tensor,
  * or, when it stays on the host, the block fetched into the weight cache (pinned until the
@@ -318,40 +389,43 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
     const layer_w *w = &s->m->L[l];
     int H = c->hidden, nh = c->n_heads, hd = lc->head_dim, nkv = lc->n_kv_heads, kvw = nkv * hd;
     float eps = c->rms_eps;
-    rms_rows(A->a, A->x, w->attn_norm, n, H, eps);
+    op_rms(A, A->a, A->x, w->attn_norm, n, H, eps);
     static const ox_lora_target QKV[3] = {OX_LORA_Q, OX_LORA_K, OX_LORA_V};
     if (lc->shared) {
-        TRY(ox_matmul(&s->ws, &w->q, A->a, n, A->q, err));
+        TRY(op_matmul(s, A, &w->q, A->a, n, A->q, err));
         ox_lora_add(s->m, l, QKV, 1, A->a, n, &A->q, A->lz);
     } else {
         const ox_matrix *Ws[3] = {&w->q, &w->k, &w->v};
         float *ys[3] = {A->q, A->k, A->v};
-        TRY(ox_matmul_multi(&s->ws, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
+        TRY(op_matmul_multi(s, A, Ws, lc->k_eq_v ? 2 : 3, A->a, n, ys, err));
         ox_lora_add(s->m, l, QKV, lc->k_eq_v ? 2 : 3, A->a, n, ys, A->lz);
-        if (lc->k_eq_v) memcpy(A->v, A->k, (size_t)n * kvw * sizeof(float));
+        if (lc->k_eq_v) op_copy(A, A->v, A->k, (size_t)n * kvw);
     }
-    for (int t = 0; t < n; t++) {
-        float *qt = A->q + (size_t)t * nh * hd;
-        rms_rows(qt, qt, w->q_norm, nh, hd, eps);
-        ox_rope_heads(qt, nh, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
-    }
+    op_rms(A, A->q, A->q, w->q_norm, n * nh, hd, eps);
+    op_rope(A, A->q, n, nh, hd, s->pos, lc, c->rope_factor);
     ox_kv *kc = &s->kv[lc->kv_src];
-    for (int t = 0; !lc->shared && t < n; t++) {
-        float *kt = A->k + (size_t)t * kvw, *vt = A->v + (size_t)t * kvw;
-        rms_rows(kt, kt, w->k_norm, nkv, hd, eps);
-        ox_rope_heads(kt, nkv, (size_t)hd, hd, s->pos + t, lc->rope_pairs, lc->rope_base, c->rope_factor);
-        rms_rows(vt, vt, NULL, nkv, hd, eps);
-        ox_kv_write(kc, s->pos + t, kt, vt);
+    if (!lc->shared) {
+        op_rms(A, A->k, A->k, w->k_norm, n * nkv, hd, eps);
+        op_rope(A, A->k, n, nkv, hd, s->pos, lc, c->rope_factor);
+        op_rms(A, A->v, A->v, NULL, n * nkv, hd, eps);
+        if (A->gpu)
+            ox_gpu_kv_write(A->gpu, lc->kv_src, s->pos, n, A->k, A->v, kvw);
+        else
+            for (int t = 0; t < n; t++) ox_kv_write(kc, s->pos + t, A->k + (size_t)t * kvw, A->v + (size_t)t * kvw);
     }
-    int tasks = ox_pool_threads();
-    if (tasks < 1) tasks = 1;
-    if (tasks > n * nh) tasks = n * nh;
-    attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
-    ox_pool_run(attn_task, &J, tasks);
-    TRY(ox_matmul(&s->ws, &w->o, A->att, n, A->o, err));
+    if (A->gpu) {
+        ox_gpu_attend(A->gpu, lc->kv_src, A->q, A->att, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional);
+    } else {
+        int tasks = ox_pool_threads();
+        if (tasks < 1) tasks = 1;
+        if (tasks > n * nh) tasks = n * nh;
+        attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
+        ox_pool_run(attn_task, &J, tasks);
+    }
+    TRY(op_matmul(s, A, &w->o, A->att, n, A->o, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_O}, 1, A->att, n, &A->o, A->lz);
-    rms_rows(A->o, A->o, w->post_attn_norm, n, H, eps);
-    add_rows(A->x, A->o, (size_t)n * H);
+    op_rms(A, A->o, A->o, w->post_attn_norm, n, H, eps);
+    op_add(A, A->x, A->o, (size_t)n * H);
     return 0;
 }
 
@@ -365,22 +439,22 @@ static int feed_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     int H = c->hidden, I = lc->ffn;
     size_t NH = (size_t)n * H;
     float eps = c->rms_eps;
-    rms_rows(A->a, A->x, w->ffn_norm, n, H, eps);
+    op_rms(A, A->a, A->x, w->ffn_norm, n, H, eps);
     const ox_matrix *Ws[2] = {&w->gate, &w->up};
     float *ys[2] = {A->g, A->u};
-    TRY(ox_matmul_multi(&s->ws, Ws, 2, A->a, n, ys, err));
+    TRY(op_matmul_multi(s, A, Ws, 2, A->a, n, ys, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_GATE, OX_LORA_UP}, 2, A->a, n, ys, A->lz);
-    for (int t = 0; t < n; t++) ox_geglu(A->g + (size_t)t * I, A->g + (size_t)t * I, A->u + (size_t)t * I, I);
-    TRY(ox_matmul(&s->ws, &w->down, A->g, n, A->f, err));
+    op_geglu(A, A->g, A->g, A->u, n, I, (size_t)I, (size_t)I);
+    TRY(op_matmul(s, A, &w->down, A->g, n, A->f, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_DOWN}, 1, A->g, n, &A->f, A->lz);
-    if (c->moe) {
+    if (c->moe) { /* CPU only: a MoE model is never attached to the GPU (gpu_attach.c) */
         rms_rows(A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
         TRY(moe_branch(s, w, n, A, err));
         rms_rows(A->ye, A->ye, w->post_ffw_norm_2, n, H, eps);
         for (size_t i = 0; i < NH; i++) A->f[i] = A->d1[i] + A->ye[i];
     }
-    rms_rows(A->f, A->f, w->post_ffw_norm, n, H, eps);
-    add_rows(A->x, A->f, NH);
+    op_rms(A, A->f, A->f, w->post_ffw_norm, n, H, eps);
+    op_add(A, A->x, A->f, NH);
     return 0;
 }
 
@@ -391,14 +465,13 @@ static int ple_inject(ox_session *s, int l, int n, acts *A, ox_err *err) {
     const layer_w *w = &s->m->L[l];
     int H = c->hidden, P = c->ple_dim;
     size_t LP = (size_t)c->n_layers * P;
-    TRY(ox_matmul(&s->ws, &w->ple_gate, A->x, n, A->pg, err));
+    TRY(op_matmul(s, A, &w->ple_gate, A->x, n, A->pg, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_GATE}, 1, A->x, n, &A->pg, A->lz);
-    for (int t = 0; t < n; t++)
-        ox_geglu(A->pg + (size_t)t * P, A->pg + (size_t)t * P, A->ple + (size_t)t * LP + (size_t)l * P, P);
-    TRY(ox_matmul(&s->ws, &w->ple_proj, A->pg, n, A->pu, err));
+    op_geglu(A, A->pg, A->pg, A->ple + (size_t)l * P, n, P, (size_t)P, LP);
+    TRY(op_matmul(s, A, &w->ple_proj, A->pg, n, A->pu, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_PLE_PROJ}, 1, A->pg, n, &A->pu, A->lz);
-    rms_rows(A->pu, A->pu, w->ple_post_norm, n, H, c->rms_eps);
-    add_rows(A->x, A->pu, (size_t)n * H);
+    op_rms(A, A->pu, A->pu, w->ple_post_norm, n, H, c->rms_eps);
+    op_add(A, A->x, A->pu, (size_t)n * H);
     return 0;
 }
 
@@ -432,8 +505,7 @@ static int layer_compute(ox_session *s, int l, int n, acts *A, ox_err *err) {
     TRY(feed_forward(s, l, n, A, err));
     if (c->ple_dim > 0) TRY(ple_inject(s, l, n, A, err));
     float scale = s->m->L[l].out_scale;
-    if (scale != 1.0f)
-        for (size_t i = 0; i < (size_t)n * c->hidden; i++) A->x[i] *= scale;
+    if (scale != 1.0f) op_scale(A, A->x, (size_t)n * c->hidden, scale);
     return 0;
 }
 
@@ -459,21 +531,34 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
     /* the scores sized for the session's whole context (where that is a sane bound: 1 MB of
      * f32 per thread), so the scratch is not regrown, old and new at once, as positions pass */
     int keys = s->max_ctx <= (1 << 18) ? s->max_ctx : s->pos + n;
-    TRY(carve_acts(s, n, keys, &A, err));
+    int f0 = io->all_logits ? 0 : n - 1, nl = io->logits ? n - f0 : 0;
+    if (!m->gpu && m->gpu_only)
+        return ox_errf(err, OX_E_STATE, "forward: the model's weights were on a GPU it no longer has: load it again");
+    if (m->gpu && m->n_lora > 0)
+        return ox_errf(err, OX_E_UNSUPPORTED, "forward: LoRA adapters do not run on the GPU backend yet");
+    TRY(carve_acts(s, n, keys, m->gpu ? (size_t)nl * V : 0, &A, err));
     TRY(embed(s, io, &A, err));
     for (int l = 0; l < c->n_layers; l++) TRY(layer_forward(s, l, n, &A, err));
 
-    /* final norm, tied head, soft-cap (docs/gemma4.md §2.8) */
+    /* final norm, tied head, soft-cap (docs/gemma4.md §2.8); on the GPU both land in the
+     * scratch and only the rows asked for come back */
     int first = (io->hidden || (io->logits && io->all_logits)) ? 0 : n - 1, nout = n - first;
-    float *hn = io->hidden ? io->hidden : A.hn;
-    rms_rows(hn + (size_t)first * H, A.x + (size_t)first * H, m->out_norm, nout, H, c->rms_eps);
+    float *hn = io->hidden && !A.gpu ? io->hidden : A.hn;
+    op_rms(&A, hn + (size_t)first * H, A.x + (size_t)first * H, m->out_norm, nout, H, c->rms_eps);
     if (io->logits) {
-        int f0 = io->all_logits ? 0 : n - 1, nl = n - f0;
-        TRY(ox_matmul(&s->ws, &m->embd, hn + (size_t)f0 * H, nl, io->logits, err));
-        if (c->softcap > 0) {
+        float *lg = A.gpu ? A.lg : io->logits;
+        TRY(op_matmul(s, &A, &m->embd, hn + (size_t)f0 * H, nl, lg, err));
+        if (c->softcap > 0 && A.gpu) ox_gpu_softcap(A.gpu, lg, (size_t)nl * V, c->softcap);
+        if (c->softcap > 0 && !A.gpu) {
             float cap = c->softcap;
             for (size_t i = 0; i < (size_t)nl * V; i++) io->logits[i] = cap * tanhf(io->logits[i] / cap);
         }
+    }
+    if (A.gpu) {
+        if (io->logits) ox_gpu_read(A.gpu, A.lg, (size_t)nl * V * sizeof(float), io->logits);
+        if (io->hidden)
+            ox_gpu_read(A.gpu, hn + (size_t)first * H, (size_t)nout * H * sizeof(float), io->hidden + (size_t)first * H);
+        TRY(ox_gpu_run(A.gpu, err));
     }
     for (int i = 0; i < n; i++) s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
     s->pos += n;

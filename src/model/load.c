@@ -499,6 +499,7 @@ void ox_model_free(ox_model *m) {
     if (!m) return;
     for (int i = 0; i < m->n_allocs; i++) free(m->allocs[i]);
     ox_wcache_free(m->wc);
+    ox_gpu_free(m->gpu);
     free(m->allocs);
     free(m->L);
     ox_files_free(m->mf);

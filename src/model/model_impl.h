@@ -9,6 +9,7 @@
 #include "model/kv.h"
 #include "model/lora.h"
 #include "model/weights_cache.h"
+#include "gpu/record.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
@@ -52,6 +53,8 @@ struct ox_model {
     ox_wcache *wc;  /* streamed weights (NULL: everything resident) */
     struct { const ox_lora *a; float scale; } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
     int n_lora;
+    ox_gpu *gpu;    /* the GPU backend the forward records into (model/gpu_attach.h), or NULL */
+    int gpu_only;   /* its matrices left wasm memory for the GPU (ox_model_gpu_release) */
 };
 
 /* The cache key of block e (0 for a dense matrix) of layer l's host matrix i. */

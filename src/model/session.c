@@ -38,6 +38,7 @@ ox_session *ox_session_new(ox_model *m, int max_ctx, ox_err *err) {
 
 void ox_session_free(ox_session *s) {
     if (!s) return;
+    if (s->m->gpu) ox_gpu_forget(s->m->gpu, s);
     for (int l = 0; l < s->m->c.n_layers; l++) {
         s->m->cache_bytes -= ox_kv_alloc_bytes(&s->kv[l]);
         ox_kv_free(&s->kv[l]);
@@ -98,6 +99,7 @@ int ox_session_reserve(ox_session *s, int need, ox_err *err) {
         s->toks = t;
         s->toks_cap = cap;
     }
+    if (s->m->gpu) return 0; /* its caches live on the GPU (gpu/record.h) */
     for (int l = 0; l < c->n_layers; l++)
         if (!c->layers[l].shared) TRY(ox_kv_reserve(&s->kv[l], need, &s->m->cache_bytes, err));
     return 0;

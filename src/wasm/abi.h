@@ -14,7 +14,8 @@
  * Only the engine worker calls in, one call at a time.
  *
  * Signatures are plain prototypes, OX_EXPORT (JS calls Module._name) or OX_IMPORT (the JS
- * library src/host/hostfile_lib.js provides them), one per statement, with the comment above. */
+ * libraries src/host/hostfile_lib.js and src/gpu/gpu_lib.js provide them), one per statement, with the
+ * comment above. */
 #ifndef OX_WASM_ABI_H
 #define OX_WASM_ABI_H
 
@@ -285,7 +286,20 @@ OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
-/* ---- imports (src/host/hostfile_lib.js) ---- */
+/* The GPU backend (model/gpu_attach.h, gpu/record.h). Move the model's forward onto it:
+ * returns the number of weights to upload (ox_wasm_gpu_table), or < 0 (UNSUPPORTED with the
+ * reason: MoE, streamed weights, LoRA). Sessions made before keep their CPU caches: reset them. */
+OX_EXPORT int ox_wasm_gpu_attach(ox_wasm_engine *e);
+/* The weights to upload: ox_wasm_gpu_attach's count of entries, OX_GPU_ENTRY_WORDS int32 each
+ * (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes). */
+OX_EXPORT const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e);
+/* Back to the CPU (before ox_wasm_gpu_release: the weights are still in wasm memory; after it,
+ * the model refuses to run and is loaded again); the caller resets its sessions. */
+OX_EXPORT void ox_wasm_gpu_detach(ox_wasm_engine *e);
+/* Free the wasm copies of the uploaded matrices; returns the bytes freed. */
+OX_EXPORT double ox_wasm_gpu_release(ox_wasm_engine *e);
+
+/* ---- imports (src/host/hostfile_lib.js; the GPU's: src/gpu/gpu_lib.js) ---- */
 
 /* Read len bytes at off of host file `file` into dst; 0, or a negative code with a message
  * (NUL-terminated, at most msg_cap bytes) in msg. Runs on the calling thread, synchronously. */
@@ -299,5 +313,10 @@ OX_IMPORT int ox_js_progress(double done, double total);
 /* Polled while a grammar compiles and while a grammar mask is built (Module.oxAborted());
  * nonzero stops that call with ABORTED, leaving the engine free for the next call. */
 OX_IMPORT int ox_js_aborted(void);
+/* (src/gpu/gpu_lib.js) Run one recorded step (gpu/record.h: `words` int32 at list, activations
+ * at act) on the GPU thread and wait for it; 0, or a negative code with a message in msg. */
+OX_IMPORT int ox_js_gpu_run(const int32_t *list, int words, const void *act, char *msg, int msg_cap);
+/* A session's KV caches on the GPU may go (the session ended). */
+OX_IMPORT void ox_js_gpu_forget(int32_t session);
 
 #endif

@@ -19,6 +19,7 @@
 #include "kernels/pool.h"
 #include "model/embed.h"
 #include "model/estimate.h"
+#include "model/gpu_attach.h"
 #include "model/lora.h"
 
 #define API OX_EXPORT
@@ -161,6 +162,20 @@ API int ox_wasm_session_truncate(ox_session *s, int pos) { return ox_session_tru
 API int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n) {
     return ox_session_reuse(s, tokens, n, &last);
 }
+
+API int ox_wasm_gpu_attach(ox_wasm_engine *e) {
+    int n = 0;
+    if (ox_model_gpu_attach(ox_engine_model(e->core), &last)) return last.code;
+    ox_gpu_table(ox_model_gpu(ox_engine_model(e->core)), &n);
+    return n;
+}
+API const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e) {
+    int n = 0;
+    const ox_gpu *g = ox_model_gpu(ox_engine_model(e->core));
+    return g ? ox_gpu_table(g, &n) : NULL;
+}
+API void ox_wasm_gpu_detach(ox_wasm_engine *e) { ox_model_gpu_detach(ox_engine_model(e->core)); }
+API double ox_wasm_gpu_release(ox_wasm_engine *e) { return (double)ox_model_gpu_release(ox_engine_model(e->core)); }
 
 API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logits, int all) {
     ox_forward_io io = {.tokens = tokens, .n = n, .logits = logits, .all_logits = all};

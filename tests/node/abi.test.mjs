@@ -52,11 +52,11 @@ for (const build of ['st', 'mt']) {
   });
 }
 
-test('src/host/hostfile_lib.js provides every declared import', () => {
-  const lib = readFileSync(`${root}src/host/hostfile_lib.js`, 'utf8');
+test('the JS libraries (src/host/hostfile_lib.js, src/gpu/gpu_lib.js) provide every declared import', () => {
+  const lib = ['src/host/hostfile_lib.js', 'src/gpu/gpu_lib.js'].map((f) => readFileSync(`${root}${f}`, 'utf8')).join('\n');
   for (const i of abi.imports) {
     const m = new RegExp(`\\b${i.name}: function \\(([^)]*)\\)`).exec(lib);
-    assert.ok(m, `${i.name} is missing from src/host/hostfile_lib.js`);
+    assert.ok(m, `${i.name} is missing from the JS libraries`);
     assert.equal(m[1].split(',').filter((s) => s.trim()).length, i.args.length, `${i.name}: arity`);
   }
 });

@@ -6,26 +6,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadModel, OxError } from '../../js/main/index.js';
 import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
+import { maxDlogp as dlogp } from './dlogp.mjs';
 
 const N = 400; // past the tiny model's ring of 16 + 255 positions
 
 const V = 1024; // the tiny preset's vocab
 
-// max |difference of log-probabilities| over every row of two all-position logit arrays
-function maxDlogp(a, b) {
-  let w = 0;
-  const lse = (x, o) => {
-    let m = -Infinity, s = 0;
-    for (let v = 0; v < V; v++) m = Math.max(m, x[o + v]);
-    for (let v = 0; v < V; v++) s += Math.exp(x[o + v] - m);
-    return m + Math.log(s);
-  };
-  for (let o = 0; o < a.length; o += V) {
-    const la = lse(a, o), lb = lse(b, o);
-    for (let v = 0; v < V; v++) w = Math.max(w, Math.abs(a[o + v] - la - (b[o + v] - lb)));
-  }
-  return w;
-}
+const maxDlogp = (a, b) => dlogp(a, b, V);
 
 // the calm tiny model of tests/c/test_kv.c (post-branch norms and q/k norms at half gain)
 const CALM = ['--branch-gain', '0.5', '--qk-norm-scale', '0.5'];

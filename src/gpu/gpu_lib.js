@@ -1,0 +1,15 @@
+// gpu_lib.js — Emscripten JS library (--js-library): the GPU backend's imports (src/wasm/abi.h,
+// src/gpu/record.c). They hand a recorded step to Module.oxGpu (a GpuBridge from
+// js/gpu/bridge.js, set by js/worker/engine.js) and wait for it synchronously.
+mergeInto(LibraryManager.library, {
+  ox_js_gpu_run: function (list, words, act, msg, msgCap) {
+    var gpu = Module['oxGpu'];
+    var r = gpu ? gpu.runStep(wasmMemory.buffer, list >>> 0, words, act >>> 0) : { code: -10, message: 'no GPU backend is attached' };
+    if (r.code !== 0) stringToUTF8(String(r.message), msg, msgCap);
+    return r.code;
+  },
+  ox_js_gpu_forget: function (session) {
+    var gpu = Module['oxGpu'];
+    if (gpu) gpu.forget(session);
+  },
+});
