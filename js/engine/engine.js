@@ -156,6 +156,8 @@ export class Engine {
       }
     }
     throw new OxError('NOMEM', `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`);
+  }
+
   // The backend (docs/architecture.md "GPU backend"): 'auto' takes WebGPU where a hardware
   // adapter exists, 'webgpu' insists (a software adapter only with allowFallback), 'cpu' never
   // tries. A model the GPU backend cannot run whole (MoE, streamed weights, a weight type with

@@ -294,7 +294,7 @@ export async function runDownload(store, job, signal, emit) {
       }
       if (r.status === 206 && range.first !== have && have === 0) {
         cancel(); // bytes from elsewhere in the file, for a request that asked for all of it
-        throw new HostError('IO', `${name}: the server answered a request for the whole file with bytes ${range.first}- of it`);
+        throw new OxError('IO', `${name}: the server answered a request for the whole file with bytes ${range.first}- of it`);
       }
       const changed = rec && (total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec));
       if (have > 0 && (r.status === 200 || range.first !== have || changed)) {

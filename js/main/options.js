@@ -149,7 +149,7 @@ export const LORA_OPTIONS = { source: loraSource, scale: finite() };
 
 // ---- the check -------------------------------------------------------------------------
 
-// Throws OptionError for the first option of `opts` that `table` does not have or refuses.
+// Throws an OxError (RANGE) for the first option of `opts` that `table` does not have or refuses.
 // Options set to undefined count as not given.
 export function checkOptions(call, table, opts, vocab = 0) {
   if (opts === undefined || opts === null) return;

@@ -35,7 +35,7 @@ after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const files = (build, simd) => (build === 'mt' ? ['js', 'wasm', 'worker.js'] : ['js', 'wasm']).map((x) => `oxinfer-${build}${simd === 'relaxed' ? '-relaxed' : ''}.${x}`);
+const files = (build, simd) => (build === 'mt' ? ['js', 'mjs', 'wasm', 'worker.js'] : ['js', 'mjs', 'wasm']).map((x) => `oxinfer-${build}${simd === 'relaxed' ? '-relaxed' : ''}.${x}`);
 
 for (const build of ['mt', 'st'])
   for (const [folder, simd] of [['engine', 'relaxed'], ['plain', 'simd128']])
