@@ -117,14 +117,14 @@ export function generate() {
   const genStatus = Object.fromEntries(xlist(gen, 'src/decode/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]));
   const pooling = Object.fromEntries(xlist(embed, 'src/model/embed.h', 'OX_POOLINGS').map(([, id, js]) => [js, id]));
   const define = (name, text = gen + kv, file = 'src/decode/generate.h or src/model/kv.h') => {
-    const m = new RegExp(`#define ${name} (\\d+)`).exec(text);
+    const m = new RegExp(`#define ${name}\\s+(\\d+)`).exec(text);
     if (!m) throw new Error(`${file}: no #define ${name}`);
     return Number(m[1]);
   };
   // the GPU command list's ops: operand names are the words before the doc's colon
   const gpuOps = Object.fromEntries(
     xlist(gpu, 'src/gpu/record.h', 'OX_GPU_OPS').map(([name, code, doc]) => [name, { code, args: doc.split(':')[0].trim().split(/\s+/) }]));
-  const gpuDefine = (name) => Number(new RegExp(`#define ${name} (0x[0-9a-f]+|\\d+)`).exec(gpu)[1]);
+  const gpuDefine = (name) => Number(new RegExp(`#define ${name}\\s+(0x[0-9a-f]+|\\d+)`).exec(gpu)[1]);
   const gpuList = { magic: gpuDefine('OX_GPU_MAGIC'), header: gpuDefine('OX_GPU_HEADER'), entryWords: gpuDefine('OX_GPU_ENTRY_WORDS') };
   const drafts = { max: define('OX_GEN_DRAFT_MAX'), greedyDefault: define('OX_GEN_DRAFT_DEFAULT'), asked: define('OX_GEN_DRAFT_ASKED') };
   const prefillChunk = define('OX_WASM_PREFILL_CHUNK', abi, 'src/wasm/abi.h');

@@ -96,8 +96,8 @@ typedef struct ox_gen_params {
 
 /* OX_GEN_DRAFT_MAX, OX_GEN_DRAFT_DEFAULT: model/kv.h (the verify batch the caches and the
  * memory estimate are sized for). */
-#define OX_GEN_DRAFT_ASKED 8 /* the JS API drafts up to this many when a request asks for speculative
-                                decoding without saying how many */
+/* the JS API drafts up to this many when a request asks for speculative decoding without saying how many */
+#define OX_GEN_DRAFT_ASKED 8
 #define OX_GEN_TOP_MAX 20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no

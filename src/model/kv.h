@@ -22,8 +22,8 @@
  * forward: a batch within one micro-batch, so the sliding rings' margin covers it. The memory
  * estimate counts the logits rows of OX_GEN_DRAFT_DEFAULT + 1 (decode/generate.c uses both). */
 #define OX_GEN_DRAFT_MAX 16
-#define OX_GEN_DRAFT_DEFAULT 3 /* the JS API drafts up to this many for greedy requests by default:
-                                  prompt lookup's cost model never picks more (decode/draft_lookup.h) */
+/* the JS API drafts up to this many for greedy requests by default: prompt lookup's cost model never picks more (decode/draft_lookup.h) */
+#define OX_GEN_DRAFT_DEFAULT 3
 
 /* X(NAME, id, js name): the KV storage types (the JS option kvType takes the js names). */
 #define OX_KV_TYPES(X)       \
