@@ -36,7 +36,21 @@ import { createRequire } from 'node:module';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { summary, prompt, modelMeta, weightsPerToken, procStatus, rendererPids, availableBytes, freeBytes, fmtMB, fmtS, markdownTable, writeAtomic, llamaBin } from './bench/lib.mjs';
+import {
+  summary,
+  prompt,
+  modelMeta,
+  weightsPerToken,
+  procStatus,
+  rendererPids,
+  availableBytes,
+  freeBytes,
+  fmtMB,
+  fmtS,
+  markdownTable,
+  writeAtomic,
+  llamaBin,
+} from './bench/lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(ROOT, 'package.json'));
@@ -55,40 +69,87 @@ const SUITE = {
 
 function parseArgs(argv) {
   const a = {
-    quick: false, e2b: false, presets: null, types: null, threads: '2', reps: null, warmup: 1, n_prompt: 64, n_gen: 64,
-    engines: ENGINES.join(','), probe_mb: 512, dir: process.env.OX_BENCH_DIR || path.join(os.homedir(), '.cache', 'oxinfer-bench'),
-    regen: false, write: null, source: null, doc: path.join(ROOT, 'docs', 'benchmarks.md'), json: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium', verbose: false, timeout_s: 1800,
+    quick: false,
+    e2b: false,
+    presets: null,
+    types: null,
+    threads: '2',
+    reps: null,
+    warmup: 1,
+    n_prompt: 64,
+    n_gen: 64,
+    engines: ENGINES.join(','),
+    probe_mb: 512,
+    dir: process.env.OX_BENCH_DIR || path.join(os.homedir(), '.cache', 'oxinfer-bench'),
+    regen: false,
+    write: null,
+    source: null,
+    doc: path.join(ROOT, 'docs', 'benchmarks.md'),
+    json: null,
+    chromium: process.env.CHROMIUM || '/usr/bin/chromium',
+    verbose: false,
+    timeout_s: 1800,
   };
   const flags = new Set(['quick', 'e2b', 'regen', 'verbose']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h' || arg === '--help') {
       const src = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n');
-      console.log(src.slice(1, src.findIndex((l, i) => i > 0 && !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+      console.log(
+        src
+          .slice(
+            1,
+            src.findIndex((l, i) => i > 0 && !l.startsWith('//')),
+          )
+          .map((l) => l.replace(/^\/\/ ?/, ''))
+          .join('\n'),
+      );
       process.exit(0);
     }
-    if (arg === '--write' || arg === '--no-write') { a.write = arg === '--write'; continue; }
+    if (arg === '--write' || arg === '--no-write') {
+      a.write = arg === '--write';
+      continue;
+    }
     const k = arg.replace(/^--/, '').replace(/-/g, '_');
     if (!arg.startsWith('--') || !(k in a)) throw new Error(`bench: unknown option ${arg} (--help lists them)`);
-    if (flags.has(k)) { a[k] = true; continue; }
+    if (flags.has(k)) {
+      a[k] = true;
+      continue;
+    }
     const v = argv[++i];
     if (v === undefined) throw new Error(`bench: ${arg} needs a value`);
     a[k] = ['reps', 'warmup', 'n_prompt', 'n_gen', 'timeout_s', 'probe_mb'].includes(k) ? Number(v) : v;
   }
-  a.presets = (a.presets ?? (a.e2b ? 'e2b' : a.quick ? 'bench' : 'bench,e2b')).split(',').map((p) => p.trim()).filter(Boolean);
-  for (const p of a.presets) if (!SUITE[p]) throw new Error(`bench: unknown preset ${p} (${Object.keys(SUITE).join(', ')})`);
+  a.presets = (a.presets ?? (a.e2b ? 'e2b' : a.quick ? 'bench' : 'bench,e2b'))
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  for (const p of a.presets)
+    if (!SUITE[p]) throw new Error(`bench: unknown preset ${p} (${Object.keys(SUITE).join(', ')})`);
   a.suites = a.presets.map((preset) => ({
-    preset, reps: a.reps ?? (a.quick ? 1 : SUITE[preset].reps), source: a.source ?? SUITE[preset].source,
-    types: (a.types ?? SUITE[preset].types).split(',').map((t) => t.trim()).filter(Boolean).map(parseType),
+    preset,
+    reps: a.reps ?? (a.quick ? 1 : SUITE[preset].reps),
+    source: a.source ?? SUITE[preset].source,
+    types: (a.types ?? SUITE[preset].types)
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean)
+      .map(parseType),
   }));
   a.threads = String(a.threads).split(',').map(Number);
   a.engines = new Set(a.engines.split(',').map((e) => e.trim()));
-  for (const e of a.engines) if (!ENGINES.includes(e)) throw new Error(`bench: unknown engine ${e} (${ENGINES.join(', ')})`);
-  for (const t of a.threads) if (!Number.isInteger(t) || t < 1 || t > 64) throw new Error(`bench: bad thread count ${t}`);
-  for (const k of ['n_prompt', 'n_gen', 'probe_mb']) if (!Number.isInteger(a[k]) || a[k] < 1) throw new Error(`bench: --${k.replace('_', '-')} must be a positive integer`);
-  for (const s of a.suites) if (!Number.isInteger(s.reps) || s.reps < 1) throw new Error('bench: --reps must be a positive integer');
+  for (const e of a.engines)
+    if (!ENGINES.includes(e)) throw new Error(`bench: unknown engine ${e} (${ENGINES.join(', ')})`);
+  for (const t of a.threads)
+    if (!Number.isInteger(t) || t < 1 || t > 64) throw new Error(`bench: bad thread count ${t}`);
+  for (const k of ['n_prompt', 'n_gen', 'probe_mb'])
+    if (!Number.isInteger(a[k]) || a[k] < 1)
+      throw new Error(`bench: --${k.replace('_', '-')} must be a positive integer`);
+  for (const s of a.suites)
+    if (!Number.isInteger(s.reps) || s.reps < 1) throw new Error('bench: --reps must be a positive integer');
   if (!Number.isInteger(a.warmup) || a.warmup < 0) throw new Error('bench: --warmup must be 0 or more');
-  for (const s of a.suites) if (!['blob', 'url'].includes(s.source)) throw new Error('bench: --source must be blob or url');
+  for (const s of a.suites)
+    if (!['blob', 'url'].includes(s.source)) throw new Error('bench: --source must be blob or url');
   a.write ??= !a.quick;
   return a;
 }
@@ -100,7 +161,12 @@ function parseType(t) {
   const recipe = /^llama:(\w+)$/.exec(s)?.[1] ?? (/^(q[2-6]_k_[sml]|iq\w+|tq\w+)$/.test(s) ? s : null);
   if (recipe) return { key: recipe, recipe: recipe.toUpperCase(), label: recipe.toUpperCase() };
   const [w, e] = s.split('+');
-  return { key: s.replace('+', '-'), type: w, embd: e ?? null, label: e ? `${w.toUpperCase()} (emb ${e.toUpperCase()})` : w.toUpperCase() };
+  return {
+    key: s.replace('+', '-'),
+    type: w,
+    embd: e ?? null,
+    label: e ? `${w.toUpperCase()} (emb ${e.toUpperCase()})` : w.toUpperCase(),
+  };
 }
 
 // ---- the things under test ----
@@ -122,12 +188,31 @@ function ensureCli() {
 }
 
 function ensureWasm() {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-mt.js')) || !fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-st.js')))
-    run('make', ['-f', 'Makefile.emscripten', '-j2'], { env: { ...process.env, NODE_PATH: process.env.NODE_PATH || '/usr/share/nodejs' } });
+  if (
+    !fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-mt.js')) ||
+    !fs.existsSync(path.join(ROOT, 'dist', 'oxinfer-st.js'))
+  )
+    run('make', ['-f', 'Makefile.emscripten', '-j2'], {
+      env: { ...process.env, NODE_PATH: process.env.NODE_PATH || '/usr/share/nodejs' },
+    });
 }
 
 // Bytes per weight of each type (block bytes / block size), for the disk check.
-const BPW = { f32: 4, f16: 2, bf16: 2, q8_0: 34 / 32, q4_0: 18 / 32, q4_1: 20 / 32, q5_0: 22 / 32, q5_1: 24 / 32, q2_k: 84 / 256, q3_k: 110 / 256, q4_k: 144 / 256, q5_k: 176 / 256, q6_k: 210 / 256 };
+const BPW = {
+  f32: 4,
+  f16: 2,
+  bf16: 2,
+  q8_0: 34 / 32,
+  q4_0: 18 / 32,
+  q4_1: 20 / 32,
+  q5_0: 22 / 32,
+  q5_1: 24 / 32,
+  q2_k: 84 / 256,
+  q3_k: 110 / 256,
+  q4_k: 144 / 256,
+  q5_k: 176 / 256,
+  q6_k: 210 / 256,
+};
 // parameters: [2-D weights outside the embedding tables, token + per-layer embedding tables]
 const PARAMS = { tiny: [4.3e6, 1.6e6], benchlike: [20e6, 3e6], bench: [520e6, 44e6], e2b: [1876e6, 2752e6] };
 
@@ -135,7 +220,10 @@ function checkDisk(a, preset, file, bytesPerWeight, embdBytesPerWeight = bytesPe
   const [pw, pe] = PARAMS[preset] ?? [0, 0];
   const need = pw * bytesPerWeight + pe * embdBytesPerWeight;
   const free = freeBytes(a.dir);
-  if (need * 1.1 + 1e9 > free) throw new Error(`bench: ${file} needs about ${fmtMB(need)} and ${a.dir} has ${fmtMB(free)} free (keep 1 GB spare; --dir elsewhere)`);
+  if (need * 1.1 + 1e9 > free)
+    throw new Error(
+      `bench: ${file} needs about ${fmtMB(need)} and ${a.dir} has ${fmtMB(free)} free (keep 1 GB spare; --dir elsewhere)`,
+    );
 }
 
 // Make `file` with make(tmp) unless it exists; a failed or interrupted run leaves no file.
@@ -162,18 +250,30 @@ function ensureModel(a, cli, preset, t) {
     const base = ensureModel(a, cli, preset, parseType('f16'));
     checkDisk(a, preset, file, BPW.q6_k);
     const quantize = llamaBin('llama-quantize');
-    produce(file, (tmp) => run(quantize, [base, tmp, t.recipe, '2'], { stdio: ['ignore', a.verbose ? 'inherit' : 'ignore', 'inherit'] }));
+    produce(file, (tmp) =>
+      run(quantize, [base, tmp, t.recipe, '2'], { stdio: ['ignore', a.verbose ? 'inherit' : 'ignore', 'inherit'] }),
+    );
     if (fs.statSync(base).size > 2e9) fs.rmSync(base);
     return file;
   }
   checkDisk(a, preset, file, BPW[t.type] ?? 4, BPW[t.embd ?? t.type] ?? 4);
-  produce(file, (tmp) => run(cli, ['synth', '--preset', preset, '--type', t.type, ...(t.embd ? ['--embd-type', t.embd] : []), '-o', tmp]));
+  produce(file, (tmp) =>
+    run(cli, ['synth', '--preset', preset, '--type', t.type, ...(t.embd ? ['--embd-type', t.embd] : []), '-o', tmp]),
+  );
   return file;
 }
 
-const cleanError = (e) => String(e?.message ?? e).split('\n')[0].replace(/^page\.evaluate: /, '').replace(/^(\w*Error|OxError): /, '');
+const cleanError = (e) =>
+  String(e?.message ?? e)
+    .split('\n')[0]
+    .replace(/^page\.evaluate: /, '')
+    .replace(/^(\w*Error|OxError): /, '');
 
-const withTimeout = (p, s, what) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`${what}: no answer in ${s} s`)), s * 1000).unref())]);
+const withTimeout = (p, s, what) =>
+  Promise.race([
+    p,
+    new Promise((_, rej) => setTimeout(() => rej(new Error(`${what}: no answer in ${s} s`)), s * 1000).unref()),
+  ]);
 
 // Run a process to completion; peak RSS by /usr/bin/time when there is one.
 const HAVE_TIME = fs.existsSync('/usr/bin/time');
@@ -181,7 +281,8 @@ function runTimed(cmd, args, what) {
   const [c, argv] = HAVE_TIME ? ['/usr/bin/time', ['-f', 'maxrss_kb=%M', cmd, ...args]] : [cmd, args];
   return new Promise((resolve, reject) => {
     const p = spawn(c, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let so = '', se = '';
+    let so = '',
+      se = '';
     p.stdout.on('data', (d) => (so += d));
     p.stderr.on('data', (d) => (se += d));
     p.on('exit', (code) => {
@@ -192,8 +293,15 @@ function runTimed(cmd, args, what) {
   });
 }
 
-const chromiumArgs = (marker) => ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-  '--disable-features=SpareRendererForSitePerProcess', marker];
+const chromiumArgs = (marker) => [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-features=SpareRendererForSitePerProcess',
+  marker,
+];
 
 // Chromium keeps Blobs of an off-the-record context (every newContext()) in memory, about 2 GB
 // in all; a persistent profile spills them to disk. So an engine that must hold a bigger file
@@ -202,33 +310,54 @@ const BLOB_LIMIT = 1.8e9;
 async function ownBrowser(a, ctx) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oxbench-profile-'));
   const marker = `${ctx.marker}-own`;
-  const context = await ctx.chromium.launchPersistentContext(dir, { executablePath: a.chromium, headless: true, args: chromiumArgs(marker) });
-  return { context, marker, async close() { await context.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
+  const context = await ctx.chromium.launchPersistentContext(dir, {
+    executablePath: a.chromium,
+    headless: true,
+    args: chromiumArgs(marker),
+  });
+  return {
+    context,
+    marker,
+    async close() {
+      await context.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 // A browser engine: a page in its own browser context (so its own renderer process).
 async function webEngine(name, ctx, a, s, modelUrl, bytes = 0) {
   const own = name === 'wllama' && bytes > BLOB_LIMIT ? await ownBrowser(a, ctx) : null;
-  const context = own?.context ?? await ctx.browser.newContext();
+  const context = own?.context ?? (await ctx.browser.newContext());
   const closeContext = () => (own ? own.close() : context.close());
   const page = await context.newPage();
-  page.on('console', (m) => { if (a.verbose || m.type() === 'error') log(`    [${name} ${m.type()}] ${m.text()}`); });
+  page.on('console', (m) => {
+    if (a.verbose || m.type() === 'error') log(`    [${name} ${m.type()}] ${m.text()}`);
+  });
   page.on('pageerror', (e) => log(`    [${name} pageerror] ${e}`));
-  let fetched, loaded, pid = null;
+  let fetched,
+    loaded,
+    pid = null;
   const ev = (fn, arg) => withTimeout(page.evaluate(fn, arg), a.timeout_s, name);
   try {
     await page.goto(`${ctx.server.url}/`);
     await page.waitForFunction(() => window.benchReady === true);
     const source = name === 'web' ? s.source : 'blob';
     if (source === 'blob') fetched = await page.evaluate((u) => window.bench.fetchModel(u), modelUrl);
-    loaded = await ev(([n, o]) => window.bench.load(n, o), [name === 'wllama' ? 'wllama' : 'oxinfer', { threads: ctx.threads, nCtx: 1024, source, url: modelUrl }]);
+    loaded = await ev(
+      ([n, o]) => window.bench.load(n, o),
+      [name === 'wllama' ? 'wllama' : 'oxinfer', { threads: ctx.threads, nCtx: 1024, source, url: modelUrl }],
+    );
     loaded.source = source;
   } catch (e) {
     await closeContext().catch(() => {});
     throw e;
   }
   // its renderer: the not yet claimed one holding the most memory now (the model is in it)
-  const cands = rendererPids(own?.marker ?? ctx.marker).filter((p) => !ctx.taken.has(p)).map((p) => ({ p, s: procStatus(p) })).filter((x) => x.s);
+  const cands = rendererPids(own?.marker ?? ctx.marker)
+    .filter((p) => !ctx.taken.has(p))
+    .map((p) => ({ p, s: procStatus(p) }))
+    .filter((x) => x.s);
   cands.sort((x, y) => y.s.rss - x.s.rss);
   pid = cands[0]?.p ?? null;
   if (pid) ctx.taken.add(pid);
@@ -239,24 +368,35 @@ async function webEngine(name, ctx, a, s, modelUrl, bytes = 0) {
     // a pthread worker blocked in a wait never answers: bounded
     let wasm = null;
     for (const w of page.workers()) {
-      const b = await withTimeout(w.evaluate(() => self.__oxWasmBytes?.() ?? null), 3, 'worker').catch(() => null);
+      const b = await withTimeout(
+        w.evaluate(() => self.__oxWasmBytes?.() ?? null),
+        3,
+        'worker',
+      ).catch(() => null);
       if (b) wasm = Math.max(wasm ?? 0, b);
     }
     return wasm;
   };
   // the load's own peak, before any generation
-  loaded.peak_rss = pid ? procStatus(pid)?.hwm ?? null : null;
+  loaded.peak_rss = pid ? (procStatus(pid)?.hwm ?? null) : null;
   loaded.wasm_bytes = await wasmBytes().catch(() => null);
   return {
-    name, fetched, loaded, pid,
+    name,
+    fetched,
+    loaded,
+    pid,
     run: (p) => ev((q) => window.bench.run(q), p),
     async memory() {
       const m = await ev(() => window.bench.memory());
       m.wasm_bytes = await wasmBytes();
-      return { ...m, peak_rss: pid ? procStatus(pid)?.hwm ?? null : null };
+      return { ...m, peak_rss: pid ? (procStatus(pid)?.hwm ?? null) : null };
     },
     async close() {
-      await withTimeout(page.evaluate(() => window.bench.unload()), 30, 'unload').catch(() => {});
+      await withTimeout(
+        page.evaluate(() => window.bench.unload()),
+        30,
+        'unload',
+      ).catch(() => {});
       await closeContext();
     },
   };
@@ -264,19 +404,33 @@ async function webEngine(name, ctx, a, s, modelUrl, bytes = 0) {
 
 // Our wasm engine in Node, in a child process (tools/bench/node-engine.mjs); src: {path} or {url}.
 async function nodeEngine(a, threads, src) {
-  const child = spawn(process.execPath, [path.join(ROOT, 'tools', 'bench', 'node-engine.mjs')], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'tools', 'bench', 'node-engine.mjs')], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const waiting = [];
   readline.createInterface({ input: child.stdout }).on('line', (l) => {
     let m;
-    try { m = JSON.parse(l); } catch { return log(`    [node] ${l}`); }
+    try {
+      m = JSON.parse(l);
+    } catch {
+      return log(`    [node] ${l}`);
+    }
     waiting.shift()?.(m);
   });
   const exited = new Promise((res) => child.on('exit', (c) => res(c)));
-  const call = (op, args = {}) => withTimeout(new Promise((resolve, reject) => {
-    waiting.push((m) => (m.ok ? resolve(m.value) : reject(new Error(m.error))));
-    child.stdin.write(JSON.stringify({ op, ...args }) + '\n');
-  }), a.timeout_s, 'node engine');
-  const fail = exited.then((c) => { throw new Error(`node engine exited (${c})`); });
+  const call = (op, args = {}) =>
+    withTimeout(
+      new Promise((resolve, reject) => {
+        waiting.push((m) => (m.ok ? resolve(m.value) : reject(new Error(m.error))));
+        child.stdin.write(JSON.stringify({ op, ...args }) + '\n');
+      }),
+      a.timeout_s,
+      'node engine',
+    );
+  const fail = exited.then((c) => {
+    throw new Error(`node engine exited (${c})`);
+  });
   fail.catch(() => {});
   let loaded;
   try {
@@ -287,7 +441,8 @@ async function nodeEngine(a, threads, src) {
     throw e;
   }
   return {
-    name: 'node', loaded,
+    name: 'node',
+    loaded,
     run: (p) => Promise.race([call('run', { tokens: p.tokens, nGen: p.nGen }), fail]),
     async memory() {
       const m = await call('memory');
@@ -306,13 +461,36 @@ function nativeEngine(cli, threads, file) {
   let last = null;
   const loads = [];
   return {
-    name: 'native', loaded: null, loads,
+    name: 'native',
+    loaded: null,
+    loads,
     async run(p) {
-      const out = await runTimed(cli, ['run', file, '--bench', '--json', '--threads', String(threads), '--n-prompt', String(p.tokens.length), '--n-gen', String(p.nGen)], 'oxinfer run --bench');
+      const out = await runTimed(
+        cli,
+        [
+          'run',
+          file,
+          '--bench',
+          '--json',
+          '--threads',
+          String(threads),
+          '--n-prompt',
+          String(p.tokens.length),
+          '--n-gen',
+          String(p.nGen),
+        ],
+        'oxinfer run --bench',
+      );
       const j = JSON.parse(out.so.trim().split('\n').pop());
       last = { resident_bytes: j.resident_bytes, peak_rss: out.peak_rss };
       loads.push(j.load_s * 1000);
-      return { prefill_tps: j.prefill_tok_s, decode_tps: j.decode_tok_s, prompt_n: j.n_prompt, decode_n: j.n_gen, load_ms: j.load_s * 1000 };
+      return {
+        prefill_tps: j.prefill_tok_s,
+        decode_tps: j.decode_tok_s,
+        prompt_n: j.n_prompt,
+        decode_n: j.n_gen,
+        load_ms: j.load_s * 1000,
+      };
     },
     memory: async () => last ?? {},
     close: async () => {},
@@ -323,11 +501,30 @@ function nativeEngine(cli, threads, file) {
 function llamaEngine(bin, threads, file) {
   let last = null;
   return {
-    name: 'llama', loaded: null,
+    name: 'llama',
+    loaded: null,
     async run(p) {
-      const out = await runTimed(bin, ['-m', file, '-t', String(threads), '-p', String(p.tokens.length), '-n', String(p.nGen), '-r', '1', '-o', 'json'], 'llama-bench');
+      const out = await runTimed(
+        bin,
+        [
+          '-m',
+          file,
+          '-t',
+          String(threads),
+          '-p',
+          String(p.tokens.length),
+          '-n',
+          String(p.nGen),
+          '-r',
+          '1',
+          '-o',
+          'json',
+        ],
+        'llama-bench',
+      );
       const j = JSON.parse(out.so);
-      const pp = j.find((x) => x.n_prompt > 0 && x.n_gen === 0), tg = j.find((x) => x.n_gen > 0 && x.n_prompt === 0);
+      const pp = j.find((x) => x.n_prompt > 0 && x.n_gen === 0),
+        tg = j.find((x) => x.n_gen > 0 && x.n_prompt === 0);
       if (!pp || !tg) throw new Error(`llama-bench: no pp/tg result in ${out.so.slice(0, 200)}`);
       last = { peak_rss: out.peak_rss, build: pp.build_commit };
       return { prefill_tps: pp.avg_ts, decode_tps: tg.avg_ts, prompt_n: pp.n_prompt, decode_n: tg.n_gen };
@@ -343,7 +540,11 @@ function llamaEngine(bin, threads, file) {
 const PROBE_REPS = 8;
 
 async function probeNode(a, threads) {
-  const out = await runTimed(process.execPath, [path.join(ROOT, 'tools', 'bench', 'probe-node.mjs'), String(threads), String(a.probe_mb), String(PROBE_REPS)], 'probe-node');
+  const out = await runTimed(
+    process.execPath,
+    [path.join(ROOT, 'tools', 'bench', 'probe-node.mjs'), String(threads), String(a.probe_mb), String(PROBE_REPS)],
+    'probe-node',
+  );
   return JSON.parse(out.so.trim().split('\n').pop()).bytes_per_s;
 }
 
@@ -353,7 +554,11 @@ async function probeBrowser(a, ctx, threads) {
     const page = await context.newPage();
     await page.goto(`${ctx.server.url}/`);
     await page.waitForFunction(() => window.benchReady === true);
-    return await withTimeout(page.evaluate(([t, mb, r]) => window.bench.probe(t, mb, r), [threads, a.probe_mb, PROBE_REPS]), 120, 'browser probe');
+    return await withTimeout(
+      page.evaluate(([t, mb, r]) => window.bench.probe(t, mb, r), [threads, a.probe_mb, PROBE_REPS]),
+      120,
+      'browser probe',
+    );
   } finally {
     await context.close();
   }
@@ -362,11 +567,20 @@ async function probeBrowser(a, ctx, threads) {
 async function probes(a, ctx, threads) {
   const out = {};
   const tryProbe = async (k, f) => {
-    try { out[k] = await f(); } catch (e) { out[k] = null; log(`  probe ${k}: FAILED: ${cleanError(e)}`); }
+    try {
+      out[k] = await f();
+    } catch (e) {
+      out[k] = null;
+      log(`  probe ${k}: FAILED: ${cleanError(e)}`);
+    }
   };
   if (ctx.browser) await tryProbe('browser', () => probeBrowser(a, ctx, threads));
   if (a.engines.has('node') || !ctx.browser) await tryProbe('node', () => probeNode(a, threads));
-  log(`  wasm read bandwidth, ${threads} thread(s): ${Object.entries(out).map(([k, v]) => `${k} ${fmtGBs(v)}`).join(', ')}`);
+  log(
+    `  wasm read bandwidth, ${threads} thread(s): ${Object.entries(out)
+      .map(([k, v]) => `${k} ${fmtGBs(v)}`)
+      .join(', ')}`,
+  );
   return out;
 }
 
@@ -385,7 +599,10 @@ async function benchConfig(a, ctx, s, t, file, threads) {
     try {
       const e = await make();
       engines.push(e);
-      if (e.loaded) log(`  ${name}: loaded in ${fmtS(e.loaded.load_ms)}${e.loaded.build ? ` (${e.loaded.build} build, ${e.loaded.threads} threads)` : ''}`);
+      if (e.loaded)
+        log(
+          `  ${name}: loaded in ${fmtS(e.loaded.load_ms)}${e.loaded.build ? ` (${e.loaded.build} build, ${e.loaded.threads} threads)` : ''}`,
+        );
     } catch (e) {
       errors[name] = cleanError(e);
       log(`  ${name}: LOAD FAILED: ${errors[name]}`);
@@ -412,12 +629,15 @@ async function benchConfig(a, ctx, s, t, file, threads) {
     const p = { ...prompt(meta, a.n_prompt, 1000 + r + 17 * threads), nGen: r < 0 ? Math.min(a.n_gen, 8) : a.n_gen };
     // a native rep is a new process: nothing of it to warm up
     const order = engines.filter((e) => live.has(e) && !(r < 0 && (e.name === 'native' || e.name === 'llama')));
-    const n = order.length || 1, k = ((r % n) + n) % n;
+    const n = order.length || 1,
+      k = ((r % n) + n) % n;
     for (const e of [...order.slice(k), ...order.slice(0, k)]) {
       try {
         const x = await e.run(p);
         if (r >= 0) runs[e.name].push(x);
-        log(`  ${r < 0 ? 'warm-up' : `rep ${r + 1}/${s.reps}`} ${e.name.padEnd(6)} prefill ${x.prefill_tps.toFixed(2)} tok/s (${x.prompt_n}), decode ${x.decode_tps.toFixed(2)} tok/s (${x.decode_n})`);
+        log(
+          `  ${r < 0 ? 'warm-up' : `rep ${r + 1}/${s.reps}`} ${e.name.padEnd(6)} prefill ${x.prefill_tps.toFixed(2)} tok/s (${x.prompt_n}), decode ${x.decode_tps.toFixed(2)} tok/s (${x.decode_n})`,
+        );
       } catch (err) {
         errors[e.name] = cleanError(err);
         log(`  ${e.name}: RUN FAILED: ${errors[e.name]}`);
@@ -425,13 +645,36 @@ async function benchConfig(a, ctx, s, t, file, threads) {
       }
     }
   }
-  const out = { preset: s.preset, type: t.label, key: t.key, file, bytes, mix: per.mix, bytes_per_token: per.bytes, threads, ceiling, engines: {}, errors };
+  const out = {
+    preset: s.preset,
+    type: t.label,
+    key: t.key,
+    file,
+    bytes,
+    mix: per.mix,
+    bytes_per_token: per.bytes,
+    threads,
+    ceiling,
+    engines: {},
+    errors,
+  };
   for (const e of engines) {
     let mem = {};
-    try { mem = await e.memory(); } catch (err) { mem = { error: err.message }; }
+    try {
+      mem = await e.memory();
+    } catch (err) {
+      mem = { error: err.message };
+    }
     const loadMs = e.name === 'native' ? summary(e.loads) : summary([e.loaded?.load_ms]);
-    out.engines[e.name] = { runs: runs[e.name], loaded: e.loaded, fetched: e.fetched, mem, load: loadMs,
-      prefill: summary(runs[e.name].map((x) => x.prefill_tps)), decode: summary(runs[e.name].map((x) => x.decode_tps)) };
+    out.engines[e.name] = {
+      runs: runs[e.name],
+      loaded: e.loaded,
+      fetched: e.fetched,
+      mem,
+      load: loadMs,
+      prefill: summary(runs[e.name].map((x) => x.prefill_tps)),
+      decode: summary(runs[e.name].map((x) => x.decode_tps)),
+    };
     await e.close().catch(() => {});
   }
   return out;
@@ -442,12 +685,26 @@ async function benchConfig(a, ctx, s, t, file, threads) {
 async function urlLoad(a, ctx, s, t, file, threads) {
   ctx.threads = threads;
   const url = ctx.urlOf(file);
-  const out = { preset: s.preset, type: t.label, file, bytes: fs.statSync(file).size, threads, engines: {}, errors: {} };
+  const out = {
+    preset: s.preset,
+    type: t.label,
+    file,
+    bytes: fs.statSync(file).size,
+    threads,
+    engines: {},
+    errors: {},
+  };
   const one = async (name, make) => {
     try {
       const e = await make();
-      out.engines[name] = { load_ms: e.loaded.load_ms, peak_rss: e.loaded.peak_rss, wasm_bytes: e.loaded.wasm_bytes ?? (await e.memory()).wasm_bytes };
-      log(`  ${name} from URL: loaded in ${fmtS(e.loaded.load_ms)}, peak RSS ${fmtMB(out.engines[name].peak_rss)}, wasm ${fmtMB(out.engines[name].wasm_bytes)}`);
+      out.engines[name] = {
+        load_ms: e.loaded.load_ms,
+        peak_rss: e.loaded.peak_rss,
+        wasm_bytes: e.loaded.wasm_bytes ?? (await e.memory()).wasm_bytes,
+      };
+      log(
+        `  ${name} from URL: loaded in ${fmtS(e.loaded.load_ms)}, peak RSS ${fmtMB(out.engines[name].peak_rss)}, wasm ${fmtMB(out.engines[name].wasm_bytes)}`,
+      );
       await e.close();
     } catch (e) {
       out.errors[name] = cleanError(e);
@@ -485,18 +742,37 @@ function tableRows(results, wllamaVersion) {
     for (const name of ENGINES) {
       const e = c.engines[name];
       if (!e && !c.errors[name]) continue;
-      const label = name === 'web' && e?.loaded?.build ? ENGINE.web.replace('wasm', `wasm ${e.loaded.build}`)
-        : name === 'wllama' ? ENGINE.wllama.replace('wllama', `wllama ${wllamaVersion}`) : ENGINE[name];
+      const label =
+        name === 'web' && e?.loaded?.build
+          ? ENGINE.web.replace('wasm', `wasm ${e.loaded.build}`)
+          : name === 'wllama'
+            ? ENGINE.wllama.replace('wllama', `wllama ${wllamaVersion}`)
+            : ENGINE[name];
       const weights = `${c.type} ${fmtMB(c.bytes)}`;
       if (!e || !e.runs.length) {
-        rows.push({ engine: label, weights, threads: c.threads, mem: `failed: ${c.errors[name] ?? 'no runs'}`.replace(/\|/g, '/'), prefill: null, decode: null });
+        rows.push({
+          engine: label,
+          weights,
+          threads: c.threads,
+          mem: `failed: ${c.errors[name] ?? 'no runs'}`.replace(/\|/g, '/'),
+          prefill: null,
+          decode: null,
+        });
         continue;
       }
       const ceil = c.ceiling?.[CEILING[name]];
       const bw = c.bytes_per_token * e.decode.med;
-      rows.push({ engine: label, weights, threads: c.threads, load: e.load, prefill: e.prefill, decode: e.decode,
+      rows.push({
+        engine: label,
+        weights,
+        threads: c.threads,
+        load: e.load,
+        prefill: e.prefill,
+        decode: e.decode,
         bandwidth: `${fmtGBs(bw)}${Number.isFinite(ceil) ? ` (${Math.round((100 * bw) / ceil)} %)` : ''}`,
-        mem: memText(name, e.mem), ref: ['web', 'node', 'native'].includes(name) && w?.runs.length ? w : null });
+        mem: memText(name, e.mem),
+        ref: ['web', 'node', 'native'].includes(name) && w?.runs.length ? w : null,
+      });
     }
   }
   return rows;
@@ -505,22 +781,63 @@ function tableRows(results, wllamaVersion) {
 function machine(ctx) {
   const cpus = os.cpus();
   return {
-    cpu: `${cpus[0]?.model ?? '?'} × ${cpus.length}`, load: os.loadavg().map((x) => x.toFixed(2)).join(' '), memory: fmtMB(os.totalmem()), os: `${os.type()} ${os.release()}`, node: process.version,
-    chromium: ctx.chromiumVersion ?? '–', wllama: ctx.wllamaVersion,
-    wasm: (() => { try { return fs.statSync(path.join(ROOT, 'dist', 'oxinfer-mt.wasm')).mtime.toISOString().replace(/\.\d+Z$/, 'Z'); } catch { return '–'; } })(),
-    commit: (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim() + (execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ' (+ uncommitted changes)' : ''); } catch { return '?'; } })(),
+    cpu: `${cpus[0]?.model ?? '?'} × ${cpus.length}`,
+    load: os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' '),
+    memory: fmtMB(os.totalmem()),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    chromium: ctx.chromiumVersion ?? '–',
+    wllama: ctx.wllamaVersion,
+    wasm: (() => {
+      try {
+        return fs
+          .statSync(path.join(ROOT, 'dist', 'oxinfer-mt.wasm'))
+          .mtime.toISOString()
+          .replace(/\.\d+Z$/, 'Z');
+      } catch {
+        return '–';
+      }
+    })(),
+    commit: (() => {
+      try {
+        return (
+          execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim() +
+          (execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], {
+            encoding: 'utf8',
+          }).trim()
+            ? ' (+ uncommitted changes)'
+            : '')
+        );
+      } catch {
+        return '?';
+      }
+    })(),
   };
 }
 
 function loadTable(loads) {
-  const lines = ['| engine | file | load from URL | peak RSS during load | wasm memory | RSS − wasm (target ≤ 300 MB) |', '| --- | --- | --- | --- | --- | --- |'];
+  const lines = [
+    '| engine | file | load from URL | peak RSS during load | wasm memory | RSS − wasm (target ≤ 300 MB) |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
   for (const l of loads) {
     for (const name of ['web', 'node']) {
       const e = l.engines[name];
       const label = ENGINE[name];
-      if (!e) { if (l.errors[name]) lines.push(`| ${label} | ${l.type} ${fmtMB(l.bytes)} | failed: ${l.errors[name].replace(/\|/g, '/')} | | | |`); continue; }
+      if (!e) {
+        if (l.errors[name])
+          lines.push(
+            `| ${label} | ${l.type} ${fmtMB(l.bytes)} | failed: ${l.errors[name].replace(/\|/g, '/')} | | | |`,
+          );
+        continue;
+      }
       const over = Number.isFinite(e.peak_rss) && Number.isFinite(e.wasm_bytes) ? e.peak_rss - e.wasm_bytes : NaN;
-      lines.push(`| ${label} | ${l.type} ${fmtMB(l.bytes)} | ${fmtS(e.load_ms)} | ${fmtMB(e.peak_rss)} | ${fmtMB(e.wasm_bytes)} | ${Number.isFinite(over) ? `${fmtMB(over)}${over <= 300e6 ? '' : ' (over)'}` : '–'} |`);
+      lines.push(
+        `| ${label} | ${l.type} ${fmtMB(l.bytes)} | ${fmtS(e.load_ms)} | ${fmtMB(e.peak_rss)} | ${fmtMB(e.wasm_bytes)} | ${Number.isFinite(over) ? `${fmtMB(over)}${over <= 300e6 ? '' : ' (over)'}` : '–'} |`,
+      );
     }
   }
   return lines.join('\n');
@@ -541,17 +858,35 @@ function section(a, ctx, s, results, loads, started) {
     '',
   ];
   for (const c of results) {
-    lines.push(`- ${path.basename(c.file)}: ${c.mix}; ${fmtMB(c.bytes_per_token)} of weights read per decoded token; wasm read ceiling at ${c.threads} thread${c.threads > 1 ? 's' : ''}: ` +
-      `${Object.entries(c.ceiling).map(([k, v]) => `${k === 'browser' ? 'Chromium' : 'Node'} ${fmtGBs(v)}`).join(', ') || '–'}.`);
+    lines.push(
+      `- ${path.basename(c.file)}: ${c.mix}; ${fmtMB(c.bytes_per_token)} of weights read per decoded token; wasm read ceiling at ${c.threads} thread${c.threads > 1 ? 's' : ''}: ` +
+        `${
+          Object.entries(c.ceiling)
+            .map(([k, v]) => `${k === 'browser' ? 'Chromium' : 'Node'} ${fmtGBs(v)}`)
+            .join(', ') || '–'
+        }.`,
+    );
   }
   lines.push('');
   for (const c of results) {
     const ours = c.engines.node ?? c.engines.web;
     const res = ours?.mem?.resident_bytes;
-    if (s.preset === 'e2b' && Number.isFinite(res)) lines.push(`${path.basename(c.file)}: our engine keeps ${fmtMB(res)} resident (weights + KV cache) of this ${fmtMB(c.bytes)} file; the per-layer embedding table stays on the host. ` +
-      (c.engines.wllama?.runs.length ? `wllama held ${fmtMB(c.engines.wllama.mem?.wasm_bytes)} of wasm memory.` : `wllama: ${c.errors.wllama ?? 'not run'}.`), '');
+    if (s.preset === 'e2b' && Number.isFinite(res))
+      lines.push(
+        `${path.basename(c.file)}: our engine keeps ${fmtMB(res)} resident (weights + KV cache) of this ${fmtMB(c.bytes)} file; the per-layer embedding table stays on the host. ` +
+          (c.engines.wllama?.runs.length
+            ? `wllama held ${fmtMB(c.engines.wllama.mem?.wasm_bytes)} of wasm memory.`
+            : `wllama: ${c.errors.wllama ?? 'not run'}.`),
+        '',
+      );
   }
-  if (loads.length) lines.push('Load from a URL (loopback HTTP server, Range requests; a fresh load, no generation):', '', loadTable(loads), '');
+  if (loads.length)
+    lines.push(
+      'Load from a URL (loopback HTTP server, Range requests; a fresh load, no generation):',
+      '',
+      loadTable(loads),
+      '',
+    );
   return lines.join('\n');
 }
 
@@ -614,11 +949,15 @@ function writeDoc(file, mode, body) {
   const keep = text.indexOf('<!-- bench:');
   text = DOC_HEAD + (keep >= 0 ? `\n${text.slice(keep)}` : '');
   text = text.replace(/<!-- bench:main -->[\s\S]*?<!-- \/bench:main -->\n*/, ''); // the wllama 3.8.1 era's table
-  const title = mode === 'e2b' ? '## E2B geometry (`npm run bench -- --e2b`)' : `## ${mode === 'bench' ? 'Bench preset' : `Preset ${mode}`} (\`npm run bench -- --presets ${mode}\`)`;
+  const title =
+    mode === 'e2b'
+      ? '## E2B geometry (`npm run bench -- --e2b`)'
+      : `## ${mode === 'bench' ? 'Bench preset' : `Preset ${mode}`} (\`npm run bench -- --presets ${mode}\`)`;
   const block = `<!-- bench:${mode} -->\n${title}\n\n${body}\n<!-- /bench:${mode} -->\n`;
   const re = new RegExp(`<!-- bench:${mode} -->[\\s\\S]*?<!-- /bench:${mode} -->\\n?`);
   if (re.test(text)) text = text.replace(re, block);
-  else if (mode === 'bench' && text.includes('<!-- bench:e2b -->')) text = text.replace('<!-- bench:e2b -->', `${block}\n<!-- bench:e2b -->`);
+  else if (mode === 'bench' && text.includes('<!-- bench:e2b -->'))
+    text = text.replace('<!-- bench:e2b -->', `${block}\n<!-- bench:e2b -->`);
   else text = `${text.trimEnd()}\n\n${block}`;
   writeAtomic(file, text);
 }
@@ -628,7 +967,10 @@ function writeDoc(file, mode, body) {
 async function main() {
   const a = parseArgs(process.argv.slice(2));
   const started = new Date();
-  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const loadStart = os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   const cli = ensureCli();
   if (a.engines.has('web') || a.engines.has('node')) ensureWasm();
   for (const s of a.suites) s.files = s.types.map((t) => ensureModel(a, cli, s.preset, t));
@@ -639,7 +981,10 @@ async function main() {
   const urls = new Map(all.map((f, i) => [f, `/model/${i}/${path.basename(f)}`]));
   ctx.urlOf = (f) => urls.get(f);
   ctx.server = await startServer({
-    files: { '/': path.join(ROOT, 'tools', 'bench', 'page.html'), ...Object.fromEntries([...urls].map(([f, u]) => [u, f])) },
+    files: {
+      '/': path.join(ROOT, 'tools', 'bench', 'page.html'),
+      ...Object.fromEntries([...urls].map(([f, u]) => [u, f])),
+    },
     mounts: {
       '/bench/': path.join(ROOT, 'tools', 'bench'),
       '/js/': path.join(ROOT, 'js'),
@@ -655,29 +1000,49 @@ async function main() {
   ctx.chromium = chromium;
   const launch = async () => {
     ctx.taken = new Set();
-    ctx.browser = web ? await chromium.launch({ executablePath: a.chromium, headless: true, args: chromiumArgs(ctx.marker) }) : null;
+    ctx.browser = web
+      ? await chromium.launch({ executablePath: a.chromium, headless: true, args: chromiumArgs(ctx.marker) })
+      : null;
     ctx.chromiumVersion ??= ctx.browser?.version();
   };
   const withBrowser = async (f) => {
     await launch();
-    try { return await f(); } finally { await ctx.browser?.close(); ctx.browser = null; }
+    try {
+      return await f();
+    } finally {
+      await ctx.browser?.close();
+      ctx.browser = null;
+    }
   };
   try {
     for (const s of a.suites) {
-      const results = [], loads = [];
+      const results = [],
+        loads = [];
       const total = s.types.length * a.threads.length;
-      const jsonFile = a.json ? a.json.replace(/(\.json)?$/, `-${s.preset}.json`) : path.join(a.dir, `results-${s.preset}-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+      const jsonFile = a.json
+        ? a.json.replace(/(\.json)?$/, `-${s.preset}.json`)
+        : path.join(a.dir, `results-${s.preset}-${started.toISOString().replace(/[:.]/g, '-')}.json`);
       // written after every configuration, so an interrupted run still leaves its figures
       const report = () => {
-        const partial = results.length < total ? `\n_Partial: ${results.length} of ${total} configurations finished._\n` : '';
+        const partial =
+          results.length < total ? `\n_Partial: ${results.length} of ${total} configurations finished._\n` : '';
         const body = section(a, ctx, s, results, loads, started) + partial;
-        writeAtomic(jsonFile, JSON.stringify({ args: { ...a, engines: [...a.engines] }, started, machine: machine(ctx), results, loads }, null, 1));
+        writeAtomic(
+          jsonFile,
+          JSON.stringify(
+            { args: { ...a, engines: [...a.engines] }, started, machine: machine(ctx), results, loads },
+            null,
+            1,
+          ),
+        );
         if (a.write) writeDoc(a.doc, s.preset, body);
         return body;
       };
       for (const [i, t] of s.types.entries()) {
         for (const threads of a.threads) {
-          log(`\n== ${s.preset} ${t.label} (${fmtMB(fs.statSync(s.files[i]).size)}), ${threads} thread${threads > 1 ? 's' : ''}`);
+          log(
+            `\n== ${s.preset} ${t.label} (${fmtMB(fs.statSync(s.files[i]).size)}), ${threads} thread${threads > 1 ? 's' : ''}`,
+          );
           results.push(await withBrowser(() => benchConfig(a, ctx, s, t, s.files[i], threads)));
           ctx.llamaBuild ??= results.at(-1).engines.llama?.mem?.build;
           report();
@@ -687,7 +1052,18 @@ async function main() {
       if (s.preset === 'e2b' && (a.engines.has('web') || a.engines.has('node'))) {
         const threads = a.threads.at(-1);
         log(`\n== ${s.preset} ${s.types[0].label}: load from a URL, ${threads} threads`);
-        loads.push(await withBrowser(() => urlLoad(a, { ...ctx, browser: a.engines.has('web') ? ctx.browser : null }, s, s.types[0], s.files[0], threads)));
+        loads.push(
+          await withBrowser(() =>
+            urlLoad(
+              a,
+              { ...ctx, browser: a.engines.has('web') ? ctx.browser : null },
+              s,
+              s.types[0],
+              s.files[0],
+              threads,
+            ),
+          ),
+        );
       }
       log(`\n${report()}`);
       log(`raw results: ${jsonFile}`);

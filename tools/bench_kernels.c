@@ -29,7 +29,11 @@ static int cmp_double(const void *a, const void *b) {
 /* the probe: each task sums its slice of the buffer with 16-byte loads (as the matmuls
  * read their weights) */
 typedef uint64_t v2u __attribute__((vector_size(16)));
-typedef struct { const v2u *p; size_t n; uint64_t sum[64 * 8]; } probe_job;
+typedef struct {
+    const v2u *p;
+    size_t n;
+    uint64_t sum[64 * 8];
+} probe_job;
 
 static void probe_task(void *ctx, int task, int n_tasks) {
     probe_job *j = ctx;
@@ -72,7 +76,8 @@ int main(int argc, char **argv) {
     static const int toks[] = {1, 64};
     ox_err e = {0};
     ox_scratch ws = {0};
-    float *x = malloc(sizeof(float) * cols * 64), *y = malloc(sizeof(float) * rows * 64), *row = malloc(sizeof(float) * cols);
+    float *x = malloc(sizeof(float) * cols * 64), *y = malloc(sizeof(float) * rows * 64),
+          *row = malloc(sizeof(float) * cols);
     for (int i = 0; i < cols * 64; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
 #ifdef __wasm_simd128__
     const char *where = "wasm SIMD128";
@@ -97,7 +102,10 @@ int main(int argc, char **argv) {
         }
         for (int threads = 1; threads <= 2; threads++) {
             if (only_threads && threads != only_threads) continue;
-            if (ox_pool_init(threads, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+            if (ox_pool_init(threads, &e)) {
+                fprintf(stderr, "%s\n", e.msg);
+                return 1;
+            }
             for (int ti = 0; ti < (only_tok ? 1 : 2); ti++) {
                 int n_tok = only_tok ? only_tok : toks[ti], iters = 0;
                 ox_matmul(&ws, &W[0], x, n_tok, y, &e); /* warm-up */
@@ -105,15 +113,19 @@ int main(int argc, char **argv) {
                 static double dt[100000];
                 do {
                     double c0 = t1;
-                    if (ox_matmul(&ws, &W[iters % copies], x, n_tok, y, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+                    if (ox_matmul(&ws, &W[iters % copies], x, n_tok, y, &e)) {
+                        fprintf(stderr, "%s\n", e.msg);
+                        return 1;
+                    }
                     t1 = now();
                     dt[iters++] = t1 - c0;
                 } while (t1 - t0 < secs && iters < 100000);
                 qsort(dt, (size_t)iters, sizeof dt[0], cmp_double);
                 double best = dt[0], med = dt[iters / 2], flop = 2.0 * rows * cols * n_tok;
-                printf("%s %s %dx%d n_tok %2d threads %d: best %7.3f ms %6.2f GB/s %6.2f GFLOP/s | median %7.3f ms %6.2f GFLOP/s (%d calls)\n",
-                       where, ox_type_name(t), cols, rows, n_tok, threads, best * 1e3, bytes / best / 1e9, flop / best / 1e9,
-                       med * 1e3, flop / med / 1e9, iters);
+                printf("%s %s %dx%d n_tok %2d threads %d: best %7.3f ms %6.2f GB/s %6.2f GFLOP/s | median %7.3f ms "
+                       "%6.2f GFLOP/s (%d calls)\n",
+                       where, ox_type_name(t), cols, rows, n_tok, threads, best * 1e3, bytes / best / 1e9,
+                       flop / best / 1e9, med * 1e3, flop / med / 1e9, iters);
                 fflush(stdout);
             }
         }
@@ -122,6 +134,8 @@ int main(int argc, char **argv) {
     }
     ox_pool_shutdown();
     ox_scratch_free(&ws);
-    free(x); free(y); free(row);
+    free(x);
+    free(y);
+    free(row);
     return 0;
 }

@@ -19,7 +19,10 @@ function parseArgs(argv) {
   const a = { models: [], port: 8080, isolate: true, build: true, random: false, preset: 'tiny', type: 'q8_0' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
-    const v = () => { if (i + 1 >= argv.length) throw new Error(`${k} needs a value`); return argv[++i]; };
+    const v = () => {
+      if (i + 1 >= argv.length) throw new Error(`${k} needs a value`);
+      return argv[++i];
+    };
     if (k === '--model') a.models.push(v());
     else if (k === '--port') a.port = Number(v());
     else if (k === '--no-isolation') a.isolate = false;
@@ -28,7 +31,9 @@ function parseArgs(argv) {
     else if (k === '--preset') a.preset = v();
     else if (k === '--type') a.type = v();
     else if (k === '-h' || k === '--help') {
-      console.log('usage: npm run demo [-- --model FILE]... [--port N] [--no-isolation] [--no-build] [--random [--preset tiny] [--type q8_0]]');
+      console.log(
+        'usage: npm run demo [-- --model FILE]... [--port N] [--no-isolation] [--no-build] [--random [--preset tiny] [--type q8_0]]',
+      );
       process.exit(0);
     } else throw new Error(`demo: unknown option ${k} (see --help)`);
   }
@@ -50,7 +55,8 @@ function buildWasm() {
 
 function buildNative() {
   const dir = path.join(ROOT, 'build');
-  if (!fs.existsSync(path.join(dir, 'CMakeCache.txt'))) run('cmake', ['-S', ROOT, '-B', dir, '-DCMAKE_BUILD_TYPE=Release']);
+  if (!fs.existsSync(path.join(dir, 'CMakeCache.txt')))
+    run('cmake', ['-S', ROOT, '-B', dir, '-DCMAKE_BUILD_TYPE=Release']);
   run('cmake', ['--build', dir, '--target', 'oxinfer', '-j2']);
   return path.join(dir, 'oxinfer');
 }
@@ -84,10 +90,18 @@ async function main() {
   const server = await startServer({ files, isolate: a.isolate, port: a.port });
   const urls = Object.keys(files);
   if (!urls.length) urls.push('/models/oxinfer-demo.gguf');
-  console.log(`\noxinfer-web demo: ${server.url}/  (${a.isolate ? 'cross-origin isolated: multi-threaded' : 'no COOP/COEP: single-threaded'})`);
-  console.log(`with the model preloaded: ${server.url}/?${urls.map((u) => `model=${encodeURIComponent(u)}`).join('&')}`);
-  for (const [u, f] of Object.entries(files)) console.log(`  ${u} = ${f}${f.startsWith(cacheDir()) ? ' (random weights)' : ''}`);
+  console.log(
+    `\noxinfer-web demo: ${server.url}/  (${a.isolate ? 'cross-origin isolated: multi-threaded' : 'no COOP/COEP: single-threaded'})`,
+  );
+  console.log(
+    `with the model preloaded: ${server.url}/?${urls.map((u) => `model=${encodeURIComponent(u)}`).join('&')}`,
+  );
+  for (const [u, f] of Object.entries(files))
+    console.log(`  ${u} = ${f}${f.startsWith(cacheDir()) ? ' (random weights)' : ''}`);
   console.log('Ctrl+C stops the server.');
 }
 
-main().catch((e) => { console.error(e.message || e); process.exit(1); });
+main().catch((e) => {
+  console.error(e.message || e);
+  process.exit(1);
+});

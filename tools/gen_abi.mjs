@@ -52,7 +52,11 @@ function prototypes(text) {
     const ret = m[3].trim().replace(/\s*\*\s*$/, ' *');
     const rk = ret === 'const char *' ? 'cstr' : kind(ret); // a returned string is NUL-terminated
     const args = m[5].trim() === 'void' ? [] : m[5].split(',').map(param);
-    const doc = (m[1] ?? '').split('\n').map((l) => l.replace(/^\s*\*?\s?/, '').trim()).filter(Boolean).join(' ');
+    const doc = (m[1] ?? '')
+      .split('\n')
+      .map((l) => l.replace(/^\s*\*?\s?/, '').trim())
+      .filter(Boolean)
+      .join(' ');
     out.push({ side: m[2], name: m[4], ret: rk, args: args.map((a) => ({ name: a.name, kind: a.kind })), doc });
   }
   return out;
@@ -64,8 +68,13 @@ function genRows(abi, define) {
   const m = /#define OX_WASM_GEN_PARAMS\(X\)((?:[^\n]*\\\n)*[^\n]*)/.exec(abi);
   if (!m) throw new Error('src/wasm/abi.h: no #define OX_WASM_GEN_PARAMS(X)');
   const bound = (t) => (t === '_' ? undefined : /^-?\d+(\.\d+)?$/.test(t) ? Number(t) : define(t));
-  const rows = [...m[1].matchAll(/X\(\s*(\w+)\s*,\s*[\w.]+\s*,\s*([FIBPS])\s*,\s*([\w.-]+)\s*,\s*([\w.-]+)\s*,\s*"([\w.]*)"\s*,\s*\\?\s*"((?:[^"\\]|\\.)*)"\s*\)/g)];
-  if (rows.length !== (m[1].match(/\bX\(/g) ?? []).length) throw new Error('src/wasm/abi.h: an OX_WASM_GEN_PARAMS row is not X(field, dst, kind, lo, hi, "js", "meaning")');
+  const rows = [
+    ...m[1].matchAll(
+      /X\(\s*(\w+)\s*,\s*[\w.]+\s*,\s*([FIBPS])\s*,\s*([\w.-]+)\s*,\s*([\w.-]+)\s*,\s*"([\w.]*)"\s*,\s*\\?\s*"((?:[^"\\]|\\.)*)"\s*\)/g,
+    ),
+  ];
+  if (rows.length !== (m[1].match(/\bX\(/g) ?? []).length)
+    throw new Error('src/wasm/abi.h: an OX_WASM_GEN_PARAMS row is not X(field, dst, kind, lo, hi, "js", "meaning")');
   return rows.map(([, field, kind, lo, hi, js, doc]) => ({ field, kind, min: bound(lo), max: bound(hi), js, doc }));
 }
 
@@ -74,8 +83,11 @@ function genRows(abi, define) {
 function loadOptionsOf(abi, lists, define) {
   const m = /#define OX_WASM_LOAD_OPTIONS\(X\)((?:[^\n]*\\\n)*[^\n]*)/.exec(abi);
   if (!m) throw new Error('src/wasm/abi.h: no #define OX_WASM_LOAD_OPTIONS(X)');
-  const rows = [...m[1].matchAll(/X\(\s*(\w+)\s*,\s*([EIB])\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*"(\w+)"\s*,\s*"(?:[^"\\]|\\.)*"\s*\)/g)];
-  if (rows.length !== (m[1].match(/\bX\(/g) ?? []).length) throw new Error('src/wasm/abi.h: an OX_WASM_LOAD_OPTIONS row is not X(arg, kind, lo, hi, "js", "meaning")');
+  const rows = [
+    ...m[1].matchAll(/X\(\s*(\w+)\s*,\s*([EIB])\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*"(\w+)"\s*,\s*"(?:[^"\\]|\\.)*"\s*\)/g),
+  ];
+  if (rows.length !== (m[1].match(/\bX\(/g) ?? []).length)
+    throw new Error('src/wasm/abi.h: an OX_WASM_LOAD_OPTIONS row is not X(arg, kind, lo, hi, "js", "meaning")');
   const bound = (t) => (t === '_' ? undefined : /^\d+$/.test(t) ? Number(t) : define(t));
   return rows.map(([, , kind, lo, hi, js]) => {
     if (kind === 'B') return { option: js, type: 'boolean' };
@@ -94,19 +106,25 @@ function loadOptionsOf(abi, lists, define) {
 // type (number, integer, boolean), min?, max?}
 function genOptionsOf(rows) {
   const type = { F: 'number', I: 'integer', S: 'integer', B: 'boolean' };
-  return rows.filter((r) => r.js).map((r) => {
-    if (!type[r.kind]) throw new Error(`src/wasm/abi.h: OX_WASM_GEN_PARAMS ${r.field}: a ${r.kind} row has no JS option`);
-    const o = { option: r.js, field: camel(r.field), type: type[r.kind] };
-    if (r.min !== undefined) o.min = r.min;
-    if (r.max !== undefined) o.max = r.max;
-    return o;
-  });
+  return rows
+    .filter((r) => r.js)
+    .map((r) => {
+      if (!type[r.kind])
+        throw new Error(`src/wasm/abi.h: OX_WASM_GEN_PARAMS ${r.field}: a ${r.kind} row has no JS option`);
+      const o = { option: r.js, field: camel(r.field), type: type[r.kind] };
+      if (r.min !== undefined) o.min = r.min;
+      if (r.max !== undefined) o.max = r.max;
+      return o;
+    });
 }
 
 export function generate() {
   const read = (f) => readFileSync(join(root, f), 'utf8');
-  const err = read('src/base/err.h'), model = read('src/model/model.h');
-  const gen = read('src/decode/generate.h'), abi = read('src/wasm/abi.h'), kv = read('src/model/kv.h');
+  const err = read('src/base/err.h'),
+    model = read('src/model/model.h');
+  const gen = read('src/decode/generate.h'),
+    abi = read('src/wasm/abi.h'),
+    kv = read('src/model/kv.h');
   const embed = read('src/model/embed.h');
   const gpu = read('src/gpu/record.h');
   const codes = { OK: 0 };
@@ -114,7 +132,9 @@ export function generate() {
   const quant = Object.fromEntries(xlist(model, 'src/model/model.h', 'OX_QUANTS').map(([, id, js]) => [js, id]));
   const stream = Object.fromEntries(xlist(model, 'src/model/model.h', 'OX_STREAMS').map(([, id, js]) => [js, id]));
   const kvType = Object.fromEntries(xlist(kv, 'src/model/kv.h', 'OX_KV_TYPES').map(([, id, js]) => [js, id]));
-  const genStatus = Object.fromEntries(xlist(gen, 'src/decode/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]));
+  const genStatus = Object.fromEntries(
+    xlist(gen, 'src/decode/generate.h', 'OX_GEN_STATUSES').map(([, v, js]) => [js, v]),
+  );
   const pooling = Object.fromEntries(xlist(embed, 'src/model/embed.h', 'OX_POOLINGS').map(([, id, js]) => [js, id]));
   const define = (name, text = gen + kv, file = 'src/decode/generate.h or src/model/kv.h') => {
     const m = new RegExp(`#define ${name}\\s+(\\d+)`).exec(text);
@@ -123,13 +143,27 @@ export function generate() {
   };
   // the GPU command list's ops: operand names are the words before the doc's colon
   const gpuOps = Object.fromEntries(
-    xlist(gpu, 'src/gpu/record.h', 'OX_GPU_OPS').map(([name, code, doc]) => [name, { code, args: doc.split(':')[0].trim().split(/\s+/) }]));
+    xlist(gpu, 'src/gpu/record.h', 'OX_GPU_OPS').map(([name, code, doc]) => [
+      name,
+      { code, args: doc.split(':')[0].trim().split(/\s+/) },
+    ]),
+  );
   const gpuDefine = (name) => Number(new RegExp(`#define ${name}\\s+(0x[0-9a-f]+|\\d+)`).exec(gpu)[1]);
-  const gpuList = { magic: gpuDefine('OX_GPU_MAGIC'), header: gpuDefine('OX_GPU_HEADER'), entryWords: gpuDefine('OX_GPU_ENTRY_WORDS') };
-  const drafts = { max: define('OX_GEN_DRAFT_MAX'), greedyDefault: define('OX_GEN_DRAFT_DEFAULT'), asked: define('OX_GEN_DRAFT_ASKED') };
+  const gpuList = {
+    magic: gpuDefine('OX_GPU_MAGIC'),
+    header: gpuDefine('OX_GPU_HEADER'),
+    entryWords: gpuDefine('OX_GPU_ENTRY_WORDS'),
+  };
+  const drafts = {
+    max: define('OX_GEN_DRAFT_MAX'),
+    greedyDefault: define('OX_GEN_DRAFT_DEFAULT'),
+    asked: define('OX_GEN_DRAFT_ASKED'),
+  };
   const prefillChunk = define('OX_WASM_PREFILL_CHUNK', abi, 'src/wasm/abi.h');
   const rows = genRows(abi, (name) => define(name));
-  const loadOptions = loadOptionsOf(abi, { OX_QUANTS: quant, OX_STREAMS: stream, OX_KV_TYPES: kvType }, (name) => define(name));
+  const loadOptions = loadOptionsOf(abi, { OX_QUANTS: quant, OX_STREAMS: stream, OX_KV_TYPES: kvType }, (name) =>
+    define(name),
+  );
   const weightCacheDefault = define('OX_WASM_WEIGHT_CACHE_DEFAULT', abi, 'src/wasm/abi.h');
   const fields = (list) => xlist(abi, 'src/wasm/abi.h', list).map(([f, , doc]) => [camel(f), doc]);
   const protos = prototypes(abi);
@@ -169,7 +203,11 @@ export const gpuOps = Object.freeze(${JSON.stringify(gpuOps)});
 export const gpuList = Object.freeze(${JSON.stringify(gpuList)});
 
 ${record('statsFields', 'ox_wasm_stats', fields('OX_WASM_STATS'))}
-${record('genParams', 'ox_wasm_gen_new parameters (NaN: the C default)', rows.map((r) => [camel(r.field), r.doc]))}
+${record(
+  'genParams',
+  'ox_wasm_gen_new parameters (NaN: the C default)',
+  rows.map((r) => [camel(r.field), r.doc]),
+)}
 /** The options of generate() / chat() that go to C as they are, one per field of genParams:
  * option ("a.b": option b of the object option a), field, type (number: finite; integer;
  * boolean: 0/1 in the record), min / max where the JS API checks a range. */

@@ -17,10 +17,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const MIME = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json', '.wasm': 'application/wasm', '.svg': 'image/svg+xml',
-  '.png': 'image/png', '.map': 'application/json', '.txt': 'text/plain; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.map': 'application/json',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
 // The demo's mounts: URL prefix -> directory.
@@ -42,12 +48,14 @@ export function demoMounts(root = ROOT) {
 export function parseRange(header, size) {
   if (!header) return null;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null;  // multi-range or junk: send the whole file
+  if (!m || (m[1] === '' && m[2] === '')) return null; // multi-range or junk: send the whole file
   let start, end;
-  if (m[1] === '') {  // suffix range: the last N bytes
+  if (m[1] === '') {
+    // suffix range: the last N bytes
     const n = Number(m[2]);
     if (n === 0) return 'bad';
-    start = Math.max(0, size - n); end = size - 1;
+    start = Math.max(0, size - n);
+    end = size - 1;
   } else {
     start = Number(m[1]);
     end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
@@ -64,9 +72,13 @@ function resolveFile(urlPath, files, mounts) {
     if (!urlPath.startsWith(prefix)) continue;
     const dir = path.resolve(mounts[prefix]);
     let rel;
-    try { rel = decodeURIComponent(urlPath.slice(prefix.length)); } catch { return null; }
+    try {
+      rel = decodeURIComponent(urlPath.slice(prefix.length));
+    } catch {
+      return null;
+    }
     let f = path.resolve(dir, '.' + path.sep + rel);
-    if (f !== dir && !f.startsWith(dir + path.sep)) return null;  // no escaping the mount
+    if (f !== dir && !f.startsWith(dir + path.sep)) return null; // no escaping the mount
     if (fs.existsSync(f) && fs.statSync(f).isDirectory()) f = path.join(f, 'index.html');
     return f;
   }
@@ -75,7 +87,14 @@ function resolveFile(urlPath, files, mounts) {
 
 // Start a server. files: exact URL path -> file; mounts: URL prefix -> directory.
 // isolate: send COOP/COEP. log: function for one line per request (or null).
-export function startServer({ files = {}, mounts = demoMounts(), isolate = true, port = 0, host = '127.0.0.1', log = null } = {}) {
+export function startServer({
+  files = {},
+  mounts = demoMounts(),
+  isolate = true,
+  port = 0,
+  host = '127.0.0.1',
+  log = null,
+} = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://localhost');
     const headers = { 'Cache-Control': 'no-store', 'Accept-Ranges': 'bytes' };
@@ -92,7 +111,9 @@ export function startServer({ files = {}, mounts = demoMounts(), isolate = true,
     if (req.method !== 'GET' && req.method !== 'HEAD') return done(405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     const file = resolveFile(url.pathname, files, mounts);
     let st = null;
-    try { st = file && fs.statSync(file); } catch {}
+    try {
+      st = file && fs.statSync(file);
+    } catch {}
     if (!st || !st.isFile()) return done(404, `not found: ${url.pathname}\n`);
     const type = MIME[path.extname(file).toLowerCase()] || 'application/octet-stream';
     const range = parseRange(req.headers.range, st.size);
@@ -100,12 +121,14 @@ export function startServer({ files = {}, mounts = demoMounts(), isolate = true,
     const [start, end] = range || [0, st.size - 1];
     const len = st.size === 0 ? 0 : end - start + 1;
     res.writeHead(range ? 206 : 200, {
-      ...headers, 'Content-Type': type, 'Content-Length': len,
+      ...headers,
+      'Content-Type': type,
+      'Content-Length': len,
       ...(range ? { 'Content-Range': `bytes ${start}-${end}/${st.size}` } : {}),
     });
     if (log) log(`${range ? 206 : 200} ${req.method} ${url.pathname}${range ? ` ${start}-${end}` : ''}`);
     if (req.method === 'HEAD' || len === 0) return res.end();
-    const stream = fs.createReadStream(file, { start, end, highWaterMark: 1 << 20 }) // (the 64 KiB default serves loopback at ~550 MB/s, 1 MiB at ~1.2 GB/s);
+    const stream = fs.createReadStream(file, { start, end, highWaterMark: 1 << 20 }); // (the 64 KiB default serves loopback at ~550 MB/s, 1 MiB at ~1.2 GB/s);
     stream.on('error', () => res.destroy());
     stream.pipe(res);
   });
@@ -150,8 +173,15 @@ if (import.meta.url === pathToFileURL(process.argv[1] || '').href) {
   try {
     const a = parseArgs(process.argv.slice(2));
     const files = modelFiles(a.models);
-    const server = await startServer({ files, isolate: a.isolate, port: a.port, log: a.quiet ? null : (l) => console.log(l) });
-    console.log(`serving ${path.join(ROOT, 'web')} at ${server.url}/ (${a.isolate ? 'cross-origin isolated' : 'NOT isolated: single-threaded'})`);
+    const server = await startServer({
+      files,
+      isolate: a.isolate,
+      port: a.port,
+      log: a.quiet ? null : (l) => console.log(l),
+    });
+    console.log(
+      `serving ${path.join(ROOT, 'web')} at ${server.url}/ (${a.isolate ? 'cross-origin isolated' : 'NOT isolated: single-threaded'})`,
+    );
     for (const p of Object.keys(files)) console.log(`  model: ${server.url}/?model=${encodeURIComponent(p)}`);
   } catch (e) {
     console.error(e.message || e);

@@ -26,13 +26,55 @@ import { procStatus, rendererPids, median, fmtMB } from './bench/lib.mjs';
 import { chatSoak } from './soak/session.mjs';
 
 const require = createRequire(import.meta.url);
-const SHAPE = ['--hidden', '256', '--layers', '4', '--heads', '4', '--kv-heads', '2', '--head-dim', '64', '--global-head-dim', '128',
-  '--ffn', '512', '--ple', '32', '--vocab', '1024', '--user-tokens', '8', '--swa-period', '2', '--kv-shared', '0',
-  '--window', '256', '--ctx', '4096', '--all-byte-tokens'];
+const SHAPE = [
+  '--hidden',
+  '256',
+  '--layers',
+  '4',
+  '--heads',
+  '4',
+  '--kv-heads',
+  '2',
+  '--head-dim',
+  '64',
+  '--global-head-dim',
+  '128',
+  '--ffn',
+  '512',
+  '--ple',
+  '32',
+  '--vocab',
+  '1024',
+  '--user-tokens',
+  '8',
+  '--swa-period',
+  '2',
+  '--kv-shared',
+  '0',
+  '--window',
+  '256',
+  '--ctx',
+  '4096',
+  '--all-byte-tokens',
+];
 
 function args(argv) {
-  const a = { turns: 500, gen: 200, ctx: 2048, threads: 2, every: 10, engines: 'node,chromium', model: null, json: null, load: null, reps: 2, from: null,
-    rss_slack: 64, slowdown: 0.8, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
+  const a = {
+    turns: 500,
+    gen: 200,
+    ctx: 2048,
+    threads: 2,
+    every: 10,
+    engines: 'node,chromium',
+    model: null,
+    json: null,
+    load: null,
+    reps: 2,
+    from: null,
+    rss_slack: 64,
+    slowdown: 0.8,
+    chromium: process.env.CHROMIUM || '/usr/bin/chromium',
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '').replace(/-/g, '_');
     if (!(k in a)) throw new Error(`soak: unknown option ${argv[i]}`);
@@ -49,7 +91,9 @@ function defaultModel() {
   const out = path.join(dir, 'soak-q8_0.gguf');
   if (!fs.existsSync(out)) {
     const cli = process.env.OX_CLI || path.join(ROOT, 'build', 'oxinfer');
-    const r = spawnSync(cli, ['synth', '--preset', 'tiny', '--type', 'q8_0', ...SHAPE, '-o', out], { stdio: 'inherit' });
+    const r = spawnSync(cli, ['synth', '--preset', 'tiny', '--type', 'q8_0', ...SHAPE, '-o', out], {
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error(`soak: ${cli} synth failed`);
   }
   return out;
@@ -66,7 +110,13 @@ async function nodeEngine() {
       const t0 = performance.now();
       model = await loadModel({ url, name: path.basename(url) }, opts);
       const s = await model.stats();
-      return { load_ms: performance.now() - t0, build: model.build, threads: model.threads, wasmMemoryBytes: s.wasmMemoryBytes, residentBytes: s.residentBytes };
+      return {
+        load_ms: performance.now() - t0,
+        build: model.build,
+        threads: model.threads,
+        wasmMemoryBytes: s.wasmMemoryBytes,
+        residentBytes: s.residentBytes,
+      };
     },
     run: (o, onSample) => chatSoak(model, { ...o, onSample }),
     rss: () => procStatus(process.pid),
@@ -77,8 +127,18 @@ async function nodeEngine() {
 async function chromiumEngine(a, server) {
   const { chromium } = require('playwright-core');
   const marker = `--oxsoak-marker=${process.pid}-${Date.now()}`;
-  const browser = await chromium.launch({ executablePath: a.chromium, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-features=SpareRendererForSitePerProcess', marker] });
+  const browser = await chromium.launch({
+    executablePath: a.chromium,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-features=SpareRendererForSitePerProcess',
+      marker,
+    ],
+  });
   const page = await (await browser.newContext()).newPage();
   page.on('console', (m) => m.type() === 'error' && log(`  [chromium] ${m.text()}`));
   page.on('pageerror', (e) => log(`  [chromium pageerror] ${e}`));
@@ -96,7 +156,13 @@ async function chromiumEngine(a, server) {
         const t0 = performance.now();
         model = await loadModel({ url, name: url.split('/').pop() }, opts);
         const s = await model.stats();
-        return { load_ms: performance.now() - t0, build: model.build, threads: model.threads, wasmMemoryBytes: s.wasmMemoryBytes, residentBytes: s.residentBytes };
+        return {
+          load_ms: performance.now() - t0,
+          build: model.build,
+          threads: model.threads,
+          wasmMemoryBytes: s.wasmMemoryBytes,
+          residentBytes: s.residentBytes,
+        };
       },
       run: (o) => chatSoak(model, { ...o, onSample: (x) => window.oxSample(x) }),
       unload: () => model?.unload(),
@@ -107,7 +173,11 @@ async function chromiumEngine(a, server) {
     async load(url, opts) {
       const info = await page.evaluate(([u, o]) => window.soak.load(u, o), [url, opts]);
       // the renderer holding the model: the largest one
-      pid = rendererPids(marker).map((p) => ({ p, s: procStatus(p) })).filter((x) => x.s).sort((x, y) => y.s.rss - x.s.rss)[0]?.p ?? null;
+      pid =
+        rendererPids(marker)
+          .map((p) => ({ p, s: procStatus(p) }))
+          .filter((x) => x.s)
+          .sort((x, y) => y.s.rss - x.s.rss)[0]?.p ?? null;
       return info;
     },
     async run(o, f) {
@@ -124,8 +194,14 @@ async function chromiumEngine(a, server) {
 
 async function serve(file) {
   const url = `/model/${path.basename(file)}`;
-  const mounts = { ...demoMounts(), '/soak/': path.join(ROOT, 'tools', 'soak'), '/bench/': path.join(ROOT, 'tools', 'bench') };
-  return startServer({ files: { [url]: file, '/': path.join(ROOT, 'tools', 'bench', 'page.html') }, mounts }).then((s) => ({ s, url: `${s.url}${url}` }));
+  const mounts = {
+    ...demoMounts(),
+    '/soak/': path.join(ROOT, 'tools', 'soak'),
+    '/bench/': path.join(ROOT, 'tools', 'bench'),
+  };
+  return startServer({ files: { [url]: file, '/': path.join(ROOT, 'tools', 'bench', 'page.html') }, mounts }).then(
+    (s) => ({ s, url: `${s.url}${url}` }),
+  );
 }
 
 const open = (name, a, server) => (name === 'node' ? nodeEngine() : chromiumEngine(a, server));
@@ -138,13 +214,29 @@ function verdict(a, info, samples) {
   const maxWasm = (xs) => Math.max(...xs.map((s) => s.wasmMemoryBytes));
   const maxRss = (xs) => Math.max(...xs.map((s) => s.rss ?? 0));
   // decode speed: the second fifth (past the warm-up) against the last fifth
-  const fifth = (k) => samples.filter((s) => s.turn >= (k * a.turns) / 5 && s.turn < ((k + 1) * a.turns) / 5).map((s) => s.decodeTokPerSec);
-  const early = median(fifth(1)), late = median(fifth(4));
+  const fifth = (k) =>
+    samples
+      .filter((s) => s.turn >= (k * a.turns) / 5 && s.turn < ((k + 1) * a.turns) / 5)
+      .map((s) => s.decodeTokPerSec);
+  const early = median(fifth(1)),
+    late = median(fifth(4));
   const speedOk = !(Number.isFinite(early) && Number.isFinite(late)) || late >= a.slowdown * early; // too few samples: not judged
   const checks = [
-    ['wasm memory does not grow in the second half', maxWasm(half) <= maxWasm(first), `${fmtMB(maxWasm(first))} -> ${fmtMB(maxWasm(half))}`],
-    [`RSS grows by at most ${a.rss_slack} MB in the second half`, maxRss(half) <= maxRss(first) + a.rss_slack * 1e6, `${fmtMB(maxRss(first))} -> ${fmtMB(maxRss(half))}`],
-    [`decode tok/s of the last fifth >= ${a.slowdown} x the second fifth`, speedOk, `${early.toFixed(1)} -> ${late.toFixed(1)} tok/s`],
+    [
+      'wasm memory does not grow in the second half',
+      maxWasm(half) <= maxWasm(first),
+      `${fmtMB(maxWasm(first))} -> ${fmtMB(maxWasm(half))}`,
+    ],
+    [
+      `RSS grows by at most ${a.rss_slack} MB in the second half`,
+      maxRss(half) <= maxRss(first) + a.rss_slack * 1e6,
+      `${fmtMB(maxRss(first))} -> ${fmtMB(maxRss(half))}`,
+    ],
+    [
+      `decode tok/s of the last fifth >= ${a.slowdown} x the second fifth`,
+      speedOk,
+      `${early.toFixed(1)} -> ${late.toFixed(1)} tok/s`,
+    ],
   ];
   const kv = samples.at(-1).residentBytes - info.residentBytes;
   return { checks, kv, early, late };
@@ -156,13 +248,17 @@ async function soakOne(name, a, server, url) {
   const t0 = performance.now();
   try {
     const info = await e.load(url, { threads: a.threads, maxContext: a.ctx });
-    log(`${name}: loaded in ${(info.load_ms / 1000).toFixed(2)} s (${info.build}, ${info.threads} threads), wasm ${fmtMB(info.wasmMemoryBytes)}`);
+    log(
+      `${name}: loaded in ${(info.load_ms / 1000).toFixed(2)} s (${info.build}, ${info.threads} threads), wasm ${fmtMB(info.wasmMemoryBytes)}`,
+    );
     const totals = await e.run({ turns: a.turns, gen: a.gen, ctx: a.ctx, every: a.every }, (s) => {
       const r = e.rss();
       s.rss = r?.rss ?? null;
       s.seconds = (performance.now() - t0) / 1000;
       samples.push(s);
-      log(`  ${name} turn ${s.turn}: ${s.generated} tokens, ${s.decodeTokPerSec.toFixed(1)} tok/s, ctx ${s.contextTokens}, truncations ${s.truncations}, wasm ${fmtMB(s.wasmMemoryBytes)}, rss ${fmtMB(s.rss)}`);
+      log(
+        `  ${name} turn ${s.turn}: ${s.generated} tokens, ${s.decodeTokPerSec.toFixed(1)} tok/s, ctx ${s.contextTokens}, truncations ${s.truncations}, wasm ${fmtMB(s.wasmMemoryBytes)}, rss ${fmtMB(s.rss)}`,
+      );
     });
     const v = verdict(a, info, samples);
     return { name, info, totals, samples, ...v, seconds: (performance.now() - t0) / 1000 };
@@ -181,7 +277,9 @@ async function loadOne(name, a, server, url) {
       const info = await e.load(url, { threads: a.threads, maxContext: 1024 });
       const st = e.rss();
       out.push({ load_ms: info.load_ms, wasm: info.wasmMemoryBytes, peak_rss: st?.hwm ?? null });
-      log(`${name} rep ${r}: load ${(info.load_ms / 1000).toFixed(2)} s, wasm ${fmtMB(info.wasmMemoryBytes)}, peak RSS ${fmtMB(st?.hwm)}`);
+      log(
+        `${name} rep ${r}: load ${(info.load_ms / 1000).toFixed(2)} s, wasm ${fmtMB(info.wasmMemoryBytes)}, peak RSS ${fmtMB(st?.hwm)}`,
+      );
     } finally {
       await e.close();
     }
@@ -203,10 +301,14 @@ function print(report) {
   let ok = true;
   for (const r of report.results) {
     if (!r.checks) {
-      log(`${r.name}: load ${r.reps.map((x) => (x.load_ms / 1000).toFixed(2) + ' s').join(', ')}; peak RSS ${r.reps.map((x) => fmtMB(x.peak_rss)).join(', ')} for wasm ${fmtMB(r.reps[0].wasm)}`);
+      log(
+        `${r.name}: load ${r.reps.map((x) => (x.load_ms / 1000).toFixed(2) + ' s').join(', ')}; peak RSS ${r.reps.map((x) => fmtMB(x.peak_rss)).join(', ')} for wasm ${fmtMB(r.reps[0].wasm)}`,
+      );
       continue;
     }
-    log(`${r.name}: ${r.totals.generated} tokens in ${a.turns} turns, ${r.totals.truncations} truncations, ${r.totals.reused} prompt tokens reused from the cache, ${r.totals.prefilled} prefilled, ${r.seconds.toFixed(0)} s; KV cache ${fmtMB(r.kv)}`);
+    log(
+      `${r.name}: ${r.totals.generated} tokens in ${a.turns} turns, ${r.totals.truncations} truncations, ${r.totals.reused} prompt tokens reused from the cache, ${r.totals.prefilled} prefilled, ${r.seconds.toFixed(0)} s; KV cache ${fmtMB(r.kv)}`,
+    );
     for (const line of fifths(a.turns, r.samples)) log(`  ${line}`);
     for (const [what, pass, detail] of r.checks) {
       log(`  ${pass ? 'ok  ' : 'FAIL'} ${what}: ${detail}`);
@@ -228,7 +330,11 @@ async function main() {
     // Node's RSS is this process's: run it in a child of its own for --load (the peak must be the engine's)
     for (const name of ['node', 'chromium'].filter((n) => a.engines.has(n))) {
       if (a.load && name === 'node' && !process.env.OX_SOAK_CHILD) {
-        const r = spawnSync(process.execPath, [process.argv[1], ...process.argv.slice(2), '--engines', 'node', '--json', '-'], { env: { ...process.env, OX_SOAK_CHILD: '1' }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+        const r = spawnSync(
+          process.execPath,
+          [process.argv[1], ...process.argv.slice(2), '--engines', 'node', '--json', '-'],
+          { env: { ...process.env, OX_SOAK_CHILD: '1' }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' },
+        );
         if (r.status !== 0) throw new Error('soak: the Node load run failed');
         results.push(...JSON.parse(r.stdout).results);
         continue;
@@ -238,7 +344,14 @@ async function main() {
   } finally {
     server.close();
   }
-  const report = { started_load_avg: load, end_load_avg: os.loadavg()[0].toFixed(2), cores: os.cpus().length, file: path.basename(file), args: { ...a, engines: [...a.engines] }, results };
+  const report = {
+    started_load_avg: load,
+    end_load_avg: os.loadavg()[0].toFixed(2),
+    cores: os.cpus().length,
+    file: path.basename(file),
+    args: { ...a, engines: [...a.engines] },
+    results,
+  };
   if (a.json === '-') return void process.stdout.write(JSON.stringify(report));
   if (a.json) fs.writeFileSync(a.json, JSON.stringify(report, null, 1));
   process.exitCode = print(report) ? 0 : 1;

@@ -9,20 +9,55 @@ import { hasCache, loadUrl } from './source.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  badgeThreads: $('badge-threads'), badgeModel: $('badge-model'),
-  noticeIsolation: $('notice-isolation'), noticeRandom: $('notice-random'), noticeDemo: $('notice-demo'),
-  error: $('error'), errorTitle: $('error-title'), errorText: $('error-text'), errorClose: $('error-close'),
-  confirm: $('notice-confirm'), confirmText: $('confirm-text'), confirmYes: $('confirm-yes'), confirmNo: $('confirm-no'),
-  catalogBox: $('catalog-box'), modelCurrent: $('model-current'), catalog: $('catalog'), cached: $('cached'), cachedList: $('cached-list'),
-  drop: $('drop'), fileInput: $('file-input'), urlForm: $('url-form'), urlInput: $('url-input'),
-  progress: $('progress'), progressFill: $('progress-fill'), progressText: $('progress-text'), loadCancel: $('load-cancel'),
+  badgeThreads: $('badge-threads'),
+  badgeModel: $('badge-model'),
+  noticeIsolation: $('notice-isolation'),
+  noticeRandom: $('notice-random'),
+  noticeDemo: $('notice-demo'),
+  error: $('error'),
+  errorTitle: $('error-title'),
+  errorText: $('error-text'),
+  errorClose: $('error-close'),
+  confirm: $('notice-confirm'),
+  confirmText: $('confirm-text'),
+  confirmYes: $('confirm-yes'),
+  confirmNo: $('confirm-no'),
+  catalogBox: $('catalog-box'),
+  modelCurrent: $('model-current'),
+  catalog: $('catalog'),
+  cached: $('cached'),
+  cachedList: $('cached-list'),
+  drop: $('drop'),
+  fileInput: $('file-input'),
+  urlForm: $('url-form'),
+  urlInput: $('url-input'),
+  progress: $('progress'),
+  progressFill: $('progress-fill'),
+  progressText: $('progress-text'),
+  loadCancel: $('load-cancel'),
   modelInfo: $('model-info'),
-  systemPrompt: $('system-prompt'), thinking: $('thinking'), temperature: $('temperature'), topK: $('top-k'),
-  topP: $('top-p'), minP: $('min-p'), maxTokens: $('max-tokens'), seed: $('seed'), threads: $('threads'),
+  systemPrompt: $('system-prompt'),
+  thinking: $('thinking'),
+  temperature: $('temperature'),
+  topK: $('top-k'),
+  topP: $('top-p'),
+  minP: $('min-p'),
+  maxTokens: $('max-tokens'),
+  seed: $('seed'),
+  threads: $('threads'),
   chatList: $('chat-list'),
-  messages: $('messages'), emptyHint: $('empty-hint'),
-  statTtft: $('stat-ttft'), statTps: $('stat-tps'), statTokens: $('stat-tokens'), statMem: $('stat-mem'), statHost: $('stat-host'),
-  composer: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), newChat: $('new-chat'),
+  messages: $('messages'),
+  emptyHint: $('empty-hint'),
+  statTtft: $('stat-ttft'),
+  statTps: $('stat-tps'),
+  statTokens: $('stat-tokens'),
+  statMem: $('stat-mem'),
+  statHost: $('stat-host'),
+  composer: $('composer'),
+  prompt: $('prompt'),
+  send: $('send'),
+  stop: $('stop'),
+  newChat: $('new-chat'),
 };
 
 const params = new URLSearchParams(location.search);
@@ -31,12 +66,12 @@ const params = new URLSearchParams(location.search);
 let hfBase = HF_BASE;
 
 const state = {
-  model: null,         // the loaded model (package API object)
-  modelEntry: null,    // the catalog entry it came from, if any
-  modelLabel: '',      // its files, for the badge and the panel
-  loading: null,       // a load (or background download) in progress: {ctl, label, entryId, text, pct}
-  generating: null,    // AbortController of a reply in progress
-  history: [],         // [{ role, content, thinking?, meta? }]
+  model: null, // the loaded model (package API object)
+  modelEntry: null, // the catalog entry it came from, if any
+  modelLabel: '', // its files, for the badge and the panel
+  loading: null, // a load (or background download) in progress: {ctl, label, entryId, text, pct}
+  generating: null, // AbortController of a reply in progress
+  history: [], // [{ role, content, thinking?, meta? }]
   chatId: null,
 };
 
@@ -48,9 +83,14 @@ function showError(e) {
   ui.error.hidden = false;
   console.error('[demo]', e);
 }
-ui.errorClose.addEventListener('click', () => { ui.error.hidden = true; });
+ui.errorClose.addEventListener('click', () => {
+  ui.error.hidden = true;
+});
 // the notices about the model can be put away (they come back with the next model)
-for (const n of [ui.noticeDemo, ui.noticeRandom]) n.querySelector('.close').addEventListener('click', () => { n.hidden = true; });
+for (const n of [ui.noticeDemo, ui.noticeRandom])
+  n.querySelector('.close').addEventListener('click', () => {
+    n.hidden = true;
+  });
 
 // A question in the page (not window.confirm, which blocks the page): resolves to the choice.
 function askUser(text, yes, no) {
@@ -70,7 +110,8 @@ function askUser(text, yes, no) {
   });
 }
 
-const fmtMs = (ms) => (Number.isFinite(ms) ? (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`) : '–');
+const fmtMs = (ms) =>
+  Number.isFinite(ms) ? (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`) : '–';
 window.addEventListener('unhandledrejection', (ev) => showError(ev.reason));
 window.addEventListener('error', (ev) => showError(ev.error || ev.message));
 
@@ -78,8 +119,12 @@ window.addEventListener('error', (ev) => showError(ev.error || ev.message));
 // reported in the page instead of leaving a dead page.
 let ox = null;
 const engineReady = import('oxinfer-web').then(
-  (m) => { ox = m; window.oxinfer.api = m; },
-  (e) => showError(new Error(`Could not load the engine (js/main/index.js, dist/): ${e.message || e}`)));
+  (m) => {
+    ox = m;
+    window.oxinfer.api = m;
+  },
+  (e) => showError(new Error(`Could not load the engine (js/main/index.js, dist/): ${e.message || e}`)),
+);
 
 // ---------- environment ----------
 const isolated = self.crossOriginIsolated === true;
@@ -99,19 +144,25 @@ try {
   const saved = JSON.parse(localStorage.getItem('oxinfer-demo-settings') || '{}');
   for (const k of SETTINGS) {
     if (!(k in saved)) continue;
-    if (ui[k].type === 'checkbox') ui[k].checked = !!saved[k]; else ui[k].value = saved[k];
+    if (ui[k].type === 'checkbox') ui[k].checked = !!saved[k];
+    else ui[k].value = saved[k];
   }
-} catch { /* private mode or junk: defaults */ }
+} catch {
+  /* private mode or junk: defaults */
+}
 function saveSettings() {
   const s = {};
   for (const k of SETTINGS) s[k] = ui[k].type === 'checkbox' ? ui[k].checked : ui[k].value;
-  try { localStorage.setItem('oxinfer-demo-settings', JSON.stringify(s)); } catch {}
+  try {
+    localStorage.setItem('oxinfer-demo-settings', JSON.stringify(s));
+  } catch {}
 }
 for (const k of SETTINGS) ui[k].addEventListener('change', saveSettings);
 
 function num(input, lo, hi, name) {
   const v = Number(input.value);
-  if (input.value === '' || !Number.isFinite(v) || v < lo || v > hi) throw new Error(`${name} must be a number from ${lo} to ${hi}`);
+  if (input.value === '' || !Number.isFinite(v) || v < lo || v > hi)
+    throw new Error(`${name} must be a number from ${lo} to ${hi}`);
   return v;
 }
 function samplingOptions() {
@@ -128,7 +179,7 @@ function samplingOptions() {
 }
 
 // ---------- catalog ----------
-let cachedByUrl = new Map();  // the model cache's records by URL, as last listed
+let cachedByUrl = new Map(); // the model cache's records by URL, as last listed
 function renderCatalog() {
   ui.catalog.replaceChildren();
   for (const e of CATALOG) {
@@ -147,7 +198,11 @@ function renderCatalog() {
     const sub = document.createElement('div');
     sub.className = 'card-sub';
     const rec = cachedByUrl.get(url);
-    const have = rec ? (rec.complete ? ' · downloaded' : ` · ${Math.floor((100 * rec.bytes) / (rec.size || 1))}% downloaded`) : '';
+    const have = rec
+      ? rec.complete
+        ? ' · downloaded'
+        : ` · ${Math.floor((100 * rec.bytes) / (rec.size || 1))}% downloaded`
+      : '';
     sub.textContent = `${e.publisher} · ${e.offline ? `${fmtBytes(e.size)} · offline` : `≈${(e.size / 1e9).toFixed(1)} GB`}${have}`;
     sub.title = e.note ?? `${e.repo}/${e.file}`;
     const badge = document.createElement('span');
@@ -160,7 +215,9 @@ function renderCatalog() {
     const fetching = state.loading?.entryId === e.id;
     go.textContent = fetching ? 'Cancel' : e.offline || rec?.complete ? 'Chat' : 'Download & chat';
     go.setAttribute('aria-label', `${go.textContent}: ${e.title} ${e.quant}`);
-    go.addEventListener('click', () => (state.loading?.entryId === e.id ? state.loading.ctl.abort() : load([url], { entry: e, cache: !e.offline })));
+    go.addEventListener('click', () =>
+      state.loading?.entryId === e.id ? state.loading.ctl.abort() : load([url], { entry: e, cache: !e.offline }),
+    );
     const row = document.createElement('div');
     row.className = 'card-row';
     row.append(badge, go);
@@ -178,28 +235,41 @@ function renderCatalog() {
 }
 
 async function refreshCached() {
-  if (!hasCache(ox)) { renderCatalog(); return; }
+  if (!hasCache(ox)) {
+    renderCatalog();
+    return;
+  }
   let list = [];
-  try { list = await ox.listCachedModels(); } catch (e) { console.warn('[demo] listCachedModels', e); }
+  try {
+    list = await ox.listCachedModels();
+  } catch (e) {
+    console.warn('[demo] listCachedModels', e);
+  }
   cachedByUrl = new Map(list.map((r) => [r.url, r]));
   renderCatalog();
   ui.cached.hidden = list.length === 0;
-  ui.cachedList.replaceChildren(...list.map((r) => {
-    const li = document.createElement('li');
-    const name = document.createElement('span');
-    name.textContent = `${fileName(r.url)} · ${fmtBytes(r.complete ? r.size : r.bytes)}${r.complete ? '' : ` of ${fmtBytes(r.size)}`}`;
-    name.title = r.url;
-    const del = document.createElement('button');
-    del.type = 'button';
-    del.className = 'small secondary';
-    del.textContent = 'Delete';
-    del.addEventListener('click', async () => {
-      try { await ox.deleteCachedModel(r.url); } catch (e) { showError(e); }
-      refreshCached();
-    });
-    li.append(name, del);
-    return li;
-  }));
+  ui.cachedList.replaceChildren(
+    ...list.map((r) => {
+      const li = document.createElement('li');
+      const name = document.createElement('span');
+      name.textContent = `${fileName(r.url)} · ${fmtBytes(r.complete ? r.size : r.bytes)}${r.complete ? '' : ` of ${fmtBytes(r.size)}`}`;
+      name.title = r.url;
+      const del = document.createElement('button');
+      del.type = 'button';
+      del.className = 'small secondary';
+      del.textContent = 'Delete';
+      del.addEventListener('click', async () => {
+        try {
+          await ox.deleteCachedModel(r.url);
+        } catch (e) {
+          showError(e);
+        }
+        refreshCached();
+      });
+      li.append(name, del);
+      return li;
+    }),
+  );
 }
 renderCatalog();
 engineReady.then(refreshCached);
@@ -209,13 +279,13 @@ engineReady.then(refreshCached);
 // the catalog card being fetched. The cache reports the download's bytes and the engine its
 // read of the local copy; while a download runs only its figures are shown, so the line never
 // switches between two counters, and a figure never goes back.
-const RETRY_S = [1, 2, 2, 4, 4];  // waits before attempts 2..6 of a download that failed on the network
+const RETRY_S = [1, 2, 2, 4, 4]; // waits before attempts 2..6 of a download that failed on the network
 const ATTEMPTS = RETRY_S.length + 1;
 
 function progressText(job, p) {
   const { phase = 'load', total = 0, rate = 0, eta = 0 } = p;
-  const bytes = Math.max(p.bytes ?? p.loaded ?? 0, job.phase === phase ? job.bytes : 0);  // load events count `loaded`
-  if (phase === 'load' && job.phase === 'download') return null;  // the download's line stays
+  const bytes = Math.max(p.bytes ?? p.loaded ?? 0, job.phase === phase ? job.bytes : 0); // load events count `loaded`
+  if (phase === 'load' && job.phase === 'download') return null; // the download's line stays
   job.phase = phase;
   job.bytes = bytes;
   job.pct = total > 0 ? Math.min(100, (100 * bytes) / total) : 0;
@@ -250,28 +320,43 @@ const EMPTY_HINT = ui.emptyHint.textContent.replace(/\s+/g, ' ').trim();
 
 // The model state, the same everywhere: the badge, the panel's summary line and the composer.
 function showModelState() {
-  const job = state.loading?.ready ? null : state.loading;  // a background download is not a load
+  const job = state.loading?.ready ? null : state.loading; // a background download is not a load
   const current = state.model ? state.modelLabel : '';
   ui.badgeModel.textContent = job ? `${current ? `${current} · ` : ''}loading ${job.label}…` : current || 'no model';
   ui.badgeModel.className = current && !job ? 'badge' : 'badge muted';
-  ui.modelCurrent.textContent = current ? `${current}${job ? ` (loading ${job.label})` : ''}` : job ? `loading ${job.label}` : 'none loaded';
+  ui.modelCurrent.textContent = current
+    ? `${current}${job ? ` (loading ${job.label})` : ''}`
+    : job
+      ? `loading ${job.label}`
+      : 'none loaded';
   ui.modelInfo.hidden = !state.model;
-  ui.emptyHint.textContent = current ? `${current} is ready: type a message below.`
-    : job ? `Loading ${job.label}: the progress is below.` : EMPTY_HINT;
+  ui.emptyHint.textContent = current
+    ? `${current} is ready: type a message below.`
+    : job
+      ? `Loading ${job.label}: the progress is below.`
+      : EMPTY_HINT;
   setComposerEnabled(!!state.model && !job);
   if (!state.loading) ui.progress.hidden = true;
 }
 
 const fileName = (u) => {
   const last = String(u).split(/[?#]/)[0].split('/').pop() || String(u);
-  try { return decodeURIComponent(last); } catch { return last; }  // a stray % stays as it is
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last;
+  } // a stray % stays as it is
 };
 function describeSources(sources) {
   return sources.map((s) => (typeof s === 'string' ? fileName(s) : s.name)).join(', ');
 }
 function absoluteUrls(list) {
   return list.map((u) => {
-    try { return new URL(u, location.href).href; } catch { throw new Error(`${u}: not a valid address`); }
+    try {
+      return new URL(u, location.href).href;
+    } catch {
+      throw new Error(`${u}: not a valid address`);
+    }
   });
 }
 
@@ -298,7 +383,16 @@ async function load(sources, { entry = null, cache = false } = {}) {
   if (!sources.length) return;
   if (state.generating) state.generating.abort();
   state.loading?.ctl.abort();
-  const job = { ctl: new AbortController(), label: describeSources(sources), entryId: entry?.id ?? null, phase: null, bytes: 0, pct: 0, text: '', ready: false };
+  const job = {
+    ctl: new AbortController(),
+    label: describeSources(sources),
+    entryId: entry?.id ?? null,
+    phase: null,
+    bytes: 0,
+    pct: 0,
+    text: '',
+    ready: false,
+  };
   const { signal } = job.ctl;
   state.loading = job;
   ui.error.hidden = true;
@@ -317,15 +411,20 @@ async function load(sources, { entry = null, cache = false } = {}) {
     let model;
     for (let attempt = 1; ; attempt++) {
       try {
-        model = cache && sources.length === 1 && urls
-          ? await loadUrl(ox, sources[0], opts)
-          : await ox.loadModel(sources, opts);
+        model =
+          cache && sources.length === 1 && urls
+            ? await loadUrl(ox, sources[0], opts)
+            : await ox.loadModel(sources, opts);
         break;
       } catch (e) {
-        if (signal.aborted || !urls || !retryable(e) || attempt >= ATTEMPTS || !(await retryWait(job, attempt, e))) throw e;
+        if (signal.aborted || !urls || !retryable(e) || attempt >= ATTEMPTS || !(await retryWait(job, attempt, e)))
+          throw e;
       }
     }
-    if (signal.aborted) { await model.unload?.(); return; }
+    if (signal.aborted) {
+      await model.unload?.();
+      return;
+    }
     const old = state.model;
     state.model = model;
     state.modelEntry = entry;
@@ -344,8 +443,22 @@ async function load(sources, { entry = null, cache = false } = {}) {
       background = true;
       job.ready = true;
       model.download.then(
-        () => { if (state.loading === job) { state.loading = null; showModelState(); } refreshCached(); },
-        (e) => { if (state.loading === job) { state.loading = null; showModelState(); } if (!signal.aborted) showError(e); refreshCached(); });
+        () => {
+          if (state.loading === job) {
+            state.loading = null;
+            showModelState();
+          }
+          refreshCached();
+        },
+        (e) => {
+          if (state.loading === job) {
+            state.loading = null;
+            showModelState();
+          }
+          if (!signal.aborted) showError(e);
+          refreshCached();
+        },
+      );
     }
   } catch (e) {
     if (!signal.aborted) showError(e);
@@ -364,14 +477,17 @@ function modelMeta(model) {
     name: info.name || 'model',
     // oxinfer synth names its random-weight models "synthetic-gemma4-..."
     synthetic: info.synthetic ?? /^synthetic/i.test(info.name || ''),
-    layers: info.layers, hidden: info.hidden, vocab: info.vocab, context: info.contextSize,
+    layers: info.layers,
+    hidden: info.hidden,
+    vocab: info.vocab,
+    context: info.contextSize,
     quant: info.quant && info.quant !== 'stored' ? info.quant : null,
   };
 }
 
 function showModelInfo(model, sources, secs) {
   const m = modelMeta(model);
-  const demo = state.modelEntry?.offline || /^oxinfer-trained/.test(m.name);  // synth names trained models so
+  const demo = state.modelEntry?.offline || /^oxinfer-trained/.test(m.name); // synth names trained models so
   ui.noticeRandom.hidden = !m.synthetic || demo;
   ui.noticeDemo.hidden = !demo;
   const parts = [`<b>${escapeHtml(m.name)}</b>`, escapeHtml(describeSources(sources))];
@@ -382,15 +498,21 @@ function showModelInfo(model, sources, secs) {
   if (m.context) dims.push(`context ${m.context}`);
   if (m.quant) dims.push(String(m.quant));
   if (dims.length) parts.push(escapeHtml(dims.join(' · ')));
-  parts.push(`loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic && !demo ? ' · <b>random weights</b>' : ''}`);
+  parts.push(
+    `loaded in ${secs.toFixed(1)} s · ${model.build === 'st' ? 'single-threaded build' : `${model.threads} threads`}${m.synthetic && !demo ? ' · <b>random weights</b>' : ''}`,
+  );
   if (model.engineNote) parts.push(escapeHtml(model.engineNote));
-  if (model.info?.streamWeights && model.info.streamWeights !== 'none') parts.push(`weights streamed from the file (${escapeHtml(model.info.streamWeights)}) to fit this tab's memory`);
+  if (model.info?.streamWeights && model.info.streamWeights !== 'none')
+    parts.push(`weights streamed from the file (${escapeHtml(model.info.streamWeights)}) to fit this tab's memory`);
   ui.modelInfo.innerHTML = parts.join('<br>');
   ui.modelInfo.hidden = false;
 }
 
 function escapeHtml(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+  return String(s).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
 }
 
 // file picker and drag & drop (several files at once: GGUF shards, or
@@ -401,10 +523,15 @@ ui.fileInput.addEventListener('change', () => {
   load(files);
 });
 for (const ev of ['dragenter', 'dragover']) {
-  document.addEventListener(ev, (e) => { e.preventDefault(); ui.drop.classList.add('over'); });
+  document.addEventListener(ev, (e) => {
+    e.preventDefault();
+    ui.drop.classList.add('over');
+  });
 }
 for (const ev of ['dragleave', 'dragend']) {
-  document.addEventListener(ev, (e) => { if (e.target === ui.drop || !e.relatedTarget) ui.drop.classList.remove('over'); });
+  document.addEventListener(ev, (e) => {
+    if (e.target === ui.drop || !e.relatedTarget) ui.drop.classList.remove('over');
+  });
 }
 document.addEventListener('drop', (e) => {
   e.preventDefault();
@@ -412,13 +539,26 @@ document.addEventListener('drop', (e) => {
   const files = [...(e.dataTransfer?.files ?? [])];
   if (files.length) load(files);
 });
-ui.drop.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); ui.fileInput.click(); } });
+ui.drop.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' || e.key === ' ') {
+    e.preventDefault();
+    ui.fileInput.click();
+  }
+});
 ui.urlForm.addEventListener('submit', (e) => {
   e.preventDefault();
   const urls = ui.urlInput.value.trim().split(/\s+/).filter(Boolean);
-  if (!urls.length) { showError(new Error('Enter the URL of a model file')); return; }
+  if (!urls.length) {
+    showError(new Error('Enter the URL of a model file'));
+    return;
+  }
   let abs;
-  try { abs = absoluteUrls(urls); } catch (err) { showError(err); return; }
+  try {
+    abs = absoluteUrls(urls);
+  } catch (err) {
+    showError(err);
+    return;
+  }
   load(abs, { cache: abs.length === 1 });
 });
 
@@ -440,8 +580,16 @@ function keepBottom(stick, change) {
 // When the list itself changes size (a notice or an error banner above it, the window, the
 // phone's keyboard), its end stays in view if it was.
 let atEnd = true;
-ui.messages.addEventListener('scroll', () => { atEnd = nearBottom(); }, { passive: true });
-new ResizeObserver(() => { if (atEnd) ui.messages.scrollTop = ui.messages.scrollHeight; }).observe(ui.messages);
+ui.messages.addEventListener(
+  'scroll',
+  () => {
+    atEnd = nearBottom();
+  },
+  { passive: true },
+);
+new ResizeObserver(() => {
+  if (atEnd) ui.messages.scrollTop = ui.messages.scrollHeight;
+}).observe(ui.messages);
 
 function tool(label, cls, onClick) {
   const b = document.createElement('button');
@@ -500,7 +648,8 @@ function refreshTools() {
   const lastU = msgs.findLast((m) => m.dataset.role === 'user');
   for (const m of msgs) {
     const t = m.querySelector('.tools');
-    if (t) t.hidden = !!state.generating || !state.model || (m !== lastA && m !== lastU) || m.classList.contains('editing');
+    if (t)
+      t.hidden = !!state.generating || !state.model || (m !== lastA && m !== lastU) || m.classList.contains('editing');
     const regen = m.querySelector('.regen');
     if (regen) regen.hidden = m !== lastA || msgs[msgs.length - 1] !== lastA;
     const edit = m.querySelector('.edit');
@@ -540,31 +689,39 @@ async function persist() {
   try {
     localStorage.setItem('oxinfer-demo-chat', state.chatId);
     await saveChat({ id: state.chatId, messages: state.history });
-  } catch (e) { console.warn('[demo] could not save the chat', e); }
+  } catch (e) {
+    console.warn('[demo] could not save the chat', e);
+  }
   refreshChatList();
 }
 
 async function refreshChatList() {
   let chats = [];
-  try { chats = await listChats(); } catch { return; }
-  ui.chatList.replaceChildren(...chats.map((c) => {
-    const li = document.createElement('li');
-    if (c.id === state.chatId) li.className = 'current';
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'small secondary open';
-    open.textContent = c.title;
-    open.title = new Date(c.updated).toLocaleString();
-    open.addEventListener('click', () => openChat(c.id));
-    const del = tool('×', 'del', async () => {
-      await deleteChat(c.id);
-      if (c.id === state.chatId) startNewChat();
-      refreshChatList();
-    });
-    del.setAttribute('aria-label', `Delete chat ${c.title}`);
-    li.append(open, del);
-    return li;
-  }));
+  try {
+    chats = await listChats();
+  } catch {
+    return;
+  }
+  ui.chatList.replaceChildren(
+    ...chats.map((c) => {
+      const li = document.createElement('li');
+      if (c.id === state.chatId) li.className = 'current';
+      const open = document.createElement('button');
+      open.type = 'button';
+      open.className = 'small secondary open';
+      open.textContent = c.title;
+      open.title = new Date(c.updated).toLocaleString();
+      open.addEventListener('click', () => openChat(c.id));
+      const del = tool('×', 'del', async () => {
+        await deleteChat(c.id);
+        if (c.id === state.chatId) startNewChat();
+        refreshChatList();
+      });
+      del.setAttribute('aria-label', `Delete chat ${c.title}`);
+      li.append(open, del);
+      return li;
+    }),
+  );
 }
 
 async function openChat(id) {
@@ -573,7 +730,9 @@ async function openChat(id) {
   if (!c) return;
   state.chatId = c.id;
   state.history = c.messages ?? [];
-  try { localStorage.setItem('oxinfer-demo-chat', c.id); } catch {}
+  try {
+    localStorage.setItem('oxinfer-demo-chat', c.id);
+  } catch {}
   renderHistory();
   refreshChatList();
 }
@@ -582,7 +741,9 @@ function startNewChat() {
   state.generating?.abort();
   state.history = [];
   state.chatId = newChatId();
-  try { localStorage.setItem('oxinfer-demo-chat', state.chatId); } catch {}
+  try {
+    localStorage.setItem('oxinfer-demo-chat', state.chatId);
+  } catch {}
   clearMessages();
   updateStats(NaN, 0, NaN);
   state.model?.resetChat?.();
@@ -592,7 +753,12 @@ function startNewChat() {
 async function send(text) {
   if (!state.model || state.generating) return;
   let opts;
-  try { opts = samplingOptions(); } catch (e) { showError(e); return; }
+  try {
+    opts = samplingOptions();
+  } catch (e) {
+    showError(e);
+    return;
+  }
   state.history.push({ role: 'user', content: text });
   addMessage('user', text);
   await reply(opts);
@@ -601,35 +767,60 @@ async function send(text) {
 // Generate the model's turn for the history as it stands (ending with a user message).
 async function reply(opts) {
   ui.error.hidden = true;
-  const history = state.history;  // New chat swaps in a new array
+  const history = state.history; // New chat swaps in a new array
   const ctl = new AbortController();
   state.generating = ctl;
   const div = addMessage('assistant');
   div.classList.add('streaming');
-  const body = div.querySelector('.body'), think = div.querySelector('.thinking'), meta = div.querySelector('.meta');
+  const body = div.querySelector('.body'),
+    think = div.querySelector('.thinking'),
+    meta = div.querySelector('.meta');
   const thinkBody = think.querySelector('.think-body');
-  ui.send.hidden = true; ui.stop.hidden = false;
+  ui.send.hidden = true;
+  ui.stop.hidden = false;
   const messages = [];
   const sys = ui.systemPrompt.value.trim();
   if (sys) messages.push({ role: 'system', content: sys });
   messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
-  let answer = '', thought = '', n = 0, t0 = 0, stopped = false, final = null, failed = false, frame = 0;
+  let answer = '',
+    thought = '',
+    n = 0,
+    t0 = 0,
+    stopped = false,
+    final = null,
+    failed = false,
+    frame = 0;
   const tCall = performance.now();
   // markdown is re-rendered at most once per frame while the reply streams; the view follows
   // the end of the reply after each render (unless the reader scrolled up)
-  const paint = () => { frame = 0; keepBottom(nearBottom(), () => { renderMarkdown(body, answer); div.dataset.raw = answer; }); };
+  const paint = () => {
+    frame = 0;
+    keepBottom(nearBottom(), () => {
+      renderMarkdown(body, answer);
+      div.dataset.raw = answer;
+    });
+  };
   const tick = setInterval(() => updateStats(n > 1 ? (n - 1) / ((performance.now() - t0) / 1000) : undefined, n), 500);
   try {
     for await (const c of state.model.chat(messages, { ...opts, signal: ctl.signal })) {
-      if (c && c.stats) { final = c.stats; continue; }
+      if (c && c.stats) {
+        final = c.stats;
+        continue;
+      }
       if (c.token != null) {
-        if (n === 0) { t0 = performance.now(); updateStats(undefined, undefined, t0 - tCall); }
+        if (n === 0) {
+          t0 = performance.now();
+          updateStats(undefined, undefined, t0 - tCall);
+        }
         n++;
       }
       // chat() puts the thought channel's text in `thought` and the answer in `text`
       if (c.thought) {
         thought += c.thought;
-        keepBottom(nearBottom(), () => { think.hidden = false; thinkBody.textContent = thought; });
+        keepBottom(nearBottom(), () => {
+          think.hidden = false;
+          thinkBody.textContent = thought;
+        });
       }
       if (c.text) {
         answer += c.text;
@@ -662,16 +853,22 @@ async function reply(opts) {
     const bits = [`${count} tokens`];
     if (Number.isFinite(ttft)) bits.push(`first token ${fmtMs(ttft)}`);
     if (Number.isFinite(tps) && tps > 0) bits.push(`${tps.toFixed(1)} tok/s`);
-    if (final?.prefillTokens) bits.push(`prompt ${final.prefillTokens} tok at ${Math.round(final.prefillTokPerSec)} tok/s`);
+    if (final?.prefillTokens)
+      bits.push(`prompt ${final.prefillTokens} tok at ${Math.round(final.prefillTokPerSec)} tok/s`);
     if (stopped) bits.push('stopped');
     else if (final?.reason === 'length') bits.push('max tokens reached');
     else if (final?.reason === 'context') bits.push('context full');
     if (!failed) history.push({ role: 'assistant', content: answer, thinking: thought, meta: bits.join(' · ') });
     state.generating = null;
-    ui.stop.hidden = true; ui.send.hidden = false;
+    ui.stop.hidden = true;
+    ui.send.hidden = false;
     showModelState();
     // the stats line and the tools change the reply's height: after them, its end in view
-    keepBottom(stick, () => { meta.hidden = false; meta.textContent = bits.join(' · '); refreshTools(); });
+    keepBottom(stick, () => {
+      meta.hidden = false;
+      meta.textContent = bits.join(' · ');
+      refreshTools();
+    });
     div.dataset.done = stopped ? 'stopped' : 'done';
     if (history === state.history) persist();
   }
@@ -681,9 +878,17 @@ async function reply(opts) {
 async function regenerate() {
   if (!state.model || state.generating || state.history.at(-1)?.role !== 'assistant') return;
   let opts;
-  try { opts = samplingOptions(); } catch (e) { showError(e); return; }
+  try {
+    opts = samplingOptions();
+  } catch (e) {
+    showError(e);
+    return;
+  }
   state.history.pop();
-  ui.messages.querySelectorAll('.msg.assistant').item(ui.messages.querySelectorAll('.msg.assistant').length - 1)?.remove();
+  ui.messages
+    .querySelectorAll('.msg.assistant')
+    .item(ui.messages.querySelectorAll('.msg.assistant').length - 1)
+    ?.remove();
   await reply(opts);
 }
 
@@ -702,11 +907,21 @@ function editMessage(div) {
     const i = state.history.findLastIndex((m) => m.role === 'user');
     state.history.splice(i);
     let m = div;
-    while (m) { const next = m.nextElementSibling; m.remove(); m = next; }
+    while (m) {
+      const next = m.nextElementSibling;
+      m.remove();
+      m = next;
+    }
     send(text);
   });
   save.classList.remove('secondary');
-  const cancel = tool('Cancel', 'cancel', () => { div.classList.remove('editing'); bar.remove(); box.remove(); div.querySelector('.text').hidden = false; refreshTools(); });
+  const cancel = tool('Cancel', 'cancel', () => {
+    div.classList.remove('editing');
+    bar.remove();
+    box.remove();
+    div.querySelector('.text').hidden = false;
+    refreshTools();
+  });
   const bar = document.createElement('div');
   bar.className = 'edit-bar';
   bar.append(save, cancel);
@@ -741,7 +956,9 @@ window.oxinfer = { api: null, model: null, load, send, state, engineReady };
 
 const restored = (async () => {
   let id = null;
-  try { id = localStorage.getItem('oxinfer-demo-chat'); } catch {}
+  try {
+    id = localStorage.getItem('oxinfer-demo-chat');
+  } catch {}
   if (id) await openChat(id);
   if (!state.chatId) state.chatId = newChatId();
   refreshChatList();
@@ -754,8 +971,20 @@ window.oxinfer.restored = restored;
   const hf = params.get('hf');
   if (hf) {
     let origin = null;
-    try { origin = new URL(hf, location.href).origin; } catch { showError(new Error(`?hf=${hf}: not a valid address`)); }
-    if (origin && (origin === location.origin || await askUser(`This link points the catalog's downloads at ${origin} instead of Hugging Face.`, `Use ${origin}`, 'Keep Hugging Face'))) {
+    try {
+      origin = new URL(hf, location.href).origin;
+    } catch {
+      showError(new Error(`?hf=${hf}: not a valid address`));
+    }
+    if (
+      origin &&
+      (origin === location.origin ||
+        (await askUser(
+          `This link points the catalog's downloads at ${origin} instead of Hugging Face.`,
+          `Use ${origin}`,
+          'Keep Hugging Face',
+        )))
+    ) {
       hfBase = new URL(hf, location.href).href;
       refreshCached();
     }
@@ -764,8 +993,21 @@ window.oxinfer.restored = restored;
   if (!pre.length) return;
   ui.urlInput.value = pre.join(' ');
   let urls;
-  try { urls = absoluteUrls(pre); } catch (e) { showError(e); return; }
+  try {
+    urls = absoluteUrls(pre);
+  } catch (e) {
+    showError(e);
+    return;
+  }
   const others = [...new Set(urls.map((u) => new URL(u).origin).filter((o) => o !== location.origin))];
-  if (others.length && !(await askUser(`This link asks to load a model from ${others.join(', ')}: ${describeSources(urls)}.`, 'Load it', 'Don\'t load'))) return;
+  if (
+    others.length &&
+    !(await askUser(
+      `This link asks to load a model from ${others.join(', ')}: ${describeSources(urls)}.`,
+      'Load it',
+      "Don't load",
+    ))
+  )
+    return;
   load(urls);
 })();

@@ -2,7 +2,8 @@
 // later visit finds them again. A chat: { id, title, updated, messages: [{ role, content,
 // thinking?, meta? }] }. Every call opens the database anew: simple, and cheap next to a reply.
 
-const DB = 'oxinfer-demo', STORE = 'chats';
+const DB = 'oxinfer-demo',
+  STORE = 'chats';
 
 function open() {
   return new Promise((resolve, reject) => {

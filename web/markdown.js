@@ -18,8 +18,41 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 });
 
 const PURIFY = {
-  ALLOWED_TAGS: ['p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'strong', 'b', 'em', 'i', 'del', 's', 'code', 'pre',
-    'kbd', 'sub', 'sup', 'blockquote', 'ul', 'ol', 'li', 'a', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'span', 'div'],
+  ALLOWED_TAGS: [
+    'p',
+    'br',
+    'hr',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'strong',
+    'b',
+    'em',
+    'i',
+    'del',
+    's',
+    'code',
+    'pre',
+    'kbd',
+    'sub',
+    'sup',
+    'blockquote',
+    'ul',
+    'ol',
+    'li',
+    'a',
+    'table',
+    'thead',
+    'tbody',
+    'tr',
+    'th',
+    'td',
+    'span',
+    'div',
+  ],
   // href only on <a> (a click, never a fetch); class carries the code block's language
   ALLOWED_ATTR: ['href', 'title', 'class', 'align', 'start'],
   ALLOW_DATA_ATTR: false,
@@ -54,7 +87,9 @@ export function renderMarkdown(el, text) {
       } catch {
         copy.textContent = 'Copy failed';
       }
-      setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+      setTimeout(() => {
+        copy.textContent = 'Copy';
+      }, 1500);
     });
     bar.append(label, copy);
     wrap.append(bar, pre);

@@ -15,7 +15,8 @@ export const hasCache = (ox) => typeof ox?.listCachedModels === 'function';
 export async function loadUrl(ox, url, { onProgress, ...opts } = {}) {
   if (hasCache(ox)) {
     // download events come as they are; load events read the cached copy
-    const report = (p) => onProgress?.(p.phase === 'download' ? p : { phase: 'load', bytes: p.loaded, total: p.total, rate: 0, eta: 0 });
+    const report = (p) =>
+      onProgress?.(p.phase === 'download' ? p : { phase: 'load', bytes: p.loaded, total: p.total, rate: 0, eta: 0 });
     // no retries inside the cache: the page retries a failed download itself and says so
     // (app.js), resuming from the bytes already kept
     return ox.loadModel(url, { ...opts, cache: { retries: 0 }, onProgress: report });
@@ -24,9 +25,17 @@ export async function loadUrl(ox, url, { onProgress, ...opts } = {}) {
   // download's, with the rate and the time left measured here
   const t0 = performance.now();
   const report = (p) => {
-    const secs = (performance.now() - t0) / 1000, bytes = p.loaded ?? 0, total = p.total ?? 0;
+    const secs = (performance.now() - t0) / 1000,
+      bytes = p.loaded ?? 0,
+      total = p.total ?? 0;
     const rate = secs > 0.2 ? bytes / secs : 0;
-    onProgress?.({ phase: 'download', bytes, total, rate, eta: rate > 0 ? Math.max(0, total - bytes) / rate : Infinity });
+    onProgress?.({
+      phase: 'download',
+      bytes,
+      total,
+      rate,
+      eta: rate > 0 ? Math.max(0, total - bytes) / rate : Infinity,
+    });
   };
   return ox.loadModel(url, { ...opts, onProgress: report });
 }

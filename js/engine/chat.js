@@ -24,7 +24,10 @@ function contentOf(m, i) {
     return c.map((p) => {
       if (typeof p === 'string') return { type: 'text', text: p };
       if (p?.type === 'text' && typeof p.text === 'string') return p;
-      throw new OxError('RANGE', `message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`);
+      throw new OxError(
+        'RANGE',
+        `message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`,
+      );
     });
   }
   throw new OxError('RANGE', `message ${i}: content must be a string or an array of text parts`);
@@ -34,9 +37,11 @@ const textOf = (content) => (typeof content === 'string' ? content : content.map
 
 // messages: a non-empty array of {role: string, content}
 function normalize(messages) {
-  if (!Array.isArray(messages) || messages.length === 0) throw new OxError('RANGE', 'messages must be a non-empty array');
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new OxError('RANGE', 'messages must be a non-empty array');
   return messages.map((m, i) => {
-    if (!m || typeof m !== 'object' || Array.isArray(m)) throw new OxError('RANGE', `message ${i} must be an object {role, content}`);
+    if (!m || typeof m !== 'object' || Array.isArray(m))
+      throw new OxError('RANGE', `message ${i} must be an object {role, content}`);
     if (typeof m.role !== 'string') throw new OxError('RANGE', `message ${i}: role must be a string`);
     return { ...m, content: contentOf(m, i) };
   });
@@ -53,7 +58,8 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
   let out = '<bos>';
   const sys = msgs[0].role === 'system' ? textOf(msgs[0].content).trim() : null;
   const declared = Array.isArray(tools) && tools.length ? tools.map(formatDeclaration).join('') : '';
-  if (sys !== null || thinking || declared) out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}${declared}<turn|>\n`;
+  if (sys !== null || thinking || declared)
+    out += `<|turn>system\n${thinking ? '<|think|>' : ''}${sys ?? ''}${declared}<turn|>\n`;
   let lastUser = -1;
   msgs.forEach((m, i) => m.role === 'user' && (lastUser = i));
   let state = null; // what the last message ended with: null, 'tool_call' or 'tool_response'
@@ -62,13 +68,18 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
   for (let i = sys !== null ? 1 : 0; i < msgs.length; i++) {
     const m = msgs[i];
     if (m.role === 'tool') {
-      if (!calls) throw new OxError('RANGE', `message ${i}: a tool result must follow an assistant message with tool_calls`);
+      if (!calls)
+        throw new OxError('RANGE', `message ${i}: a tool result must follow an assistant message with tool_calls`);
       continue; // written with the calls it answers
     }
     let role = m.role;
     if (role === 'system') throw new OxError('RANGE', `message ${i}: a system message must come first`);
     if (role === 'assistant') role = 'model';
-    if (role !== 'user' && role !== 'model') throw new OxError('RANGE', `message ${i}: unknown role ${JSON.stringify(m.role)} (system, user, assistant, model or tool)`);
+    if (role !== 'user' && role !== 'model')
+      throw new OxError(
+        'RANGE',
+        `message ${i}: unknown role ${JSON.stringify(m.role)} (system, user, assistant, model or tool)`,
+      );
     if (!(role === 'model' && prevRole === 'assistant')) out += `<|turn>${role}\n`;
     prevRole = m.role;
     calls = Array.isArray(m.tool_calls) && m.tool_calls.length ? m.tool_calls : null;
@@ -82,7 +93,7 @@ export function gemma4Prompt(messages, { thinking = false, addGenerationPrompt =
       for (let k = i + 1; k < msgs.length && msgs[k].role === 'tool'; k++) {
         const r = msgs[k];
         const call = m.tool_calls.find((c) => c.id !== undefined && c.id === r.tool_call_id);
-        out += formatResponse(call ? (call.function ?? call).name : r.name ?? 'unknown', textOf(r.content));
+        out += formatResponse(call ? (call.function ?? call).name : (r.name ?? 'unknown'), textOf(r.content));
         answered = true;
         state = 'tool_response';
       }
@@ -131,7 +142,10 @@ const compiled = new Map(); // template source -> parsed Template
 // it (after the size checks) without evaluating its operands twice.
 const HELD = 'OxHeldValue';
 const held = (value) => ({ type: HELD, value });
-const heldArgs = (args, kwargs) => [...args.map(held), ...[...kwargs].map(([k, v]) => ({ type: 'KeywordArgumentExpression', key: { value: k }, value: held(v) }))];
+const heldArgs = (args, kwargs) => [
+  ...args.map(held),
+  ...[...kwargs].map(([k, v]) => ({ type: 'KeywordArgumentExpression', key: { value: k }, value: held(v) })),
+];
 
 // An upper bound of a value's text (as tojson / string / `~` write it), with `indent` spaces per
 // level; counting stops past `limit`.
@@ -173,14 +187,19 @@ function boundedInterpreter() {
     // the limits are checked before an operation builds its value, from its operands' sizes
     fits(kind, n, what) {
       const max = kind === 'string' ? STRING_MAX : LIST_MAX;
-      if (n > max) throw new OxError('FORMAT', `chat template: ${what} would make a ${kind} of ${n} ${kind === 'string' ? 'characters' : 'elements'} (at most ${max})`);
+      if (n > max)
+        throw new OxError(
+          'FORMAT',
+          `chat template: ${what} would make a ${kind} of ${n} ${kind === 'string' ? 'characters' : 'elements'} (at most ${max})`,
+        );
     }
     evaluateBinaryExpression(node, env) {
       const op = node.operator.value;
       if (op !== '+' && op !== '~') return super.evaluateBinaryExpression(node, env);
       const left = this.evaluate(node.left, env);
       const right = this.evaluate(node.right, env);
-      if (op === '+' && Array.isArray(left.value) && Array.isArray(right.value)) this.fits('list', left.value.length + right.value.length, `'${op}'`);
+      if (op === '+' && Array.isArray(left.value) && Array.isArray(right.value))
+        this.fits('list', left.value.length + right.value.length, `'${op}'`);
       else this.fits('string', textSize(left, STRING_MAX) + textSize(right, STRING_MAX) - 4, `'${op}'`);
       return super.evaluateBinaryExpression({ ...node, left: held(left), right: held(right) }, env);
     }
@@ -195,7 +214,10 @@ function boundedInterpreter() {
         const n = typeof x === 'string' ? x.length : x.length;
         if (typeof x === 'string') this.fits('list', n, 'join');
         const sep = String(arg(0, 'separator') ?? '').length;
-        const items = typeof x === 'string' ? n : x.reduce((a, item) => (a > STRING_MAX ? a : a + textSize(item, STRING_MAX) - 2), 0);
+        const items =
+          typeof x === 'string'
+            ? n
+            : x.reduce((a, item) => (a > STRING_MAX ? a : a + textSize(item, STRING_MAX) - 2), 0);
         this.fits('string', items + sep * Math.max(0, n - 1), 'join');
       } else if (name === 'indent' && typeof x === 'string') {
         const width = Number(arg(0, 'width') ?? 4);
@@ -210,7 +232,8 @@ function boundedInterpreter() {
     // string methods that build large values: s.split(sep), s.replace(old, new)
     evaluateCallExpression(expr, env) {
       const c = expr.callee;
-      const method = c?.type === 'MemberExpression' && !c.computed && c.property?.type === 'Identifier' ? c.property.value : null;
+      const method =
+        c?.type === 'MemberExpression' && !c.computed && c.property?.type === 'Identifier' ? c.property.value : null;
       if (method !== 'split' && method !== 'replace') return super.evaluateCallExpression(expr, env);
       const object = this.evaluate(c.object, env);
       const [args, kwargs] = this.evaluateArguments(expr.args, env);
@@ -224,7 +247,10 @@ function boundedInterpreter() {
           this.fits('list', Number.isInteger(max) && max >= 0 ? Math.min(pieces, max + 1) : pieces, 'split()');
         }
       }
-      return super.evaluateCallExpression({ ...expr, callee: { ...c, object: held(object) }, args: heldArgs(args, kwargs) }, env);
+      return super.evaluateCallExpression(
+        { ...expr, callee: { ...c, object: held(object) }, args: heldArgs(args, kwargs) },
+        env,
+      );
     }
     checkReplace(s, args, kwargs) {
       const [from, to] = [args[0]?.value, args[1]?.value];
@@ -245,7 +271,10 @@ function boundedInterpreter() {
       const v = super.evaluate(statement, env);
       const x = v?.value;
       if (typeof x === 'string' ? x.length > STRING_MAX : Array.isArray(x) && x.length > LIST_MAX)
-        throw new OxError('FORMAT', `chat template: a ${typeof x === 'string' ? 'string' : 'list'} of ${x.length} elements (at most ${typeof x === 'string' ? STRING_MAX : LIST_MAX})`);
+        throw new OxError(
+          'FORMAT',
+          `chat template: a ${typeof x === 'string' ? 'string' : 'list'} of ${x.length} elements (at most ${typeof x === 'string' ? STRING_MAX : LIST_MAX})`,
+        );
       return v;
     }
   };
@@ -258,7 +287,8 @@ function boundedInterpreter() {
 function boundedRange(it) {
   return (start, stop, step = 1) => {
     if (stop === undefined) [start, stop] = [0, start];
-    if (![start, stop, step].every(Number.isInteger) || step === 0) throw new OxError('FORMAT', 'chat template: range() needs integers and a non-zero step');
+    if (![start, stop, step].every(Number.isInteger) || step === 0)
+      throw new OxError('FORMAT', 'chat template: range() needs integers and a non-zero step');
     const n = Math.max(0, Math.ceil((stop - start) / step));
     if (n > RANGE_MAX) throw new OxError('FORMAT', `chat template: range() of ${n} elements (at most ${RANGE_MAX})`);
     it.step(n);
@@ -270,16 +300,31 @@ function strftimeNow(format) {
   const d = new Date();
   const pad = (n) => String(n).padStart(2, '0');
   const month = (style) => new Intl.DateTimeFormat('en-US', { month: style }).format(d);
-  return String(format).replace(/%[YmdbBHM%]/g, (t) => ({
-    '%Y': String(d.getFullYear()), '%m': pad(d.getMonth() + 1), '%d': pad(d.getDate()), '%b': month('short'),
-    '%B': month('long'), '%H': pad(d.getHours()), '%M': pad(d.getMinutes()), '%%': '%',
-  })[t]);
+  return String(format).replace(
+    /%[YmdbBHM%]/g,
+    (t) =>
+      ({
+        '%Y': String(d.getFullYear()),
+        '%m': pad(d.getMonth() + 1),
+        '%d': pad(d.getDate()),
+        '%b': month('short'),
+        '%B': month('long'),
+        '%H': pad(d.getHours()),
+        '%M': pad(d.getMinutes()),
+        '%%': '%',
+      })[t],
+  );
 }
 
 function environment(it, vars) {
   const env = new jinja.Environment();
   const globals = {
-    false: false, true: true, none: null, False: false, True: true, None: null,
+    false: false,
+    true: true,
+    none: null,
+    False: false,
+    True: true,
+    None: null,
     raise_exception: (msg) => {
       throw new OxError('FORMAT', `chat template: ${msg}`);
     },

@@ -18,9 +18,19 @@ export class Engine {
   // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped; aborting():
   // the running request was aborted (src/host/hostfile_lib.js ox_js_aborted asks it)
   static async start(init, onAbort, aborting = () => false) {
-    const M = await startRuntime({ build: init.build, assets: init.assets, poolSize: Math.max(1, init.threads - 1), onAbort });
+    const M = await startRuntime({
+      build: init.build,
+      assets: init.assets,
+      poolSize: Math.max(1, init.threads - 1),
+      onAbort,
+    });
     // an aborted load ends the host's waits too
-    const e = new Engine(M, new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }), init.abortFlag ?? null, aborting);
+    const e = new Engine(
+      M,
+      new HostFiles({ ...init.host, abortFlag: init.abortFlag ?? null }),
+      init.abortFlag ?? null,
+      aborting,
+    );
     e.heap.check(e.heap.C.ox_wasm_set_threads(init.threads));
     return e;
   }
@@ -57,7 +67,28 @@ export class Engine {
     const { heap } = this;
     const n = estimateFields.length;
     const rec = heap.withInts(handles, (p) =>
-      heap.scoped(n * 8, (out) => (heap.check(heap.C.ox_wasm_estimate(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.stream ?? 0, m.weightCache ?? 0, m.context ?? 0, m.kvType ?? 0, m.budget ?? 0, m.fit ? 1 : 0, out)), heap.f64(out, n).slice())));
+      heap.scoped(
+        n * 8,
+        (out) => (
+          heap.check(
+            heap.C.ox_wasm_estimate(
+              p,
+              handles.length,
+              m.quant,
+              m.tablesOnHost ? 1 : 0,
+              m.stream ?? 0,
+              m.weightCache ?? 0,
+              m.context ?? 0,
+              m.kvType ?? 0,
+              m.budget ?? 0,
+              m.fit ? 1 : 0,
+              out,
+            ),
+          ),
+          heap.f64(out, n).slice()
+        ),
+      ),
+    );
     return Object.fromEntries(estimateFields.map((f, i) => [f, rec[i]]));
   }
 
@@ -67,7 +98,11 @@ export class Engine {
       for (const src of m.sources) handles.push(await this.host.open(src));
       if (!m.budget) return { ...this.estimateOpen(handles, m), streamWeights: STREAM_NAME[m.stream ?? 0] };
       // under a budget: as the load would decide (streamed weights included)
-      const { est, stream } = this.fitBudget(handles, { ...m, maxContext: m.context, budget: { bytes: m.budget, fit: m.fit ? 'context' : 'none' } });
+      const { est, stream } = this.fitBudget(handles, {
+        ...m,
+        maxContext: m.context,
+        budget: { bytes: m.budget, fit: m.fit ? 'context' : 'none' },
+      });
       return { ...est, streamWeights: STREAM_NAME[stream] };
     } finally {
       for (const h of handles) this.host.close(h);
@@ -97,15 +132,30 @@ export class Engine {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
-      this.ptr = heap.checkPtr(heap.withInts(handles, (p) => C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, stream, weightCache)));
-      this.info = { ...JSON.parse(C.ox_wasm_info(this.ptr)), files: handles.map((h) => host.name(h)), streamWeights: STREAM_NAME[stream] };
-      if (m.drafter) { // the MTP drafter: its own files, checked against the model by the C side
+      this.ptr = heap.checkPtr(
+        heap.withInts(handles, (p) =>
+          C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, stream, weightCache),
+        ),
+      );
+      this.info = {
+        ...JSON.parse(C.ox_wasm_info(this.ptr)),
+        files: handles.map((h) => host.name(h)),
+        streamWeights: STREAM_NAME[stream],
+      };
+      if (m.drafter) {
+        // the MTP drafter: its own files, checked against the model by the C side
         const dh = [];
         for (const src of m.drafter) dh.push(await host.open(src));
         heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
         this.info.drafter = { files: dh.map((h) => host.name(h)) };
       }
-      this.session = new Session(heap, this.ptr, this.info.vocab, est ? est.context : m.maxContext ?? 0, m.kvType ?? 0);
+      this.session = new Session(
+        heap,
+        this.ptr,
+        this.info.vocab,
+        est ? est.context : (m.maxContext ?? 0),
+        m.kvType ?? 0,
+      );
       if (est) {
         heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
         this.info.context = est.context;
@@ -130,12 +180,24 @@ export class Engine {
   fitBudget(handles, m) {
     const { stream = 0, weightCache = 0 } = m;
     const ask = (s, cache, { budget = m.budget.bytes, context = m.maxContext ?? 0 } = {}) =>
-      this.estimateOpen(handles, { ...m, stream: s, weightCache: cache, context, budget, fit: m.budget.fit === 'context' });
+      this.estimateOpen(handles, {
+        ...m,
+        stream: s,
+        weightCache: cache,
+        context,
+        budget,
+        fit: m.budget.fit === 'context',
+      });
     try {
       return { est: ask(stream, weightCache), stream, weightCache };
     } catch (e) {
       // streamed only when the resident weights are what does not fit (not the context)
-      if (e?.code !== 'NOMEM' || !m.autoStream || ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes) throw e;
+      if (
+        e?.code !== 'NOMEM' ||
+        !m.autoStream ||
+        ask(stream, weightCache, { budget: 0, context: 1 }).total <= m.budget.bytes
+      )
+        throw e;
       return this.streamToFit(ask, m.autoStream, e);
     }
   }
@@ -155,7 +217,10 @@ export class Engine {
         needs.push(`streamWeights: '${name}' needs ${gib(ask(s, cache, { budget: 0 }).total)}`);
       }
     }
-    throw new OxError('NOMEM', `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`);
+    throw new OxError(
+      'NOMEM',
+      `${err.message}; with weights streamed from the file it does not fit either (${needs.join(', ')}, weightCache ${gib(cache)})`,
+    );
   }
 
   // The backend (docs/architecture.md "GPU backend"): 'auto' takes WebGPU where a hardware
@@ -169,7 +234,11 @@ export class Engine {
     if (want === 'cpu') return;
     let bridge;
     try {
-      if (!gpuBridgeUsable()) throw new OxError('UNSUPPORTED', 'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page with the threaded build)');
+      if (!gpuBridgeUsable())
+        throw new OxError(
+          'UNSUPPORTED',
+          'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page with the threaded build)',
+        );
       bridge = await GpuBridge.start({ allowFallback: want === 'webgpu' && allowFallback });
     } catch (e) {
       if (want === 'webgpu') throw e instanceof OxError ? e : new OxError('UNSUPPORTED', `webgpu: ${e?.message ?? e}`);
@@ -186,7 +255,8 @@ export class Engine {
     const W = gpuList.entryWords;
     const table = heap.i32(C.ox_wasm_gpu_table(this.ptr), n * W).slice();
     for (let i = 0; i < table.length; i += W)
-      if (table[i + 1] === 0 && !(table[i + 2] in GPU_TYPES)) return onCpu(`webgpu: weight type ${table[i + 2]} has no GPU kernel; the model runs on the CPU`);
+      if (table[i + 1] === 0 && !(table[i + 2] in GPU_TYPES))
+        return onCpu(`webgpu: weight type ${table[i + 2]} has no GPU kernel; the model runs on the CPU`);
     try {
       await bridge.upload(table, () => new Uint8Array(heap.buffer));
     } catch (e) {
@@ -231,7 +301,8 @@ export class Engine {
     const byName = (n) => handles.find((h) => host.name(h) === n);
     const text = (h) => {
       const size = host.size(h);
-      if (size > 16 << 20) throw new OxError('FORMAT', `${host.name(h)}: ${size} bytes is too large for a chat template file`);
+      if (size > 16 << 20)
+        throw new OxError('FORMAT', `${host.name(h)}: ${size} bytes is too large for a chat template file`);
       const b = new Uint8Array(size);
       host.read(h, 0, b);
       return new TextDecoder().decode(b);
@@ -265,20 +336,37 @@ export class Engine {
   // tests: whether the grammar takes the whole text (1/0), over this model's vocabulary
   grammarAccepts(gbnf, text) {
     const { heap } = this;
-    return heap.withString(gbnf, (g, ng) => heap.withString(text, (t, nt) => heap.check(heap.C.ox_wasm_grammar_accepts(this.ptr, g, ng, t, nt)) === 1));
+    return heap.withString(gbnf, (g, ng) =>
+      heap.withString(text, (t, nt) => heap.check(heap.C.ox_wasm_grammar_accepts(this.ptr, g, ng, t, nt)) === 1),
+    );
   }
 
   // text -> ids (special: match control tokens such as <bos> in the text)
   tokenize(text, special) {
     const { heap } = this;
     return heap.withString(text, (s, len) =>
-      Array.from(heap.grown((p, cap) => heap.C.ox_wasm_tokenize(this.ptr, s, len, special ? 1 : 0, p, cap), (p, n) => heap.i32(p, n), len + 16, 4)));
+      Array.from(
+        heap.grown(
+          (p, cap) => heap.C.ox_wasm_tokenize(this.ptr, s, len, special ? 1 : 0, p, cap),
+          (p, n) => heap.i32(p, n),
+          len + 16,
+          4,
+        ),
+      ),
+    );
   }
 
   // ids -> their bytes (UTF-8 may be split anywhere: the caller decodes in a stream)
   detokenize(ids, showSpecial) {
     const { heap } = this;
-    const parts = ids.map((id) => heap.grown((p, cap) => heap.C.ox_wasm_token_bytes(this.ptr, id, showSpecial ? 1 : 0, p, cap), (p, n) => heap.u8(p, n), 64, 1));
+    const parts = ids.map((id) =>
+      heap.grown(
+        (p, cap) => heap.C.ox_wasm_token_bytes(this.ptr, id, showSpecial ? 1 : 0, p, cap),
+        (p, n) => heap.u8(p, n),
+        64,
+        1,
+      ),
+    );
     const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let k = 0;
     for (const p of parts) out.set(p, (k += p.length) - p.length);
@@ -289,12 +377,23 @@ export class Engine {
   embed(texts, { pooling = 'mean', normalize = true } = {}) {
     const { heap, info } = this;
     const mode = POOLING[pooling];
-    if (mode === undefined) throw new OxError('RANGE', `pooling must be one of ${Object.keys(POOLING).join(', ')}, not ${JSON.stringify(pooling)}`);
+    if (mode === undefined)
+      throw new OxError(
+        'RANGE',
+        `pooling must be one of ${Object.keys(POOLING).join(', ')}, not ${JSON.stringify(pooling)}`,
+      );
     return texts.map((t) => {
       const ids = typeof t === 'string' ? this.tokenize(t, true) : Array.from(t);
       const tokens = withBos(ids, info.bos);
       return heap.withInts(tokens, (p) =>
-        heap.scoped(info.hidden * 4, (out) => (heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)), heap.f32(out, info.hidden).slice())));
+        heap.scoped(
+          info.hidden * 4,
+          (out) => (
+            heap.check(heap.C.ox_wasm_embed(this.ptr, p, tokens.length, mode, normalize ? 1 : 0, out)),
+            heap.f32(out, info.hidden).slice()
+          ),
+        ),
+      );
     });
   }
 

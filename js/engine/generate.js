@@ -41,26 +41,34 @@ function newGenerator(engine, o, seed) {
   const bias = Object.entries(o.logitBias ?? {});
   const stopIds = o.stopIds ?? [];
   const n = genParams.length;
-  return heap.withInts(bias.map(([id]) => Number(id)), (biasIds) =>
-    heap.withFloats(bias.map(([, v]) => v), (biasValues) =>
-      heap.withInts(stopIds, (stops) =>
-        heap.withString(o.grammar ?? '', (grammar, grammarBytes) =>
-          heap.scoped(n * 8, (p) => {
-            const rec = heap.f64(p, n).fill(NaN);
-            // options that go to C as they are; unset ones stay NaN, which C reads as its default
-            for (const { option, field, type } of genOptions) {
-              const v = optionAt(o, option);
-              if (v !== undefined) rec[P[field]] = type === 'boolean' ? +v : v;
-            }
-            rec[P.seed] = seed;
-            rec[P.eos] = o.stopIds ? 0 : 1;
-            [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
-            [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
-            if (o.grammar) [rec[P.grammar], rec[P.nGrammar]] = [grammar, grammarBytes];
-            rec[P.draftTokens] = o.speculative ? o.speculative.draftTokens ?? drafts.asked : 0;
-            rec[P.mtp] = o.speculative?.method === 'mtp' ? 1 : 0;
-            return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
-          })))));
+  return heap.withInts(
+    bias.map(([id]) => Number(id)),
+    (biasIds) =>
+      heap.withFloats(
+        bias.map(([, v]) => v),
+        (biasValues) =>
+          heap.withInts(stopIds, (stops) =>
+            heap.withString(o.grammar ?? '', (grammar, grammarBytes) =>
+              heap.scoped(n * 8, (p) => {
+                const rec = heap.f64(p, n).fill(NaN);
+                // options that go to C as they are; unset ones stay NaN, which C reads as its default
+                for (const { option, field, type } of genOptions) {
+                  const v = optionAt(o, option);
+                  if (v !== undefined) rec[P[field]] = type === 'boolean' ? +v : v;
+                }
+                rec[P.seed] = seed;
+                rec[P.eos] = o.stopIds ? 0 : 1;
+                [rec[P.biasIds], rec[P.bias], rec[P.nBias]] = [biasIds, biasValues, bias.length];
+                [rec[P.stopIds], rec[P.nStop]] = [stops, stopIds.length];
+                if (o.grammar) [rec[P.grammar], rec[P.nGrammar]] = [grammar, grammarBytes];
+                rec[P.draftTokens] = o.speculative ? (o.speculative.draftTokens ?? drafts.asked) : 0;
+                rec[P.mtp] = o.speculative?.method === 'mtp' ? 1 : 0;
+                return heap.checkPtr(heap.C.ox_wasm_gen_new(engine.ptr, engine.session.ptr, p));
+              }),
+            ),
+          ),
+      ),
+  );
 }
 
 // Soft tokens: every position of the placeholder token takes the next row of embeddings.
@@ -68,14 +76,23 @@ function setSoft(engine, g, tokens, soft) {
   const { heap, info } = engine;
   const at = tokens.flatMap((t, i) => (t === soft.token ? [i] : []));
   const rows = soft.embeddings.length / info.hidden;
-  if (at.length !== rows) throw new OxError('RANGE', `softTokens: ${rows} embeddings of ${info.hidden} for ${at.length} placeholder tokens (id ${soft.token}) in the prompt`);
+  if (at.length !== rows)
+    throw new OxError(
+      'RANGE',
+      `softTokens: ${rows} embeddings of ${info.hidden} for ${at.length} placeholder tokens (id ${soft.token}) in the prompt`,
+    );
   const all = new Float32Array(tokens.length * info.hidden);
   const mask = new Uint8Array(tokens.length);
   at.forEach((pos, k) => {
     all.set(soft.embeddings.subarray(k * info.hidden, (k + 1) * info.hidden), pos * info.hidden);
     mask[pos] = 1;
   });
-  heap.withFloats(all, (ps) => heap.scoped(mask.length, (pm) => (heap.u8(pm, mask.length).set(mask), heap.check(heap.C.ox_wasm_gen_soft(g, ps, pm)))));
+  heap.withFloats(all, (ps) =>
+    heap.scoped(
+      mask.length,
+      (pm) => (heap.u8(pm, mask.length).set(mask), heap.check(heap.C.ox_wasm_gen_soft(g, ps, pm))),
+    ),
+  );
 }
 
 // the token's log-probability and the top alternatives (as {token, text, logprob}) onto ev
@@ -86,7 +103,11 @@ function logprobsOf(engine, out, ev) {
   const lps = n ? Array.from(heap.f32(out[O.topLogprobs], n)) : [];
   const dec = new TextDecoder();
   ev.logprob = out[O.logprob];
-  ev.topLogprobs = ids.map((id, k) => ({ token: id, text: dec.decode(engine.detokenize([id], true)), logprob: lps[k] }));
+  ev.topLogprobs = ids.map((id, k) => ({
+    token: id,
+    text: dec.decode(engine.detokenize([id], true)),
+    logprob: lps[k],
+  }));
 }
 
 // Generate from prompt tokens; job: {aborted, emit}. -> the stats (index.d.ts GenerationStats)
@@ -95,7 +116,16 @@ export async function generate(engine, tokens, o, job) {
   const C = heap.C;
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 32);
   const match = stopMatcher((o.stop ?? []).filter((s) => s.length));
-  const st = { promptTokens: tokens.length, reusedTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeSteps: 0, decodeMs: 0, reason: 'length' };
+  const st = {
+    promptTokens: tokens.length,
+    reusedTokens: 0,
+    prefillTokens: 0,
+    generatedTokens: 0,
+    prefillMs: 0,
+    decodeSteps: 0,
+    decodeMs: 0,
+    reason: 'length',
+  };
   const decoder = new TextDecoder();
   let thinking = false;
   let r = null; // the stop-string matcher's last answer
@@ -127,7 +157,7 @@ export async function generate(engine, tokens, o, job) {
     st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
     if (o.soft) setSoft(engine, g, tokens, o.soft);
     const chunk = o.prefillChunk ?? prefillChunk;
-    for (let left = tokens.length - st.reusedTokens; left > 0; ) {
+    for (let left = tokens.length - st.reusedTokens; left > 0;) {
       left = heap.check(C.ox_wasm_gen_prefill(g, chunk));
       st.prefillTokens = tokens.length - st.reusedTokens - left;
       if (left > 0) {
@@ -142,7 +172,8 @@ export async function generate(engine, tokens, o, job) {
       if (job.aborted) return finish('abort');
       const status = heap.check(C.ox_wasm_gen_step(g));
       const out = heap.f64(outAt, genOut.length); // (a new view: memory may have grown)
-      if (out[O.decoded] > st.decodeSteps || (o.speculative && out[O.generated] > st.generatedTokens)) [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
+      if (out[O.decoded] > st.decodeSteps || (o.speculative && out[O.generated] > st.generatedTokens))
+        [st.decodeSteps, st.decodeMs] = [out[O.decoded], performance.now() - t];
       st.generatedTokens = out[O.generated];
       if (o.speculative) [st.draftedTokens, st.acceptedTokens] = [out[O.drafted], out[O.accepted]];
       const tok = status === genStatus.stop ? -1 : out[O.token];

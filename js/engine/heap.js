@@ -11,12 +11,17 @@ function bindExports(M) {
   const C = {};
   for (const { name, ret } of EXPORTS) {
     const f = M[`_${name}`];
-    if (typeof f !== 'function') throw new OxError('MISSING', `the wasm engine has no export ${name} (js/shared/abi.js is newer than dist/): rebuild with make -f Makefile.emscripten`);
+    if (typeof f !== 'function')
+      throw new OxError(
+        'MISSING',
+        `the wasm engine has no export ${name} (js/shared/abi.js is newer than dist/): rebuild with make -f Makefile.emscripten`,
+      );
     if (ret === 'ptr') C[name] = (...a) => f(...a) >>> 0;
-    else if (ret === 'cstr') C[name] = (...a) => {
-      const p = f(...a) >>> 0;
-      return p ? M.UTF8ToString(p) : null;
-    };
+    else if (ret === 'cstr')
+      C[name] = (...a) => {
+        const p = f(...a) >>> 0;
+        return p ? M.UTF8ToString(p) : null;
+      };
     else C[name] = f;
   }
   return Object.freeze(C);

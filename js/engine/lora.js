@@ -10,7 +10,8 @@ export async function setLora(engine, adapters) {
   const { heap, host } = engine.requireModel();
   if (adapters.length > 8) throw new OxError('RANGE', `setLora: ${adapters.length} adapters at once (at most 8)`);
   // LoRA runs on the CPU only: the model hands over to it first (an adapter change empties the cache anyway)
-  if (adapters.length && engine.gpu) await engine.leaveGpu('webgpu: LoRA adapters run on the CPU only; the model moved to the CPU');
+  if (adapters.length && engine.gpu)
+    await engine.leaveGpu('webgpu: LoRA adapters run on the CPU only; the model moved to the CPU');
   const handles = [];
   try {
     for (const a of adapters) for (const s of a.sources) handles.push(await host.open(s));
@@ -21,7 +22,9 @@ export async function setLora(engine, adapters) {
         heap.scoped(8 * Math.max(1, scales.length), (ps) => {
           heap.f64(ps, scales.length).set(scales);
           return heap.check(heap.C.ox_wasm_lora_set(engine.ptr, pf, pc, ps, adapters.length));
-        })));
+        }),
+      ),
+    );
     engine.session.truncate(0);
     return { adapters: adapters.length, modules };
   } finally {

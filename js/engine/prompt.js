@@ -18,7 +18,8 @@ export async function promptOf(engine, m) {
   if (m.messages !== undefined) {
     const tokens = engine.tokenize(await chatText(engine, m), true);
     // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not
-    if (!opts.stopIds && info.turnEnd >= 0 && !info.eosIds.includes(info.turnEnd)) opts.stopIds = [...info.eosIds, info.turnEnd];
+    if (!opts.stopIds && info.turnEnd >= 0 && !info.eosIds.includes(info.turnEnd))
+      opts.stopIds = [...info.eosIds, info.turnEnd];
     return { tokens, opts };
   }
   if (typeof m.text === 'string') {

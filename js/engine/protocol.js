@@ -15,10 +15,11 @@ export const nextTask = (() => {
   const ch = new MessageChannel();
   const waiting = [];
   ch.port1.onmessage = () => waiting.shift()();
-  return () => new Promise((r) => {
-    waiting.push(r);
-    ch.port2.postMessage(0);
-  });
+  return () =>
+    new Promise((r) => {
+      waiting.push(r);
+      ch.port2.postMessage(0);
+    });
 })();
 
 export class Protocol {
@@ -70,7 +71,11 @@ export class Protocol {
       this.post({ id, ok: true, value }, ArrayBuffer.isView(value) ? [value.buffer] : []);
     } catch (e) {
       if (!(e instanceof OxError)) this.kill(`the wasm engine stopped: ${e?.message ?? e}`);
-      this.post({ id, ok: false, error: e instanceof OxError ? { code: e.code, message: e.message } : { code: 'STATE', message: this.dead } });
+      this.post({
+        id,
+        ok: false,
+        error: e instanceof OxError ? { code: e.code, message: e.message } : { code: 'STATE', message: this.dead },
+      });
     } finally {
       this.running = 0;
       this.jobs.delete(id);

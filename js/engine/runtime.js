@@ -17,7 +17,11 @@ import { OxError } from '../shared/errors.js';
 
 const EXPORT_NAME = { mt: 'OxinferMT', st: 'OxinferST' };
 
-const missing = (what, why) => new OxError('MISSING', `${what}: cannot load the engine (${why}); build it with make -f Makefile.emscripten, or tell loadModel where dist/ is (assetBase, locateFile)`);
+const missing = (what, why) =>
+  new OxError(
+    'MISSING',
+    `${what}: cannot load the engine (${why}); build it with make -f Makefile.emscripten, or tell loadModel where dist/ is (assetBase, locateFile)`,
+  );
 
 async function fetchText(url) {
   let r;
@@ -44,15 +48,21 @@ async function browserFactory(assets, cfg) {
     cfg.mainScriptUrlOrBlob = new Blob([glue], { type: 'text/javascript' });
     pthreadUrl = URL.createObjectURL(new Blob([pthread], { type: 'text/javascript' }));
   } else if (assets.worker) cfg.mainScriptUrlOrBlob = assets.glue;
-  cfg.locateFile = (p) => (p.endsWith('.wasm') ? assets.wasm : p.endsWith('.worker.js') ? pthreadUrl : new URL(p, assets.glue).href);
+  cfg.locateFile = (p) =>
+    p.endsWith('.wasm') ? assets.wasm : p.endsWith('.worker.js') ? pthreadUrl : new URL(p, assets.glue).href;
   return factory;
 }
 
 async function nodeFactory(assets, cfg) {
-  const [{ createRequire }, { fileURLToPath }, fs] = await Promise.all([import(/* webpackIgnore: true */ 'node:module'), import(/* webpackIgnore: true */ 'node:url'), import(/* webpackIgnore: true */ 'node:fs')]);
+  const [{ createRequire }, { fileURLToPath }, fs] = await Promise.all([
+    import(/* webpackIgnore: true */ 'node:module'),
+    import(/* webpackIgnore: true */ 'node:url'),
+    import(/* webpackIgnore: true */ 'node:fs'),
+  ]);
   // a file URL -> its path, which must exist
   const file = (u, what) => {
-    if (!String(u).startsWith('file:')) throw new OxError('UNSUPPORTED', `${u}: in Node the engine's ${what} must be a file`);
+    if (!String(u).startsWith('file:'))
+      throw new OxError('UNSUPPORTED', `${u}: in Node the engine's ${what} must be a file`);
     const p = fileURLToPath(u);
     if (!fs.existsSync(p)) throw missing(p, 'no such file');
     return p;
@@ -73,7 +83,8 @@ export async function startRuntime({ build, assets, poolSize, onAbort }) {
   // tests (Node): OX_TEST_MAX_MEMORY caps the threaded build's wasm memory, so that growth is
   // refused in the middle of a generation
   const cap = isNode ? Number(process.env.OX_TEST_MAX_MEMORY ?? 0) : 0;
-  if (cap > 0 && build === 'mt') cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
+  if (cap > 0 && build === 'mt')
+    cfg.wasmMemory = new WebAssembly.Memory({ initial: 1024, maximum: Math.ceil(cap / 65536), shared: true });
   const factory = isNode ? await nodeFactory(assets, cfg) : await browserFactory(assets, cfg);
   return factory(cfg);
 }

@@ -22,7 +22,8 @@ export class Session {
   checkTokens(tokens) {
     if (!tokens.length) throw new OxError('RANGE', 'no tokens to run');
     for (const t of tokens)
-      if (!Number.isInteger(t) || t < 0 || t >= this.vocab) throw new OxError('RANGE', `token id ${t} is out of range (vocab ${this.vocab})`);
+      if (!Number.isInteger(t) || t < 0 || t >= this.vocab)
+        throw new OxError('RANGE', `token id ${t} is out of range (vocab ${this.vocab})`);
   }
 
   // Logits after the last token (the cached prefix is kept), or after every token (all: the
@@ -34,7 +35,8 @@ export class Session {
     if (all) this.truncate(0);
     return heap.withInts(tokens, (p) => {
       const k = all ? 0 : heap.check(C.ox_wasm_session_reuse(this.ptr, p, tokens.length));
-      const n = tokens.length - k, rows = all ? n : 1;
+      const n = tokens.length - k,
+        rows = all ? n : 1;
       return heap.scoped(rows * vocab * 4, (out) => {
         heap.check(C.ox_wasm_forward(this.ptr, p + 4 * k, n, out, all ? 1 : 0));
         return heap.f32(out, rows * vocab).slice();

@@ -29,7 +29,11 @@ function serve(protocol) {
     async init(m) {
       if (m.jinjaUrl) setJinjaUrl(m.jinjaUrl);
       protocol.abortFlag = m.abortFlag ?? null;
-      engine = await Engine.start(m, (what) => protocol.kill(`the wasm engine stopped: ${what}`), () => protocol.aborting());
+      engine = await Engine.start(
+        m,
+        (what) => protocol.kill(`the wasm engine stopped: ${what}`),
+        () => protocol.aborting(),
+      );
       return { threads: engine.threads };
     },
     async load(m, job) {

@@ -15,7 +15,9 @@ const MSG = 1024;
 
 /** Whether this context can run the GPU backend's synchronous hand-over. */
 export const gpuBridgeUsable = () =>
-  typeof SharedArrayBuffer === 'function' && typeof Atomics?.wait === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+  typeof SharedArrayBuffer === 'function' &&
+  typeof Atomics?.wait === 'function' &&
+  (isNode || globalThis.crossOriginIsolated === true);
 
 export class GpuBridge {
   /**
@@ -24,7 +26,11 @@ export class GpuBridge {
    * @returns {Promise<GpuBridge>} info: {description, fallback, features, maxBinding, maxBuffer}
    */
   static async start(opts = {}) {
-    if (!gpuBridgeUsable()) throw new OxError('UNSUPPORTED', 'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page)');
+    if (!gpuBridgeUsable())
+      throw new OxError(
+        'UNSUPPORTED',
+        'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page)',
+      );
     let w;
     if (isNode) {
       const { Worker } = await import(/* webpackIgnore: true */ 'node:worker_threads');
@@ -61,7 +67,8 @@ export class GpuBridge {
       else p.reject(new OxError(m.error.code in codes ? m.error.code : 'IO', m.error.message));
     };
     const onError = (e) => {
-      for (const p of this.pending.values()) p.reject(new OxError('IO', `webgpu: the GPU thread failed: ${e?.message ?? e}`));
+      for (const p of this.pending.values())
+        p.reject(new OxError('IO', `webgpu: the GPU thread failed: ${e?.message ?? e}`));
       this.pending.clear();
     };
     if (isNode) {
@@ -103,7 +110,8 @@ export class GpuBridge {
   runStep(buffer, listPtr, words, act) {
     if (this.lost) return { code: codes.IO, message: this.lost };
     const list = new Int32Array(buffer, listPtr, words).slice();
-    const uploads = [], reads = [];
+    const uploads = [],
+      reads = [];
     let readBytes = 0;
     try {
       walkList(list, (name, a) => {
@@ -117,13 +125,16 @@ export class GpuBridge {
       return { code: codes.FORMAT, message: e.message };
     }
     let resp;
-    if (readBytes > this.resp.length) resp = this.resp = new Uint8Array(new SharedArrayBuffer(Math.max(readBytes, 2 * this.resp.length)));
+    if (readBytes > this.resp.length)
+      resp = this.resp = new Uint8Array(new SharedArrayBuffer(Math.max(readBytes, 2 * this.resp.length)));
     Atomics.store(this.ctrl, 0, 0);
     this.post({ op: 'run', list, uploads, resp }, [list.buffer, ...uploads.map((u) => u.buffer)]);
     const t0 = Date.now();
     while (Atomics.wait(this.ctrl, 0, 0, 1000) === 'timed-out')
-      if (Date.now() - t0 > this.timeoutMs) return { code: codes.IO, message: `the GPU thread did not finish a step in ${this.timeoutMs / 1000} s` };
-    const status = this.ctrl[1], n = this.ctrl[2];
+      if (Date.now() - t0 > this.timeoutMs)
+        return { code: codes.IO, message: `the GPU thread did not finish a step in ${this.timeoutMs / 1000} s` };
+    const status = this.ctrl[1],
+      n = this.ctrl[2];
     if (status !== 0) {
       const message = new TextDecoder().decode(this.msg.slice(0, n));
       if (this.ctrl[3]) this.lost = message;

@@ -64,7 +64,10 @@ export async function openDevice(gpu, opts = {}) {
   const info = adapter.info ?? {};
   const fallback = !!(adapter.isFallbackAdapter ?? info.isFallbackAdapter);
   if (fallback && !opts.allowFallback)
-    throw new OxError('UNSUPPORTED', 'js/gpu/device.js: only a software (fallback) adapter is present; ask for it with allowFallback');
+    throw new OxError(
+      'UNSUPPORTED',
+      'js/gpu/device.js: only a software (fallback) adapter is present; ask for it with allowFallback',
+    );
   const off = new Set(opts.disable ?? []);
   const features = ['shader-f16', 'subgroups'].filter((f) => adapter.features.has(f) && !off.has(f));
   const requiredLimits = {};

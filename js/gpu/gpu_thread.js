@@ -11,16 +11,27 @@ import { OxError } from '../shared/errors.js';
 import { openDevice, nodeGpu } from './device.js';
 import { StepRunner } from './step.js';
 
-let runner = null, device = null, gpu = null;
-let ctrl = null, resp = null, msg = null, held = null;
+let runner = null,
+  device = null,
+  gpu = null;
+let ctrl = null,
+  resp = null,
+  msg = null,
+  held = null;
 
 // the bytes held on the GPU, where the engine thread reads them synchronously (stats())
 const report = () => held && runner && held.set([runner.bytes.weights, runner.bytes.kv, runner.bytes.scratch]);
 
 const ops = {
   async init({ allowFallback, powerPreference }) {
-    gpu = isNode ? await nodeGpu() : navigator.gpu ?? null;
-    if (!gpu) throw new OxError('UNSUPPORTED', isNode ? 'webgpu: the optional package `webgpu` is not installed' : 'webgpu: navigator.gpu is not available here');
+    gpu = isNode ? await nodeGpu() : (navigator.gpu ?? null);
+    if (!gpu)
+      throw new OxError(
+        'UNSUPPORTED',
+        isNode
+          ? 'webgpu: the optional package `webgpu` is not installed'
+          : 'webgpu: navigator.gpu is not available here',
+      );
     const d = await openDevice(gpu, { allowFallback, powerPreference });
     device = d.device;
     runner = new StepRunner(device, d.caps);
@@ -28,7 +39,8 @@ const ops = {
     return { description, fallback, features: { f16, subgroups, dot4 }, maxBinding, maxBuffer };
   },
   upload({ entry, bytes }) {
-    if (entry.kind === 0 && !StepRunner.supports(entry.type)) throw new OxError('UNSUPPORTED', `webgpu: weight type ${entry.type} has no GPU kernel`);
+    if (entry.kind === 0 && !StepRunner.supports(entry.type))
+      throw new OxError('UNSUPPORTED', `webgpu: weight type ${entry.type} has no GPU kernel`);
     runner.upload(entry, bytes);
     report();
     return true;
@@ -39,7 +51,9 @@ const ops = {
   },
   async run({ list, uploads, resp: r }) {
     if (r) resp = r;
-    let status = 0, n = 0, lost = 0;
+    let status = 0,
+      n = 0,
+      lost = 0;
     try {
       const out = await runner.run(list, uploads);
       resp.set(out);

@@ -54,10 +54,29 @@ import { grid, FLOAT_PARAMS } from './kernels/common.js';
 import { TYPES, tokenTile, MATMUL_PARAMS, actLayout, matmulWgsl, matmulRows } from './kernels/matmul.js';
 import { QUANTIZE_PARAMS, QUANTIZE_WG, quantizeWgsl } from './kernels/quantize.js';
 import {
-  ROW_WG, RMSNORM_PARAMS, rmsnormWgsl, ROPE_PARAMS, ropeWgsl, ropeTable, SOFTMAX_PARAMS, softmaxWgsl,
-  ELT_OPS, ELT_PARAMS, eltWgsl, eltUsesB,
+  ROW_WG,
+  RMSNORM_PARAMS,
+  rmsnormWgsl,
+  ROPE_PARAMS,
+  ropeWgsl,
+  ropeTable,
+  SOFTMAX_PARAMS,
+  softmaxWgsl,
+  ELT_OPS,
+  ELT_PARAMS,
+  eltWgsl,
+  eltUsesB,
 } from './kernels/rows.js';
-import { ATTN_WG, ATTN_CHUNK, KV_TYPES, KV_WRITE_PARAMS, kvWriteWgsl, ATTN_PARAMS, attentionWgsl, attnCombineWgsl } from './kernels/attention.js';
+import {
+  ATTN_WG,
+  ATTN_CHUNK,
+  KV_TYPES,
+  KV_WRITE_PARAMS,
+  kvWriteWgsl,
+  ATTN_PARAMS,
+  attentionWgsl,
+  attnCombineWgsl,
+} from './kernels/attention.js';
 import { MOE_WG, ROUTE_PARAMS, routeWgsl, COMBINE_PARAMS, combineWgsl } from './kernels/moe.js';
 import { OxError } from '../shared/errors.js';
 
@@ -76,7 +95,8 @@ export function gpuRowBytes(type, cols) {
   const T = TYPES[type];
   if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${type} has no GPU kernel`);
   if (T.be === 8) return cols * (T.bb / 8); // F32 / F16 / BF16: any width
-  if (cols % T.be) throw new OxError('FORMAT', `js/gpu/kernels.js: a ${T.name} row of ${cols} is not a multiple of ${T.be}`);
+  if (cols % T.be)
+    throw new OxError('FORMAT', `js/gpu/kernels.js: a ${T.name} row of ${cols} is not a multiple of ${T.be}`);
   return (cols / T.be) * T.bb;
 }
 
@@ -87,7 +107,11 @@ export function gpuRowBytes(type, cols) {
 export function splitRows(type, rows, cols, maxBinding, unitRows = 1) {
   const rb = gpuRowBytes(type, cols);
   const per = Math.floor((maxBinding - 4) / (rb * unitRows)) * unitRows;
-  if (per < 1) throw new OxError('RANGE', `js/gpu/kernels.js: ${unitRows} row(s) of ${rb} bytes exceed a binding of ${maxBinding}`);
+  if (per < 1)
+    throw new OxError(
+      'RANGE',
+      `js/gpu/kernels.js: ${unitRows} row(s) of ${rb} bytes exceed a binding of ${maxBinding}`,
+    );
   const parts = [];
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r);
@@ -120,7 +144,8 @@ export function createKernels(device, caps) {
   // A uniform slot holding `names` from `vals` (u32, or f32 for FLOAT_PARAMS).
   function params(names, vals) {
     const c = Math.floor((slot * SLOT) / CHUNK);
-    if (c === chunks.length) chunks.push(device.createBuffer({ size: CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }));
+    if (c === chunks.length)
+      chunks.push(device.createBuffer({ size: CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }));
     const offset = (slot * SLOT) % CHUNK;
     slot++;
     const words = new Uint32Array(Math.max(4, (names.length + 3) & ~3));
@@ -129,7 +154,8 @@ export function createKernels(device, caps) {
       const v = vals[k] ?? 0;
       if (FLOAT_PARAMS.has(k)) f[i] = v;
       else {
-        if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new OxError('RANGE', `js/gpu/kernels.js: parameter ${k} = ${v} is not a u32`);
+        if (!Number.isInteger(v) || v < 0 || v > 0xffffffff)
+          throw new OxError('RANGE', `js/gpu/kernels.js: parameter ${k} = ${v} is not a u32`);
         words[i] = v;
       }
     });
@@ -168,11 +194,19 @@ export function createKernels(device, caps) {
     uploadWeight({ type, rows, cols, data, maxBinding = caps.maxBinding, unitRows = 1, label = '' }) {
       const rowBytes = gpuRowBytes(type, cols);
       if (data.byteLength < rows * rowBytes)
-        throw new OxError('TRUNCATED', `js/gpu/kernels.js: weight ${label} has ${data.byteLength} bytes, ${rows} rows need ${rows * rowBytes}`);
+        throw new OxError(
+          'TRUNCATED',
+          `js/gpu/kernels.js: weight ${label} has ${data.byteLength} bytes, ${rows} rows need ${rows * rowBytes}`,
+        );
       const bytes = data instanceof Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
       const parts = splitRows(type, rows, cols, maxBinding, unitRows).map((s) => {
         const size = (s.bytes + 3) & ~3;
-        const buffer = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, mappedAtCreation: true, label });
+        const buffer = device.createBuffer({
+          size,
+          usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+          mappedAtCreation: true,
+          label,
+        });
         new Uint8Array(buffer.getMappedRange()).set(bytes.subarray(s.byteOffset, s.byteOffset + s.bytes));
         buffer.unmap();
         return { buffer, row0: s.row0, rows: s.rows, byteOffset: 0 };
@@ -188,9 +222,17 @@ export function createKernels(device, caps) {
       if (T.act === 'f32') return;
       const be = T.act === 'q8_0' ? 32 : 256;
       if (cols % be) throw new OxError('FORMAT', `js/gpu/kernels.js: ${cols} columns are not a multiple of ${be}`);
-      const X = ref(x), A = ref(act), L = actLayout(T.act, cols, nTok);
+      const X = ref(x),
+        A = ref(act),
+        L = actLayout(T.act, cols, nTok);
       const uni = params(QUANTIZE_PARAMS, { cols, nTok, xOff: X.offset, yOff: A.offset, dOff: L.dOff, sOff: L.sOff });
-      run(pass, pipeline(`quantize-${T.act}`, quantizeWgsl(T.act)), [X.buffer, A.buffer], uni, Math.ceil((nTok * cols) / be / QUANTIZE_WG));
+      run(
+        pass,
+        pipeline(`quantize-${T.act}`, quantizeWgsl(T.act)),
+        [X.buffer, A.buffer],
+        uni,
+        Math.ceil((nTok * cols) / be / QUANTIZE_WG),
+      );
     },
 
     /** y[t * yStride + row] = W[row] . x[t] for t < nTok; x: the f32 input (float weights) or
@@ -199,16 +241,36 @@ export function createKernels(device, caps) {
       const T = TYPES[w.type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
       needTokens(nTok);
-      const X = ref(T.act === 'f32' ? x : act), Y = ref(y);
-      if (!X.buffer) throw new OxError('CONFIG', `js/gpu/kernels.js: a ${T.name} matmul needs ${T.act === 'f32' ? 'x' : 'act'}`);
-      const L = actLayout(T.act, w.cols, nTok), tt = tokenTile(nTok);
+      const X = ref(T.act === 'f32' ? x : act),
+        Y = ref(y);
+      if (!X.buffer)
+        throw new OxError('CONFIG', `js/gpu/kernels.js: a ${T.name} matmul needs ${T.act === 'f32' ? 'x' : 'act'}`);
+      const L = actLayout(T.act, w.cols, nTok),
+        tt = tokenTile(nTok);
       const pipe = pipeline(`matmul-${w.type}-${tt}`, matmulWgsl(w.type, tt, caps));
       for (const part of w.parts) {
         const uni = params(MATMUL_PARAMS, {
-          rows: part.rows, cols: w.cols, nTok, row0: part.row0, xOff: X.offset, yOff: Y.offset, yStride: y.stride ?? w.rows,
-          rowBytes: w.rowBytes, nb: Math.ceil(w.cols / T.be), dOff: L.dOff, sOff: L.sOff, wOff: part.byteOffset ?? 0,
+          rows: part.rows,
+          cols: w.cols,
+          nTok,
+          row0: part.row0,
+          xOff: X.offset,
+          yOff: Y.offset,
+          yStride: y.stride ?? w.rows,
+          rowBytes: w.rowBytes,
+          nb: Math.ceil(w.cols / T.be),
+          dOff: L.dOff,
+          sOff: L.sOff,
+          wOff: part.byteOffset ?? 0,
         });
-        run(pass, pipe, [part.buffer, X.buffer, Y.buffer], uni, Math.ceil(part.rows / matmulRows(caps)), Math.ceil(nTok / tt));
+        run(
+          pass,
+          pipe,
+          [part.buffer, X.buffer, Y.buffer],
+          uni,
+          Math.ceil(part.rows / matmulRows(caps)),
+          Math.ceil(nTok / tt),
+        );
       }
     },
 
@@ -221,19 +283,47 @@ export function createKernels(device, caps) {
     /** RMSNorm of `rows` rows of n: y (default: x, in place) = x * rsqrt(mean(x^2) + eps) (* w).
      * Per-head norms: rows = tokens x heads, n = hd, stride hd. */
     rmsnorm(pass, { x, y, w, n, rows, eps, xStride = n, yStride = n }) {
-      const X = ref(x), Y = y ? ref(y) : X, W = w ? ref(w) : { buffer: dummy, offset: 0 };
+      const X = ref(x),
+        Y = y ? ref(y) : X,
+        W = w ? ref(w) : { buffer: dummy, offset: 0 };
       const inPlace = Y.buffer === X.buffer;
-      const uni = params(RMSNORM_PARAMS, { n, rows, xOff: X.offset, xStride, yOff: Y.offset, yStride, wOff: W.offset, hasW: w ? 1 : 0, eps });
-      run(pass, pipeline(`rmsnorm-${inPlace}`, rmsnormWgsl(inPlace)), inPlace ? [X.buffer, W.buffer] : [X.buffer, W.buffer, Y.buffer], uni, rows);
+      const uni = params(RMSNORM_PARAMS, {
+        n,
+        rows,
+        xOff: X.offset,
+        xStride,
+        yOff: Y.offset,
+        yStride,
+        wOff: W.offset,
+        hasW: w ? 1 : 0,
+        eps,
+      });
+      run(
+        pass,
+        pipeline(`rmsnorm-${inPlace}`, rmsnormWgsl(inPlace)),
+        inPlace ? [X.buffer, W.buffer] : [X.buffer, W.buffer, Y.buffer],
+        uni,
+        rows,
+      );
     },
 
     /** RoPE in place on nHeads heads of nTok tokens (head h of token t at x + t * tokStride +
      * h * headStride); cs: ropeTable(positions, hd, nPairs, base, factor) uploaded as f32. */
     rope(pass, { x, cs, hd, nPairs, nHeads, nTok, tokStride, headStride = hd }) {
-      const X = ref(x), C = ref(cs);
+      const X = ref(x),
+        C = ref(cs);
       const n = Math.max(0, Math.min(nPairs, hd >> 1));
       if (!n) return;
-      const uni = params(ROPE_PARAMS, { hd, nPairs: n, nHeads, nTok, xOff: X.offset, tokStride, headStride, csOff: C.offset });
+      const uni = params(ROPE_PARAMS, {
+        hd,
+        nPairs: n,
+        nHeads,
+        nTok,
+        xOff: X.offset,
+        tokStride,
+        headStride,
+        csOff: C.offset,
+      });
       run(pass, pipeline('rope', ropeWgsl()), [X.buffer, C.buffer], uni, Math.ceil((nTok * nHeads * n) / ROW_WG));
     },
 
@@ -248,11 +338,18 @@ export function createKernels(device, caps) {
      * (read-write) and b, in rows of `cols` at aStride / bStride (default: contiguous). */
     elt(pass, op, { a, b, n, cols = n, aStride = cols, bStride = cols, s0 = 0, s1 = 0, cOff = 0 }) {
       if (!(op in ELT_OPS)) throw new OxError('CONFIG', `js/gpu/kernels.js: unknown elementwise op ${op}`);
-      const A = ref(a), useB = eltUsesB(op);
+      const A = ref(a),
+        useB = eltUsesB(op);
       if (useB && !b) throw new OxError('CONFIG', `js/gpu/kernels.js: elementwise ${op} needs b`);
       const B = useB ? ref(b) : { buffer: null, offset: 0 };
       const uni = params(ELT_PARAMS, { n, cols, aOff: A.offset, aStride, bOff: B.offset, bStride, s0, s1, cOff });
-      run(pass, pipeline(`elt-${op}`, eltWgsl(op)), useB ? [A.buffer, B.buffer] : [A.buffer], uni, Math.ceil(n / ROW_WG));
+      run(
+        pass,
+        pipeline(`elt-${op}`, eltWgsl(op)),
+        useB ? [A.buffer, B.buffer] : [A.buffer],
+        uni,
+        Math.ceil(n / ROW_WG),
+      );
     },
 
     /** Store nTok tokens' K and V rows (width = nKv * hd f32 each, token t's at k + t * inStride
@@ -260,11 +357,22 @@ export function createKernels(device, caps) {
      * pos + t (ring: mod cap). k and v are element offsets into `input`. */
     kvWrite(pass, { kv, input, k: kOff, v: vOff, kc, vc, width, nTok, pos, cap = 0, ring = false, inStride = width }) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
-      if (kv === 'f16' && width % 2) throw new OxError('CONFIG', 'js/gpu/kernels.js: an f16 KV row needs an even width');
-      if (kv === 'q8_0' && width % 64) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV row of ${width} is not an even number of blocks of 32`);
+      if (kv === 'f16' && width % 2)
+        throw new OxError('CONFIG', 'js/gpu/kernels.js: an f16 KV row needs an even width');
+      if (kv === 'q8_0' && width % 64)
+        throw new OxError(
+          'CONFIG',
+          `js/gpu/kernels.js: a q8_0 KV row of ${width} is not an even number of blocks of 32`,
+        );
       const uni = params(KV_WRITE_PARAMS, { width, nTok, pos, cap, ring: ring ? 1 : 0, kOff, vOff, inStride });
       const per = kv === 'f16' ? width / 2 : kv === 'q8_0' ? width / 64 : width;
-      run(pass, pipeline(`kvwrite-${kv}`, kvWriteWgsl(kv)), [ref(input).buffer, ref(kc).buffer, ref(vc).buffer], uni, Math.ceil((nTok * per) / ATTN_WG));
+      run(
+        pass,
+        pipeline(`kvwrite-${kv}`, kvWriteWgsl(kv)),
+        [ref(input).buffer, ref(kc).buffer, ref(vc).buffer],
+        uni,
+        Math.ceil((nTok * per) / ATTN_WG),
+      );
     },
 
     /** Attention of nTok query tokens (positions pos + t) over the caches: q / out heads at
@@ -272,23 +380,75 @@ export function createKernels(device, caps) {
      * Scratch: either `scores`, nTok * nh * sStride f32 (one workgroup per token and head), or
      * `partials`, attentionPartials(nTok, nh, hd, sStride) f32: the keys split in chunks over
      * many workgroups, then merged (long contexts). */
-    attention(pass, { kv, q, kc, vc, out, scores, partials, nTok, nh, hd, nKv, pos, window = 0, cap = 0, ring = false, qStride = nh * hd, oStride = nh * hd, sStride }) {
+    attention(
+      pass,
+      {
+        kv,
+        q,
+        kc,
+        vc,
+        out,
+        scores,
+        partials,
+        nTok,
+        nh,
+        hd,
+        nKv,
+        pos,
+        window = 0,
+        cap = 0,
+        ring = false,
+        qStride = nh * hd,
+        oStride = nh * hd,
+        sStride,
+      },
+    ) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
-      if (nh % nKv) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nh} query heads are not a multiple of ${nKv} KV heads`);
-      if (kv === 'q8_0' && hd % 32) throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV cache needs heads of a multiple of 32 (not ${hd})`);
-      if (!scores === !partials) throw new OxError('CONFIG', 'js/gpu/kernels.js: attention takes one scratch: scores or partials');
+      if (nh % nKv)
+        throw new OxError('CONFIG', `js/gpu/kernels.js: ${nh} query heads are not a multiple of ${nKv} KV heads`);
+      if (kv === 'q8_0' && hd % 32)
+        throw new OxError('CONFIG', `js/gpu/kernels.js: a q8_0 KV cache needs heads of a multiple of 32 (not ${hd})`);
+      if (!scores === !partials)
+        throw new OxError('CONFIG', 'js/gpu/kernels.js: attention takes one scratch: scores or partials');
       needTokens(nTok);
-      const Q = ref(q), O = ref(out), nChunks = Math.ceil(sStride / ATTN_CHUNK);
+      const Q = ref(q),
+        O = ref(out),
+        nChunks = Math.ceil(sStride / ATTN_CHUNK);
       const uni = params(ATTN_PARAMS, {
-        nTok, nh, hd, nKv, pos, window, cap, ring: ring ? 1 : 0, qOff: Q.offset, qStride, oOff: O.offset, oStride, sStride, nChunks,
+        nTok,
+        nh,
+        hd,
+        nKv,
+        pos,
+        window,
+        cap,
+        ring: ring ? 1 : 0,
+        qOff: Q.offset,
+        qStride,
+        oOff: O.offset,
+        oStride,
+        sStride,
+        nChunks,
       });
       if (scores) {
-        run(pass, pipeline(`attention-${kv}`, attentionWgsl(kv)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, O.buffer, ref(scores).buffer], uni, nTok * nh);
+        run(
+          pass,
+          pipeline(`attention-${kv}`, attentionWgsl(kv)),
+          [Q.buffer, ref(kc).buffer, ref(vc).buffer, O.buffer, ref(scores).buffer],
+          uni,
+          nTok * nh,
+        );
         return;
       }
       if (ref(partials).offset) throw new OxError('CONFIG', 'js/gpu/kernels.js: attention partials start at offset 0');
       const P = ref(partials).buffer;
-      run(pass, pipeline(`attention-split-${kv}`, attentionWgsl(kv, true)), [Q.buffer, ref(kc).buffer, ref(vc).buffer, P], uni, nTok * nh * nChunks);
+      run(
+        pass,
+        pipeline(`attention-split-${kv}`, attentionWgsl(kv, true)),
+        [Q.buffer, ref(kc).buffer, ref(vc).buffer, P],
+        uni,
+        nTok * nh * nChunks,
+      );
       run(pass, pipeline('attention-combine', attnCombineWgsl()), [P, O.buffer], uni, nTok * nh);
     },
 
@@ -300,10 +460,19 @@ export function createKernels(device, caps) {
     /** Router top-K in place: z (nTok x nExp router logits) becomes the softmax; sel / weights
      * (u32 / f32, nTok x topK) the chosen experts and their weights (times expertScale). */
     moeRoute(pass, { z, expertScale, sel, weights, nTok, nExp, topK }) {
-      if (!(topK >= 1 && topK <= nExp)) throw new OxError('CONFIG', `js/gpu/kernels.js: top ${topK} of ${nExp} experts`);
-      const Z = ref(z), S = ref(sel), W = ref(weights);
+      if (!(topK >= 1 && topK <= nExp))
+        throw new OxError('CONFIG', `js/gpu/kernels.js: top ${topK} of ${nExp} experts`);
+      const Z = ref(z),
+        S = ref(sel),
+        W = ref(weights);
       const uni = params(ROUTE_PARAMS, { nTok, nExp, topK, zOff: Z.offset, selOff: S.offset, wOff: W.offset });
-      run(pass, pipeline('moe-route', routeWgsl()), [Z.buffer, ref(expertScale).buffer, S.buffer, W.buffer], uni, Math.ceil(nTok / MOE_WG));
+      run(
+        pass,
+        pipeline('moe-route', routeWgsl()),
+        [Z.buffer, ref(expertScale).buffer, S.buffer, W.buffer],
+        uni,
+        Math.ceil(nTok / MOE_WG),
+      );
     },
 
     /** Expert matmuls of nSlots slots (token x chosen expert, sel as moeRoute wrote it; its
@@ -314,29 +483,73 @@ export function createKernels(device, caps) {
       const T = TYPES[w.type];
       if (!T) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: weight type ${w.type} has no GPU kernel`);
       if (ref(sel).offset) throw new OxError('CONFIG', 'js/gpu/kernels.js: moeMatmul reads sel from offset 0');
-      if (!(nSlots % xDiv === 0)) throw new OxError('CONFIG', `js/gpu/kernels.js: ${nSlots} slots are not a multiple of ${xDiv}`);
+      if (!(nSlots % xDiv === 0))
+        throw new OxError('CONFIG', `js/gpu/kernels.js: ${nSlots} slots are not a multiple of ${xDiv}`);
       needTokens(nSlots);
-      const nIn = nSlots / xDiv, X = ref(T.act === 'f32' ? x : act), Y = ref(y), L = actLayout(T.act, w.cols, nIn);
+      const nIn = nSlots / xDiv,
+        X = ref(T.act === 'f32' ? x : act),
+        Y = ref(y),
+        L = actLayout(T.act, w.cols, nIn);
       const expertBytes = expertRows * w.rowBytes;
       const pipe = pipeline(`moe-matmul-${w.type}`, matmulWgsl(w.type, 1, caps, true));
       for (const part of w.parts) {
         if (part.row0 % expertRows || part.rows % expertRows)
-          throw new OxError('CONFIG', `js/gpu/kernels.js: expert weight parts must hold whole experts of ${expertRows} rows`);
+          throw new OxError(
+            'CONFIG',
+            `js/gpu/kernels.js: expert weight parts must hold whole experts of ${expertRows} rows`,
+          );
         const uni = params(MATMUL_PARAMS, {
-          rows: expertRows, cols: w.cols, nTok: nIn, row0: 0, xOff: X.offset, yOff: Y.offset, yStride: y.stride ?? expertRows,
-          rowBytes: w.rowBytes, nb: Math.ceil(w.cols / T.be), dOff: L.dOff, sOff: L.sOff, wOff: part.byteOffset ?? 0,
-          xDiv, e0: part.row0 / expertRows, ne: part.rows / expertRows, expertBytes,
+          rows: expertRows,
+          cols: w.cols,
+          nTok: nIn,
+          row0: 0,
+          xOff: X.offset,
+          yOff: Y.offset,
+          yStride: y.stride ?? expertRows,
+          rowBytes: w.rowBytes,
+          nb: Math.ceil(w.cols / T.be),
+          dOff: L.dOff,
+          sOff: L.sOff,
+          wOff: part.byteOffset ?? 0,
+          xDiv,
+          e0: part.row0 / expertRows,
+          ne: part.rows / expertRows,
+          expertBytes,
         });
-        run(pass, pipe, [part.buffer, X.buffer, Y.buffer, ref(sel).buffer], uni, Math.ceil(expertRows / matmulRows(caps)), nSlots);
+        run(
+          pass,
+          pipe,
+          [part.buffer, X.buffer, Y.buffer, ref(sel).buffer],
+          uni,
+          Math.ceil(expertRows / matmulRows(caps)),
+          nSlots,
+        );
       }
     },
 
     /** out[t] = sum of token t's topK expert outputs ys[t * topK + k] (rows of n) times their
      * weights, added in increasing expert id (the C loop's order). */
     moeCombine(pass, { ys, sel, weights, out, nTok, topK, n }) {
-      const YS = ref(ys), S = ref(sel), W = ref(weights), O = ref(out);
-      const uni = params(COMBINE_PARAMS, { nTok, topK, n, ysOff: YS.offset, selOff: S.offset, wOff: W.offset, outOff: O.offset });
-      run(pass, pipeline('moe-combine', combineWgsl()), [YS.buffer, S.buffer, W.buffer, O.buffer], uni, Math.ceil((nTok * n) / MOE_WG));
+      const YS = ref(ys),
+        S = ref(sel),
+        W = ref(weights),
+        O = ref(out);
+      const uni = params(COMBINE_PARAMS, {
+        nTok,
+        topK,
+        n,
+        ysOff: YS.offset,
+        selOff: S.offset,
+        wOff: W.offset,
+        outOff: O.offset,
+      });
+      run(
+        pass,
+        pipeline('moe-combine', combineWgsl()),
+        [YS.buffer, S.buffer, W.buffer, O.buffer],
+        uni,
+        Math.ceil((nTok * n) / MOE_WG),
+      );
     },
   };
   return k;

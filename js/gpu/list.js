@@ -13,7 +13,14 @@ export function listHeader(list) {
   if (list.length < gpuList.header || list[0] !== gpuList.magic)
     throw new OxError('FORMAT', 'js/gpu/list.js: not a GPU command list of this build (magic)');
   const nReg = list[6];
-  return { session: list[1], maxCtx: list[2], kvLen: list[3], actBytes: list[4] >>> 0, nOps: list[5], regions: Array.from(list.subarray(gpuList.header, gpuList.header + nReg), (x) => x >>> 0) };
+  return {
+    session: list[1],
+    maxCtx: list[2],
+    kvLen: list[3],
+    actBytes: list[4] >>> 0,
+    nOps: list[5],
+    regions: Array.from(list.subarray(gpuList.header, gpuList.header + nReg), (x) => x >>> 0),
+  };
 }
 
 /** Call fn(name, operands) for each op, operands by name (offsets, counts, pointers unsigned). */
@@ -23,9 +30,13 @@ export function walkList(list, fn) {
   let i = gpuList.header + h.regions.length;
   for (let k = 0; k < h.nOps; k++) {
     const op = BY_CODE.get(list[i]);
-    if (!op || i + op.args.length >= list.length + 1) throw new OxError('FORMAT', `js/gpu/list.js: op ${list[i]} at word ${i} is not in the list format`);
+    if (!op || i + op.args.length >= list.length + 1)
+      throw new OxError('FORMAT', `js/gpu/list.js: op ${list[i]} at word ${i} is not in the list format`);
     const a = {};
-    op.args.forEach((n, j) => (a[n] = FLOATS.has(n) ? f32[i + 1 + j] : n === 'w' || n === 'layer' ? list[i + 1 + j] : list[i + 1 + j] >>> 0));
+    op.args.forEach(
+      (n, j) =>
+        (a[n] = FLOATS.has(n) ? f32[i + 1 + j] : n === 'w' || n === 'layer' ? list[i + 1 + j] : list[i + 1 + j] >>> 0),
+    );
     fn(op.name, a);
     i += 1 + op.args.length;
   }

@@ -80,13 +80,15 @@ export class StepRunner {
     }
     // byte offset -> {buffer, offset (f32 elements), byte}: the last non-empty region starting at or before it
     return (off) => {
-      let lo = 0, hi = regions.length - 1;
+      let lo = 0,
+        hi = regions.length - 1;
       while (lo < hi) {
         const mid = (lo + hi + 1) >> 1;
         if (regions[mid] <= off) lo = mid;
         else hi = mid - 1;
       }
-      while (lo > 0 && !(regions[lo] <= off && (lo + 1 < regions.length ? regions[lo + 1] : actBytes) > regions[lo])) lo--;
+      while (lo > 0 && !(regions[lo] <= off && (lo + 1 < regions.length ? regions[lo + 1] : actBytes) > regions[lo]))
+        lo--;
       return { buffer: this.regions[lo].buffer, offset: (off - regions[lo]) / 4, byte: off - regions[lo] };
     };
   }
@@ -99,10 +101,19 @@ export class StepRunner {
     let c = s.get(layer);
     if (!c && !enc) throw new OxError('STATE', `webgpu: layer ${layer} attends before its KV cache was written`);
     if (enc && (!c || c.rows < need)) {
-      const rows = Math.min(maxCtx, Math.max(need, 2 * (c?.rows ?? 0), 256)), size = rows * width * 4;
+      const rows = Math.min(maxCtx, Math.max(need, 2 * (c?.rows ?? 0), 256)),
+        size = rows * width * 4;
       if (size > this.caps.maxBinding)
-        throw new OxError('UNSUPPORTED', `webgpu: a KV cache of ${rows} positions x ${width} floats exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`);
-      const n = { kc: this.device.createBuffer({ size, usage: STORAGE() }), vc: this.device.createBuffer({ size, usage: STORAGE() }), width, rows };
+        throw new OxError(
+          'UNSUPPORTED',
+          `webgpu: a KV cache of ${rows} positions x ${width} floats exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`,
+        );
+      const n = {
+        kc: this.device.createBuffer({ size, usage: STORAGE() }),
+        vc: this.device.createBuffer({ size, usage: STORAGE() }),
+        width,
+        rows,
+      };
       if (c) {
         enc.copyBufferToBuffer(c.kc, 0, n.kc, 0, c.kc.size);
         enc.copyBufferToBuffer(c.vc, 0, n.vc, 0, c.vc.size);
@@ -138,7 +149,10 @@ export class StepRunner {
     if (this.lost) throw lostError(this.lost);
     const { device, k } = this;
     // first walk: sizes of the per-step scratch (quantized activations, scores, RoPE tables)
-    let actWords = 0, scores = 0, cs = 0, readBytes = 0;
+    let actWords = 0,
+      scores = 0,
+      cs = 0,
+      readBytes = 0;
     const ops = [];
     const h = walkList(list, (name, a) => {
       ops.push([name, a]);
@@ -154,19 +168,25 @@ export class StepRunner {
     const scoreBuf = scores ? this.grown('scores', scores * 4) : null;
     const csBuf = cs ? this.grown('cs', cs * 4) : null;
     const csHost = new Float32Array(cs);
-    const staging = readBytes ? this.grown('staging', readBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST) : null;
+    const staging = readBytes
+      ? this.grown('staging', readBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST)
+      : null;
 
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
     const enc = device.createCommandEncoder();
-    let pass = null, csAt = 0, up = 0, computed = false;
+    let pass = null,
+      csAt = 0,
+      up = 0,
+      computed = false;
     const compute = () => (pass ??= enc.beginComputePass());
     const copies = () => {
       pass?.end();
       pass = null;
       return enc;
     };
-    const reads = [], dead = [];
+    const reads = [],
+      dead = [];
     try {
       for (const [name, a] of ops) {
         switch (name) {
@@ -184,8 +204,16 @@ export class StepRunner {
             break;
           }
           case 'RMS': {
-            const x = at(a.x), y = at(a.y);
-            k.rmsnorm(compute(), { x, y: y.buffer === x.buffer && y.offset === x.offset ? undefined : y, w: a.w >= 0 ? this.weight(a.w) : null, n: a.width, rows: a.rows, eps: a.eps });
+            const x = at(a.x),
+              y = at(a.y);
+            k.rmsnorm(compute(), {
+              x,
+              y: y.buffer === x.buffer && y.offset === x.offset ? undefined : y,
+              w: a.w >= 0 ? this.weight(a.w) : null,
+              n: a.width,
+              rows: a.rows,
+              eps: a.eps,
+            });
             computed = true;
             break;
           }
@@ -194,14 +222,25 @@ export class StepRunner {
             if (!n) break;
             const pos = Array.from({ length: a.ntok }, (_, t) => a.pos + t);
             csHost.set(ropeTable(pos, a.hd, a.pairs, a.base, a.factor), csAt);
-            k.rope(compute(), { x: at(a.x), cs: { buffer: csBuf, offset: csAt }, hd: a.hd, nPairs: a.pairs, nHeads: a.nh, nTok: a.ntok, tokStride: a.nh * a.hd });
+            k.rope(compute(), {
+              x: at(a.x),
+              cs: { buffer: csBuf, offset: csAt },
+              hd: a.hd,
+              nPairs: a.pairs,
+              nHeads: a.nh,
+              nTok: a.ntok,
+              tokStride: a.nh * a.hd,
+            });
             csAt += a.ntok * 2 * n;
             computed = true;
             break;
           }
           case 'KV_WRITE': {
             const c = this.kvOf(h.session, a.layer, a.width, h.maxCtx, a.pos + a.ntok, copies(), dead);
-            const kk = at(a.k), vv = at(a.v), bytes = a.ntok * a.width * 4, dst = a.pos * a.width * 4;
+            const kk = at(a.k),
+              vv = at(a.v),
+              bytes = a.ntok * a.width * 4,
+              dst = a.pos * a.width * 4;
             enc.copyBufferToBuffer(kk.buffer, kk.byte, c.kc, dst, bytes);
             enc.copyBufferToBuffer(vv.buffer, vv.byte, c.vc, dst, bytes);
             computed = true;
@@ -211,15 +250,33 @@ export class StepRunner {
             if (a.bidir) throw new OxError('UNSUPPORTED', 'webgpu: bidirectional attention has no GPU kernel');
             const c = this.kvOf(h.session, a.layer, 0, h.maxCtx, 0, null, dead);
             k.attention(compute(), {
-              kv: 'f32', q: at(a.q), kc: c.kc, vc: c.vc, out: at(a.out), scores: scoreBuf, nTok: a.ntok, nh: a.nh, hd: a.hd,
-              nKv: a.nh / a.group, pos: a.pos, window: a.window, sStride: a.pos + a.ntok,
+              kv: 'f32',
+              q: at(a.q),
+              kc: c.kc,
+              vc: c.vc,
+              out: at(a.out),
+              scores: scoreBuf,
+              nTok: a.ntok,
+              nh: a.nh,
+              hd: a.hd,
+              nKv: a.nh / a.group,
+              pos: a.pos,
+              window: a.window,
+              sStride: a.pos + a.ntok,
             });
             computed = true;
             break;
           }
           case 'GEGLU': {
             if (a.y !== a.g) throw new OxError('FORMAT', 'webgpu: GEGLU writes its gate in place only');
-            k.elt(compute(), 'geglu', { a: at(a.g), b: at(a.u), n: a.rows * a.width, cols: a.width, aStride: a.gstride, bStride: a.ustride });
+            k.elt(compute(), 'geglu', {
+              a: at(a.g),
+              b: at(a.u),
+              n: a.rows * a.width,
+              cols: a.width,
+              aStride: a.gstride,
+              bStride: a.ustride,
+            });
             computed = true;
             break;
           }
@@ -240,7 +297,8 @@ export class StepRunner {
             computed = true;
             break;
           case 'COPY': {
-            const x = at(a.x), y = at(a.y);
+            const x = at(a.x),
+              y = at(a.y);
             copies().copyBufferToBuffer(x.buffer, x.byte, y.buffer, y.byte, a.count * 4);
             computed = true;
             break;

@@ -39,9 +39,18 @@ export function parseRecord(text) {
     return null;
   }
   const str = (v) => typeof v === 'string';
-  const ok = r && typeof r === 'object' && str(r.url) && Number.isSafeInteger(r.size) && r.size > 0 && optional(r.complete, (v) => typeof v === 'boolean')
-    && optional(r.bytes, (v) => Number.isSafeInteger(v) && v >= 0 && v <= r.size) && optional(r.etag, str) && optional(r.lastModified, str)
-    && optional(r.sha256, (v) => str(v) && /^[0-9a-f]{64}$/.test(v)) && optional(r.addedAt, Number.isFinite);
+  const ok =
+    r &&
+    typeof r === 'object' &&
+    str(r.url) &&
+    Number.isSafeInteger(r.size) &&
+    r.size > 0 &&
+    optional(r.complete, (v) => typeof v === 'boolean') &&
+    optional(r.bytes, (v) => Number.isSafeInteger(v) && v >= 0 && v <= r.size) &&
+    optional(r.etag, str) &&
+    optional(r.lastModified, str) &&
+    optional(r.sha256, (v) => str(v) && /^[0-9a-f]{64}$/.test(v)) &&
+    optional(r.addedAt, Number.isFinite);
   return ok ? r : null;
 }
 
@@ -73,7 +82,10 @@ export async function nodeStore(dir) {
       for (const ext of ['.bin', '.json']) fs.rmSync(file(key, ext), { force: true });
     },
     async list() {
-      return fs.readdirSync(dir).filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, 64));
+      return fs
+        .readdirSync(dir)
+        .filter((n) => /^[0-9a-f]{64}\.json$/.test(n))
+        .map((n) => n.slice(0, 64));
     },
     async dataSize(key) {
       try {
@@ -91,7 +103,8 @@ export async function nodeStore(dir) {
       return {
         size: () => fs.fstatSync(fd).size,
         write(bytes, at) {
-          for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, bytes.length - done, at + done);
+          for (let done = 0; done < bytes.length;)
+            done += fs.writeSync(fd, bytes, done, bytes.length - done, at + done);
         },
         read: (bytes, at) => fs.readSync(fd, bytes, 0, bytes.length, at),
         truncate: (n) => fs.ftruncateSync(fd, n),
@@ -103,7 +116,11 @@ export async function nodeStore(dir) {
 }
 
 export async function opfsStore(name) {
-  if (!globalThis.navigator?.storage?.getDirectory) throw new OxError('UNSUPPORTED', 'the model cache needs the Origin Private File System (navigator.storage.getDirectory), which this browser does not offer here');
+  if (!globalThis.navigator?.storage?.getDirectory)
+    throw new OxError(
+      'UNSUPPORTED',
+      'the model cache needs the Origin Private File System (navigator.storage.getDirectory), which this browser does not offer here',
+    );
   const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(name, { create: true });
   const handle = (key, ext, create = false) => dir.getFileHandle(key + ext, { create });
   const missing = (e) => e?.name === 'NotFoundError';
@@ -151,7 +168,7 @@ export async function opfsStore(name) {
       return {
         size: () => a.getSize(),
         write(bytes, at) {
-          for (let done = 0; done < bytes.length; ) done += a.write(bytes.subarray(done), { at: at + done });
+          for (let done = 0; done < bytes.length;) done += a.write(bytes.subarray(done), { at: at + done });
         },
         read: (bytes, at) => a.read(bytes, { at }),
         truncate: (n) => a.truncate(n),
@@ -180,7 +197,15 @@ function progressMeter(url, emit) {
     last = now;
     const [t0, b0] = samples[0];
     const rate = now > t0 ? ((bytes - b0) * 1000) / (now - t0) : 0;
-    emit({ type: 'progress', phase: 'download', url, bytes, total, rate, eta: bytes >= total ? 0 : rate > 0 ? (total - bytes) / rate : Infinity });
+    emit({
+      type: 'progress',
+      phase: 'download',
+      url,
+      bytes,
+      total,
+      rate,
+      eta: bytes >= total ? 0 : rate > 0 ? (total - bytes) / rate : Infinity,
+    });
   };
 }
 
@@ -188,10 +213,12 @@ function progressMeter(url, emit) {
 // page's import map puts @noble/hashes/sha2.js (import maps do not reach workers), or null
 // where a bundler or Node resolves it.
 async function hasherFor(data, upTo, hashUrl) {
-  const { sha256 } = await (hashUrl ? import(/* @vite-ignore */ /* webpackIgnore: true */ hashUrl) : import('@noble/hashes/sha2.js'));
+  const { sha256 } = await (hashUrl
+    ? import(/* @vite-ignore */ /* webpackIgnore: true */ hashUrl)
+    : import('@noble/hashes/sha2.js'));
   const h = sha256.create();
   const buf = new Uint8Array(4 << 20);
-  for (let off = 0; off < upTo; ) {
+  for (let off = 0; off < upTo;) {
     const n = data.read(buf.subarray(0, Math.min(buf.length, upTo - off)), off);
     if (n <= 0) throw new OxError('IO', `cached copy: unexpected end at byte ${off} while hashing`);
     h.update(buf.subarray(0, n));
@@ -224,11 +251,16 @@ export async function runDownload(store, job, signal, emit) {
   if (rec && have === rec.size && job.sha256) {
     // a whole copy to check against a new sha256: before it is used, so that a bad copy is
     // never read (and never deleted under a reader)
-    const got = [...(await hasherFor(data, have, job.hashUrl)).digest()].map((b) => b.toString(16).padStart(2, '0')).join('');
+    const got = [...(await hasherFor(data, have, job.hashUrl)).digest()]
+      .map((b) => b.toString(16).padStart(2, '0'))
+      .join('');
     data.close();
     if (got !== job.sha256) {
       await store.remove(key).catch(() => {});
-      throw new OxError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${got}; the cached copy was deleted`);
+      throw new OxError(
+        'IO',
+        `${name}: sha256 mismatch: expected ${job.sha256}, got ${got}; the cached copy was deleted`,
+      );
     }
     await store.writeRecord(key, { ...rec, sha256: job.sha256, complete: true, bytes: have });
     emit({ type: 'ready', complete: true, size: rec.size, validator: validatorOf(rec) });
@@ -255,7 +287,10 @@ export async function runDownload(store, job, signal, emit) {
   const retry = async (e) => {
     if (signal.aborted) throw new OxError('ABORTED', `${name}: download aborted at byte ${have}`);
     if (++failures > job.retries)
-      throw new OxError('IO', `${name}: download failed at byte ${have}${rec ? ` of ${rec.size}` : ''} after ${failures} attempts: ${e.cause?.message ?? e.message}; loading it again resumes from there`);
+      throw new OxError(
+        'IO',
+        `${name}: download failed at byte ${have}${rec ? ` of ${rec.size}` : ''} after ${failures} attempts: ${e.cause?.message ?? e.message}; loading it again resumes from there`,
+      );
     await new Promise((res) => setTimeout(res, Math.min(4000, 250 * 2 ** (failures - 1))));
   };
   let mismatch = null;
@@ -274,7 +309,8 @@ export async function runDownload(store, job, signal, emit) {
       }
       const cancel = () => r.body?.cancel().catch(() => {});
       const range = parseContentRange(r.headers.get('content-range'));
-      const total = r.status === 206 ? (range?.size >= 0 ? range.size : undefined) : Number(r.headers.get('content-length') ?? NaN);
+      const total =
+        r.status === 206 ? (range?.size >= 0 ? range.size : undefined) : Number(r.headers.get('content-length') ?? NaN);
       const seen = { etag: r.headers.get('etag'), lastModified: r.headers.get('last-modified') };
       if (r.status === 416 && have > 0) {
         cancel(); // the file is now shorter than the copy: it changed
@@ -283,18 +319,27 @@ export async function runDownload(store, job, signal, emit) {
       }
       if (r.status !== 200 && r.status !== 206) {
         cancel();
-        const e = new OxError(r.status === 404 || r.status === 410 ? 'MISSING' : 'IO', `${name}: HTTP ${r.status} from ${url}`);
+        const e = new OxError(
+          r.status === 404 || r.status === 410 ? 'MISSING' : 'IO',
+          `${name}: HTTP ${r.status} from ${url}`,
+        );
         if (r.status < 500) throw e;
         await retry(e);
         continue;
       }
       if (!Number.isSafeInteger(total) || total <= 0) {
         cancel();
-        throw new OxError('UNSUPPORTED', `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`);
+        throw new OxError(
+          'UNSUPPORTED',
+          `${name}: the server says neither Content-Range nor Content-Length, so the file cannot be cached`,
+        );
       }
       if (r.status === 206 && range.first !== have && have === 0) {
         cancel(); // bytes from elsewhere in the file, for a request that asked for all of it
-        throw new OxError('IO', `${name}: the server answered a request for the whole file with bytes ${range.first}- of it`);
+        throw new OxError(
+          'IO',
+          `${name}: the server answered a request for the whole file with bytes ${range.first}- of it`,
+        );
       }
       const changed = rec && (total !== rec.size || (seen.etag || seen.lastModified || null) !== validatorOf(rec));
       if (have > 0 && (r.status === 200 || range.first !== have || changed)) {
@@ -303,7 +348,17 @@ export async function runDownload(store, job, signal, emit) {
         continue;
       }
       if (changed) rec = null; // nothing on disk yet: this response is the file
-      if (!rec) rec = { url, size: total, etag: seen.etag, lastModified: seen.lastModified, addedAt: Date.now(), complete: false, bytes: 0, sha256: job.sha256 };
+      if (!rec)
+        rec = {
+          url,
+          size: total,
+          etag: seen.etag,
+          lastModified: seen.lastModified,
+          addedAt: Date.now(),
+          complete: false,
+          bytes: 0,
+          sha256: job.sha256,
+        };
       try {
         await becomeReady();
       } catch (e) {
@@ -327,7 +382,9 @@ export async function runDownload(store, job, signal, emit) {
     meter(have, rec.size, true);
     data.flush();
     if (job.sha256) {
-      const got = [...(hash ?? (await hasherFor(data, have, job.hashUrl))).digest()].map((b) => b.toString(16).padStart(2, '0')).join('');
+      const got = [...(hash ?? (await hasherFor(data, have, job.hashUrl))).digest()]
+        .map((b) => b.toString(16).padStart(2, '0'))
+        .join('');
       if (got !== job.sha256) {
         mismatch = got;
         data.truncate(0); // in a browser the engine may still hold KEY.bin open: it is empty now
@@ -343,7 +400,10 @@ export async function runDownload(store, job, signal, emit) {
   }
   if (mismatch) {
     await store.remove(key).catch(() => {});
-    throw new OxError('IO', `${name}: sha256 mismatch: expected ${job.sha256}, got ${mismatch}; the cached copy was deleted`);
+    throw new OxError(
+      'IO',
+      `${name}: sha256 mismatch: expected ${job.sha256}, got ${mismatch}; the cached copy was deleted`,
+    );
   }
 }
 
@@ -356,7 +416,8 @@ async function receive(body, { data, have, rec, hash, store, key, meter, signal,
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return have;
-      if (have + value.length > rec.size) throw new OxError('IO', `${name}: the server sent more than the ${rec.size} bytes it announced`);
+      if (have + value.length > rec.size)
+        throw new OxError('IO', `${name}: the server sent more than the ${rec.size} bytes it announced`);
       data.write(value, have);
       hash?.update(value);
       have += value.length;
@@ -398,7 +459,11 @@ async function checkRoom(store, name, need, maxBytes, key) {
       what = `left of cache.maxBytes=${maxBytes}`;
     }
   }
-  if (need > free) throw new OxError('NOMEM', `${name}: not enough storage to cache it: ${need} more bytes needed, ${Math.max(0, free)} ${what}`);
+  if (need > free)
+    throw new OxError(
+      'NOMEM',
+      `${name}: not enough storage to cache it: ${need} more bytes needed, ${Math.max(0, free)} ${what}`,
+    );
 }
 
 /**
@@ -430,6 +495,8 @@ export async function openCacheCopy(d) {
   }
   // 'readwrite-unsafe': the cache worker holds the file open for writing meanwhile
   let access = null;
-  const handle = { createSyncAccessHandle: async () => (access = await file.createSyncAccessHandle({ mode: 'readwrite-unsafe' })) };
+  const handle = {
+    createSyncAccessHandle: async () => (access = await file.createSyncAccessHandle({ mode: 'readwrite-unsafe' })),
+  };
   return { source: { kind: 'opfs', handle, name: d.name }, length: () => access?.getSize() ?? 0 };
 }

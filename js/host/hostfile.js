@@ -90,7 +90,10 @@ export class HostFiles {
 
   closeAll() {
     for (const h of this.handles()) this.close(h);
-    this.bridgeP?.then((b) => b.close(), () => {});
+    this.bridgeP?.then(
+      (b) => b.close(),
+      () => {},
+    );
     this.bridgeP = null;
   }
 
@@ -101,7 +104,10 @@ export class HostFiles {
     if (!f) throw new OxError('IO', `read from unknown host file ${h}`);
     const len = dst.length;
     if (!(off >= 0) || off + len > f.size)
-      throw new OxError('TRUNCATED', `${f.name}: read of ${len} bytes at offset ${off} beyond file end (${f.size} bytes)`);
+      throw new OxError(
+        'TRUNCATED',
+        `${f.name}: read of ${len} bytes at offset ${off} beyond file end (${f.size} bytes)`,
+      );
     if (len === 0) return;
     const small = len <= this.cacheMaxRead;
     const key = small ? `${h}:${off}:${len}` : null;
@@ -116,8 +122,8 @@ export class HostFiles {
         return;
       }
     }
-    for (let done = 0; done < len; ) {
-      const n = Math.min(overShared(dst) ? f.src.direct ?? CHUNK : CHUNK, len - done);
+    for (let done = 0; done < len;) {
+      const n = Math.min(overShared(dst) ? (f.src.direct ?? CHUNK) : CHUNK, len - done);
       f.src.read(off + done, dst.subarray(done, done + n));
       done += n;
     }

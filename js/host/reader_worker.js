@@ -28,7 +28,6 @@ import { OxError } from '../shared/errors.js';
 import { CHUNK, copyShared } from './copy.js';
 import { checkRangeResponse, fetchRange, fetchTransport } from './http.js';
 
-
 const AHEAD = 4;
 const SPAN = 32 * CHUNK;
 // Node: node:http with keep-alive (the reads of one file reuse their connections); set before
@@ -36,23 +35,31 @@ const SPAN = 32 * CHUNK;
 let transport;
 
 async function nodeTransport() {
-  const http = await import(/* webpackIgnore: true */ 'node:http'), https = await import(/* webpackIgnore: true */ 'node:https');
+  const http = await import(/* webpackIgnore: true */ 'node:http'),
+    https = await import(/* webpackIgnore: true */ 'node:https');
   const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
-  return (url, range, signal) => new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const lib = u.protocol === 'https:' ? https : http;
-    const req = lib.get(u, { agent: agents[u.protocol], headers: { Range: range }, signal }, (res) =>
-      resolve({ status: res.statusCode, header: (h) => res.headers[h] ?? null, chunks: res, cancel: () => res.destroy() }));
-    req.on('error', reject);
-  });
+  return (url, range, signal) =>
+    new Promise((resolve, reject) => {
+      const u = new URL(url);
+      const lib = u.protocol === 'https:' ? https : http;
+      const req = lib.get(u, { agent: agents[u.protocol], headers: { Range: range }, signal }, (res) =>
+        resolve({
+          status: res.statusCode,
+          header: (h) => res.headers[h] ?? null,
+          chunks: res,
+          cancel: () => res.destroy(),
+        }),
+      );
+      req.on('error', reject);
+    });
 }
-const GAP = 1 << 20;  // bytes a scan may skip between two reads
+const GAP = 1 << 20; // bytes a scan may skip between two reads
 const SCAN = 1 << 20; // bytes read in a row before the read-ahead starts
 const IDLE_MS = 1000;
 let port, ctrl, data, timeoutMs;
 const blobs = new Map();
 const windows = new Map(); // url -> {list: [{off, len, buf, got, p, ...}] (contiguous, in order), last: end of the last read, run, idle, span: the request streaming into the windows, pumping}
-const spare = [];          // window buffers not in use
+const spare = []; // window buffers not in use
 
 function answer(status, n) {
   Atomics.store(ctrl, 1, status);
@@ -86,7 +93,11 @@ async function directScan(m, st) {
     }
     if (!span.chunk?.length) {
       const { done, value } = await within(m, span.what, span.it.next(), span);
-      if (done) throw new OxError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
+      if (done)
+        throw new OxError(
+          'IO',
+          `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`,
+        );
       span.chunk = value;
     }
     if (span.pos < at) {
@@ -132,7 +143,15 @@ function dropAll(st, keep = true) {
 
 function addWindow(m, st, from) {
   const len = Math.min(CHUNK, m.want.size - from);
-  const w = { off: from, len, buf: spare.pop() ?? new Uint8Array(CHUNK), got: 0, settled: false, dropped: false, keep: true };
+  const w = {
+    off: from,
+    len,
+    buf: spare.pop() ?? new Uint8Array(CHUNK),
+    got: 0,
+    settled: false,
+    dropped: false,
+    keep: true,
+  };
   w.p = new Promise((resolve, reject) => Object.assign(w, { resolve, reject }));
   w.p.catch(() => {}); // a failure is seen when a read needs this window
   st.list.push(w);
@@ -150,7 +169,8 @@ function settle(w, e) {
 // read chunk by chunk (a chunk is consumed before the next is asked for: BYOB staging reuses it).
 // It is st.span from the start, so that closeSpan also stops a request still opening.
 async function openSpan(m, st, from) {
-  const end = Math.min(m.want.size, from + SPAN), what = `bytes ${from}-${end - 1}`;
+  const end = Math.min(m.want.size, from + SPAN),
+    what = `bytes ${from}-${end - 1}`;
   const ac = new AbortController();
   const span = { from, end, pos: from, chunk: null, it: null, what, cancel: () => ac.abort() };
   st.span = span;
@@ -193,7 +213,7 @@ async function pump(m, st) {
   if (st.pumping) return;
   st.pumping = true;
   try {
-    for (let w; (w = st.list.find((x) => !x.settled)); ) {
+    for (let w; (w = st.list.find((x) => !x.settled));) {
       try {
         while (w.got < w.len && !w.dropped) {
           let span = st.span;
@@ -206,11 +226,16 @@ async function pump(m, st) {
           if (!span.chunk?.length) {
             const { done, value } = await within(m, span.what, span.it.next(), span);
             if (w.dropped) break;
-            if (done) throw new OxError('IO', `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`);
+            if (done)
+              throw new OxError(
+                'IO',
+                `${m.name}: short body: got ${span.pos - span.from} of ${span.end - span.from} bytes at offset ${span.from}`,
+              );
             span.chunk = value;
           }
           const n = Math.min(span.chunk.length, w.len - w.got, span.end - span.pos);
-          if (n === 0) throw new OxError('IO', `${m.name}: long body: more than ${span.end - span.from} bytes for ${span.what}`);
+          if (n === 0)
+            throw new OxError('IO', `${m.name}: long body: more than ${span.end - span.from} bytes for ${span.what}`);
           w.buf.set(span.chunk.subarray(0, n), w.got);
           span.chunk = span.chunk.subarray(n);
           w.got += n;
@@ -223,7 +248,10 @@ async function pump(m, st) {
           continue;
         }
         closeSpan(st);
-        const err = e instanceof OxError ? e : new OxError('IO', `${m.name}: short body at offset ${w.off + w.got}: ${e.cause?.message ?? e.message}`);
+        const err =
+          e instanceof OxError
+            ? e
+            : new OxError('IO', `${m.name}: short body at offset ${w.off + w.got}: ${e.cause?.message ?? e.message}`);
         for (const x of st.list) if (!x.settled) settle(x, err);
       }
     }
@@ -242,14 +270,20 @@ const spanEnd = (list) => (list.length ? list.at(-1).off + list.at(-1).len : -1)
 async function readUrl(m) {
   const st = windows.get(m.url) ?? { list: [], last: -1, run: 0, idle: null, span: null, pumping: false };
   windows.set(m.url, st);
-  const { list } = st, end = m.off + m.len;
+  const { list } = st,
+    end = m.off + m.len;
   const next = st.last >= 0 && m.off >= st.last && m.off - st.last <= GAP;
   st.run = next ? st.run + m.len : m.len;
   st.last = end;
   clearTimeout(st.idle);
   try {
     if (m.into && (m.len > CHUNK || (next && st.run >= SCAN))) return void (await directScan(m, st));
-    if (!next || st.run < SCAN) return void put(m, await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport), 0);
+    if (!next || st.run < SCAN)
+      return void put(
+        m,
+        await fetchRange(m.name, m.url, m.off, m.len, m.want, timeoutMs, data.subarray(0, m.len), transport),
+        0,
+      );
     if (!(list.length && list[0].off <= m.off && m.off < spanEnd(list))) {
       dropAll(st);
       addWindow(m, st, m.off);
@@ -260,7 +294,8 @@ async function readUrl(m) {
     for (const w of list) {
       if (w.off >= end) break;
       const bytes = await w.p;
-      const a = Math.max(m.off, w.off), b = Math.min(end, w.off + w.len);
+      const a = Math.max(m.off, w.off),
+        b = Math.min(end, w.off + w.len);
       copyShared(data, bytes.subarray(a - w.off, b - w.off), a - m.off);
     }
   } catch (e) {
@@ -280,11 +315,15 @@ async function readBlob(m) {
   if (!blob) throw new OxError('IO', `${m.name}: blob not registered with the reader thread`);
   let timer;
   const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new OxError('IO', `${m.name}: Blob read at offset ${m.off}: no answer in ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new OxError('IO', `${m.name}: Blob read at offset ${m.off}: no answer in ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   try {
     const bytes = new Uint8Array(await Promise.race([blob.slice(m.off, m.off + m.len).arrayBuffer(), late]));
-    if (bytes.length !== m.len) throw new OxError('IO', `${m.name}: short read: got ${bytes.length} of ${m.len} bytes at offset ${m.off}`);
+    if (bytes.length !== m.len)
+      throw new OxError('IO', `${m.name}: short read: got ${bytes.length} of ${m.len} bytes at offset ${m.off}`);
     put(m, bytes, 0);
   } finally {
     clearTimeout(timer);

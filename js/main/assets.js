@@ -32,7 +32,12 @@ const DIST = {
   },
 };
 
-const FILE = { glue: (b) => `oxinfer-${b}.js`, module: (b) => `oxinfer-${b}.mjs`, wasm: (b) => `oxinfer-${b}.wasm`, worker: (b) => `oxinfer-${b}.worker.js` };
+const FILE = {
+  glue: (b) => `oxinfer-${b}.js`,
+  module: (b) => `oxinfer-${b}.mjs`,
+  wasm: (b) => `oxinfer-${b}.wasm`,
+  worker: (b) => `oxinfer-${b}.worker.js`,
+};
 
 // -> {glue, module, wasm, worker?} as absolute URL strings (relative ones resolve against the page);
 // build: 'mt' | 'st', or either with '-relaxed'

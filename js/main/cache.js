@@ -36,7 +36,8 @@ async function cacheDir(opts) {
 
 function checkSha256(s) {
   if (s === undefined || s === null) return null;
-  if (typeof s !== 'string' || !/^[0-9a-f]{64}$/i.test(s)) throw new OxError('RANGE', `cache.sha256 must be 64 hex digits, not ${JSON.stringify(s)}`);
+  if (typeof s !== 'string' || !/^[0-9a-f]{64}$/i.test(s))
+    throw new OxError('RANGE', `cache.sha256 must be 64 hex digits, not ${JSON.stringify(s)}`);
   return s.toLowerCase();
 }
 
@@ -83,7 +84,15 @@ async function sourceFor(dir, key, desc, ready) {
     if (isNode) return { kind: 'path', path: (await nodeStore(dir)).dataPath(key), name: desc.name };
     return { kind: 'opfs', handle: await (await opfsStore(dir)).dataHandle(key), name: desc.name };
   }
-  return { kind: 'cached', name: desc.name, url: desc.url, size: ready.size, want: { size: ready.size, validator: ready.validator }, dir, key };
+  return {
+    kind: 'cached',
+    name: desc.name,
+    url: desc.url,
+    size: ready.size,
+    want: { size: ready.size, validator: ready.validator },
+    dir,
+    key,
+  };
 }
 
 /**
@@ -98,7 +107,8 @@ async function sourceFor(dir, key, desc, ready) {
 export async function cacheSources(descs, opts) {
   const c = typeof opts.cache === 'object' ? opts.cache : {};
   const urls = descs.filter((d) => d.kind === 'url');
-  if (c.sha256 !== undefined && urls.length !== 1) throw new OxError('RANGE', `cache.sha256 checks one file, but ${urls.length} URLs were given`);
+  if (c.sha256 !== undefined && urls.length !== 1)
+    throw new OxError('RANGE', `cache.sha256 checks one file, but ${urls.length} URLs were given`);
   const sha256 = checkSha256(c.sha256);
   const retries = c.retries ?? 5; // retries, maxBytes, dir: checked by options.js
   const dir = await cacheDir(c);
@@ -106,7 +116,15 @@ export async function cacheSources(descs, opts) {
   const jobs = [];
   for (const d of urls) {
     const url = new URL(d.url).href; // as deleteCachedModel spells it
-    const job = { url, name: d.name, key: await keyOf(url), sha256, hashUrl: sha256 && hashUrl(), retries, maxBytes: c.maxBytes };
+    const job = {
+      url,
+      name: d.name,
+      key: await keyOf(url),
+      sha256,
+      hashUrl: sha256 && hashUrl(),
+      retries,
+      maxBytes: c.maxBytes,
+    };
     const running = active.get(`${dir}\n${url}`);
     jobs.push({ d, key: job.key, dl: running ?? startDownload(dir, job, (ev) => opts.onProgress?.(ev)) });
   }
@@ -121,7 +139,11 @@ export async function cacheSources(descs, opts) {
     // with sha256 the engine gets the copy only once it is whole and its hash checked: it
     // never reads a byte that was not verified (and a mismatch fails the load)
     if (sha256) await done;
-    for (const j of jobs) map.set(j.d, await sourceFor(dir, j.key, j.d, sha256 ? { ...(await j.dl.ready), complete: true } : await j.dl.ready));
+    for (const j of jobs)
+      map.set(
+        j.d,
+        await sourceFor(dir, j.key, j.d, sha256 ? { ...(await j.dl.ready), complete: true } : await j.dl.ready),
+      );
     return { sources: descs.map((d) => map.get(d) ?? d), done, abort };
   } catch (e) {
     abort();
@@ -141,7 +163,15 @@ export async function listCachedModels(opts = {}) {
     const r = await store.readRecord(key);
     if (!r) continue;
     const bytes = r.complete ? r.size : Math.min(r.size, Math.max(r.bytes ?? 0, await store.dataSize(key)));
-    out.push({ url: r.url, size: r.size, complete: !!r.complete, bytes, etag: r.etag ?? null, lastModified: r.lastModified ?? null, addedAt: r.addedAt });
+    out.push({
+      url: r.url,
+      size: r.size,
+      complete: !!r.complete,
+      bytes,
+      etag: r.etag ?? null,
+      lastModified: r.lastModified ?? null,
+      addedAt: r.addedAt,
+    });
   }
   return out.sort((a, b) => a.addedAt - b.addedAt);
 }

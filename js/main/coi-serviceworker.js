@@ -22,7 +22,8 @@
 /* global clients */
 if (typeof window === 'undefined') {
   // ---- the service worker ----
-  const coep = new URL(self.location.href).searchParams.get('coep') === 'credentialless' ? 'credentialless' : 'require-corp';
+  const coep =
+    new URL(self.location.href).searchParams.get('coep') === 'credentialless' ? 'credentialless' : 'require-corp';
   self.addEventListener('install', () => self.skipWaiting());
   self.addEventListener('activate', (e) => e.waitUntil(clients.claim()));
   self.addEventListener('fetch', (e) => {
@@ -34,7 +35,8 @@ if (typeof window === 'undefined') {
 
   async function isolated(request) {
     // credentialless: cross-origin no-cors requests go without cookies, as the policy demands
-    const r = coep === 'credentialless' && request.mode === 'no-cors' ? new Request(request, { credentials: 'omit' }) : request;
+    const r =
+      coep === 'credentialless' && request.mode === 'no-cors' ? new Request(request, { credentials: 'omit' }) : request;
     const res = await fetch(r);
     if (res.status === 0) return res; // opaque (cross-origin no-cors): its headers are not ours to change
     const headers = new Headers(res.headers);
@@ -80,7 +82,9 @@ if (typeof window === 'undefined') {
       return resolve(true);
     }
     const give = (why) => {
-      console.warn(`coi-serviceworker: the page is not cross-origin isolated (${why}); the single-threaded engine will run`);
+      console.warn(
+        `coi-serviceworker: the page is not cross-origin isolated (${why}); the single-threaded engine will run`,
+      );
       resolve(false);
     };
     if (!window.isSecureContext) return give('not a secure context: serve it over https or from localhost');

@@ -4,7 +4,6 @@
 import { isNode } from '../shared/env.js';
 import { OxError } from '../shared/errors.js';
 
-
 async function spawnWorker() {
   if (isNode) {
     const wt = await import(/* webpackIgnore: true */ 'node:worker_threads');
@@ -47,7 +46,10 @@ export class Connection {
     this.pending = new Map(); // id -> {resolve, reject, onEvent}
     this.dead = null; // the OxError every request fails with once the worker is gone
     this.abortFlag = null; // Int32Array over shared memory (loadModel's): slot 1 names an aborted request
-    w.listen((m) => this.receive(m), (e) => this.fail(new OxError('STATE', e.message)));
+    w.listen(
+      (m) => this.receive(m),
+      (e) => this.fail(new OxError('STATE', e.message)),
+    );
     w.hold(false); // an idle model does not keep Node running
   }
 

@@ -1,7 +1,14 @@
 // index.js — the public API (main thread; never blocks). Each model runs in its own engine
 // worker (js/engine/worker.js, reached through js/main/connection.js); every method here is one message
 // to it: text is tokenized and chat templates are rendered there. See index.d.ts.
-import { drafts as DRAFTS, genOptions as GEN_OPTIONS, kvType as KV_TYPE, quant as QUANT, stream as STREAM, weightCacheDefault as WEIGHT_CACHE_DEFAULT } from '../shared/abi.js';
+import {
+  drafts as DRAFTS,
+  genOptions as GEN_OPTIONS,
+  kvType as KV_TYPE,
+  quant as QUANT,
+  stream as STREAM,
+  weightCacheDefault as WEIGHT_CACHE_DEFAULT,
+} from '../shared/abi.js';
 import { engineAssets } from './assets.js';
 import { enableRelaxedSimd, relaxedSimd } from './features.js';
 import { Connection } from './connection.js';
@@ -11,7 +18,19 @@ import { withBos } from '../shared/tokens.js';
 import { GpuBridge } from '../gpu/bridge.js';
 import { describeSource } from '../host/source.js';
 import { createChatCompletion, createFetchHandler } from './openai.js';
-import { CHAT_OPTIONS, DETOKENIZE_OPTIONS, EMBED_OPTIONS, ESTIMATE_OPTIONS, GENERATE_OPTIONS, LOAD_OPTIONS, LOGITS_OPTIONS, LORA_OPTIONS, SCHEMA_OPTIONS, TOKENIZE_OPTIONS, checkOptions } from './options.js';
+import {
+  CHAT_OPTIONS,
+  DETOKENIZE_OPTIONS,
+  EMBED_OPTIONS,
+  ESTIMATE_OPTIONS,
+  GENERATE_OPTIONS,
+  LOAD_OPTIONS,
+  LOGITS_OPTIONS,
+  LORA_OPTIONS,
+  SCHEMA_OPTIONS,
+  TOKENIZE_OPTIONS,
+  checkOptions,
+} from './options.js';
 import { tokenStream } from './stream.js';
 import { splitThought } from './thought.js';
 import { cacheSources } from './cache.js';
@@ -66,14 +85,17 @@ export async function chooseEngine(opts = {}) {
   let note = null;
   if (build === 'auto') {
     build = isolated ? 'mt' : 'st';
-    if (!isolated) note = 'crossOriginIsolated is false (no COOP/COEP headers): SharedArrayBuffer is unavailable, so the single-threaded build runs';
+    if (!isolated)
+      note =
+        'crossOriginIsolated is false (no COOP/COEP headers): SharedArrayBuffer is unavailable, so the single-threaded build runs';
   } else if (build === 'mt' && !isolated) {
     throw new OxError('UNSUPPORTED', 'the threaded build needs crossOriginIsolated (COOP/COEP headers)');
   } else if (build !== 'mt' && build !== 'st') {
     throw new OxError('RANGE', `build must be 'auto', 'mt' or 'st', not ${JSON.stringify(build)}`);
   }
   let threads = opts.threads ?? Math.min(MAX_DEFAULT_THREADS, await hardwareThreads());
-  if (!Number.isInteger(threads) || threads < 1 || threads > 64) throw new OxError('RANGE', `threads must be an integer from 1 to 64, not ${threads}`);
+  if (!Number.isInteger(threads) || threads < 1 || threads > 64)
+    throw new OxError('RANGE', `threads must be an integer from 1 to 64, not ${threads}`);
   if (build === 'st' && threads > 1) {
     if (opts.threads > 1) note = `${note ? note + '; ' : ''}threads=${opts.threads} requested, 1 used`;
     threads = 1;
@@ -92,15 +114,24 @@ async function simdBuild(build, opts) {
   if (want === 'relaxed' && !can) throw new OxError('UNSUPPORTED', 'simd: this WebAssembly engine has no relaxed SIMD');
   if (!can) return 'simd128';
   if (isNode) {
-    const [{ existsSync }, { fileURLToPath }] = await Promise.all([import(/* webpackIgnore: true */ 'node:fs'), import(/* webpackIgnore: true */ 'node:url')]);
+    const [{ existsSync }, { fileURLToPath }] = await Promise.all([
+      import(/* webpackIgnore: true */ 'node:fs'),
+      import(/* webpackIgnore: true */ 'node:url'),
+    ]);
     let present = false;
     try {
-      present = Object.values(engineAssets(`${build}-relaxed`, opts)).every((u) => u.startsWith('file:') && existsSync(fileURLToPath(u)));
+      present = Object.values(engineAssets(`${build}-relaxed`, opts)).every(
+        (u) => u.startsWith('file:') && existsSync(fileURLToPath(u)),
+      );
     } catch {
       // a place the relaxed files cannot be at: the SIMD128 build's own lookup reports it
     }
     if (!present) {
-      if (want === 'relaxed') throw new OxError('MISSING', 'simd: the relaxed-SIMD build is not where the engine files are (make -f Makefile.emscripten relaxed, with clang-16; or assetBase / locateFile)');
+      if (want === 'relaxed')
+        throw new OxError(
+          'MISSING',
+          'simd: the relaxed-SIMD build is not where the engine files are (make -f Makefile.emscripten relaxed, with clang-16; or assetBase / locateFile)',
+        );
       return 'simd128';
     }
   }
@@ -167,8 +198,14 @@ export async function estimateMemory(sources, opts = {}) {
   try {
     await engine.call('init', { build: env.build, threads: env.threads, assets, host: opts.host, jinjaUrl: null });
     return await engine.call('estimate', {
-      sources: descs, quant: QUANT[opts.quant ?? 'stored'], tablesOnHost: !!opts.tablesOnHost, ...streamingOf(opts), context: opts.context ?? 0,
-      kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budget?.bytes ?? 0, fit: budget?.fit === 'context',
+      sources: descs,
+      quant: QUANT[opts.quant ?? 'stored'],
+      tablesOnHost: !!opts.tablesOnHost,
+      ...streamingOf(opts),
+      context: opts.context ?? 0,
+      kvType: KV_TYPE[opts.kvType ?? 'f32'],
+      budget: budget?.bytes ?? 0,
+      fit: budget?.fit === 'context',
       autoStream: autoStreamOf(opts),
     });
   } catch (e) {
@@ -186,26 +223,32 @@ export async function estimateMemory(sources, opts = {}) {
 // thread opens a device, answers and goes), so loads where there is none start no GPU thread.
 // Resolves to null (there is one) or why not.
 let hardwareGpu = null;
-const probeHardwareGpu = () => (hardwareGpu ??= GpuBridge.start({ allowFallback: false }).then((b) => (b.close(), null), (e) => e.message));
+const probeHardwareGpu = () =>
+  (hardwareGpu ??= GpuBridge.start({ allowFallback: false }).then(
+    (b) => (b.close(), null),
+    (e) => e.message,
+  ));
 
 // streamWeights: weights left on the host, read per use into weightCache bytes (src/model/weights_cache.h)
 function streamingOf(opts) {
   const stream = STREAM[opts.streamWeights ?? 'none'];
-  return { stream, weightCache: stream ? opts.weightCache ?? WEIGHT_CACHE_DEFAULT : 0 };
+  return { stream, weightCache: stream ? (opts.weightCache ?? WEIGHT_CACHE_DEFAULT) : 0 };
 }
 
 // Over a memory budget the worker may stream the weights, with a cache of this many bytes,
 // unless the caller chose a mode (0)
-const autoStreamOf = (opts) => (opts.streamWeights === undefined ? opts.weightCache ?? WEIGHT_CACHE_DEFAULT : 0);
+const autoStreamOf = (opts) => (opts.streamWeights === undefined ? (opts.weightCache ?? WEIGHT_CACHE_DEFAULT) : 0);
 
 export async function loadModel(sources, opts = {}) {
   checked('loadModel', LOAD_OPTIONS, opts);
   const list = Array.isArray(sources) ? sources : [sources];
   if (!list.length) throw new OxError('RANGE', 'loadModel: no model files given');
-  let descs, drafter = null;
+  let descs,
+    drafter = null;
   try {
     descs = list.map((s) => describeSource(s));
-    if (opts.drafter) drafter = (Array.isArray(opts.drafter) ? opts.drafter : [opts.drafter]).map((s) => describeSource(s));
+    if (opts.drafter)
+      drafter = (Array.isArray(opts.drafter) ? opts.drafter : [opts.drafter]).map((s) => describeSource(s));
   } catch (e) {
     throw toOxError(e);
   }
@@ -214,9 +257,14 @@ export async function loadModel(sources, opts = {}) {
   const { signal } = opts;
   if (signal?.aborted) throw abortError('load');
   // opts.cache: URL sources are downloaded into the model cache and read from there (js/main/cache.js)
-  const cached = opts.cache ? await cacheSources(descs, opts).catch((e) => { throw toOxError(e); }) : null;
+  const cached = opts.cache
+    ? await cacheSources(descs, opts).catch((e) => {
+        throw toOxError(e);
+      })
+    : null;
   if (cached) descs = cached.sources;
-  let backend = opts.backend ?? 'auto', backendNote = null;
+  let backend = opts.backend ?? 'auto',
+    backendNote = null;
   if (backend === 'auto' && (backendNote = await probeHardwareGpu())) backend = 'cpu';
   const env = await chooseEngine(opts);
   const simd = await simdBuild(env.build, opts);
@@ -224,7 +272,7 @@ export async function loadModel(sources, opts = {}) {
   if (env.note) opts.onWarning?.(env.note);
   const engine = await Connection.open();
   // slot 0: the load's abort; slot 1: the id of the last aborted request (Connection.abort), which
-// a grammar compiling or masking in C polls (Module.oxAborted)
+  // a grammar compiling or masking in C polls (Module.oxAborted)
   const abortFlag = typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(8)) : null;
   engine.abortFlag = abortFlag;
   // With shared memory the C loader sees the flag at its next progress call and unwinds
@@ -248,11 +296,31 @@ export async function loadModel(sources, opts = {}) {
     }
   };
   try {
-    const { threads } = await engine.call('init', { build: env.build, threads: env.threads, assets, abortFlag, host: opts.host, jinjaUrl: jinjaUrl() });
+    const { threads } = await engine.call('init', {
+      build: env.build,
+      threads: env.threads,
+      assets,
+      abortFlag,
+      host: opts.host,
+      jinjaUrl: jinjaUrl(),
+    });
     const info = await engine.call(
       'load',
-      { sources: descs, drafter, quant, tablesOnHost: !!opts.tablesOnHost, maxContext: opts.maxContext ?? 0, maxResident: opts.maxResident ?? 0, stream, weightCache, kvType: KV_TYPE[opts.kvType ?? 'f32'], budget: budgetOf(opts.memoryBudget),
-        autoStream: autoStreamOf(opts), backend, allowFallbackAdapter: !!opts.allowFallbackAdapter },
+      {
+        sources: descs,
+        drafter,
+        quant,
+        tablesOnHost: !!opts.tablesOnHost,
+        maxContext: opts.maxContext ?? 0,
+        maxResident: opts.maxResident ?? 0,
+        stream,
+        weightCache,
+        kvType: KV_TYPE[opts.kvType ?? 'f32'],
+        budget: budgetOf(opts.memoryBudget),
+        autoStream: autoStreamOf(opts),
+        backend,
+        allowFallbackAdapter: !!opts.allowFallbackAdapter,
+      },
       progress,
     );
     // onProgress may have thrown after the engine's last look at the abort flag: the load
@@ -354,14 +422,19 @@ class Model {
     if (opts.softTokens !== undefined) {
       const { token, embeddings } = opts.softTokens ?? {};
       if (!(embeddings instanceof Float32Array) || embeddings.length % this.info.hidden)
-        throw new OxError('RANGE', `softTokens.embeddings must be a Float32Array of rows of ${this.info.hidden} (the hidden size)`);
+        throw new OxError(
+          'RANGE',
+          `softTokens.embeddings must be a Float32Array of rows of ${this.info.hidden} (the hidden size)`,
+        );
       let id = token;
       if (typeof token === 'string') {
         const ids = await this.tokenize(token);
-        if (ids.length !== 1) throw new OxError('RANGE', `softTokens.token ${JSON.stringify(token)} is not one token of the vocabulary`);
+        if (ids.length !== 1)
+          throw new OxError('RANGE', `softTokens.token ${JSON.stringify(token)} is not one token of the vocabulary`);
         [id] = ids;
       }
-      if (!Number.isInteger(id) || id < 0 || id >= this.info.vocab) throw new OxError('RANGE', `softTokens.token must be a token id or piece, not ${JSON.stringify(token)}`);
+      if (!Number.isInteger(id) || id < 0 || id >= this.info.vocab)
+        throw new OxError('RANGE', `softTokens.token must be a token id or piece, not ${JSON.stringify(token)}`);
       args.soft = { token: id, embeddings };
     }
     return args;
@@ -375,8 +448,12 @@ class Model {
   async embed(texts, opts = {}) {
     checked('embed', EMBED_OPTIONS, opts);
     const list = Array.isArray(texts) && (texts.length === 0 || typeof texts[0] !== 'number') ? texts : [texts];
-    if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t))) throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
-    return this.engine.call('embed', { texts: list, opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false } });
+    if (!list.length || !list.every((t) => typeof t === 'string' || Array.isArray(t)))
+      throw new OxError('RANGE', 'embed: texts must be a string, a token array, or an array of them');
+    return this.engine.call('embed', {
+      texts: list,
+      opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false },
+    });
   }
 
   /**
@@ -390,7 +467,11 @@ class Model {
    * @returns {Promise<string>}
    */
   async jsonSchemaGrammar(schema, opts = {}) {
-    const { toolCalls = false, afterName = false, parallel = false } = checked('jsonSchemaGrammar', SCHEMA_OPTIONS, opts);
+    const {
+      toolCalls = false,
+      afterName = false,
+      parallel = false,
+    } = checked('jsonSchemaGrammar', SCHEMA_OPTIONS, opts);
     let json;
     try {
       json = JSON.stringify(schema);
@@ -401,7 +482,6 @@ class Model {
     return this.engine.call('schemaGrammar', { json, toolCalls, afterName, parallel });
   }
 
-  
   /** OpenAI's chat.completions.create shape (js/main/openai.js). */
   createChatCompletion(request) {
     return createChatCompletion(this, request);
@@ -411,12 +491,23 @@ class Model {
   async createEmbedding(request) {
     const input = request?.input;
     const list = typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number') ? [input] : input;
-    if (!Array.isArray(list) || !list.length) throw new OxError('RANGE', 'createEmbedding: input must be a string, a token array, or an array of them');
-    if (request.encoding_format !== undefined && request.encoding_format !== 'float' && request.encoding_format !== 'base64')
+    if (!Array.isArray(list) || !list.length)
+      throw new OxError('RANGE', 'createEmbedding: input must be a string, a token array, or an array of them');
+    if (
+      request.encoding_format !== undefined &&
+      request.encoding_format !== 'float' &&
+      request.encoding_format !== 'base64'
+    )
       throw new OxError('RANGE', "createEmbedding: encoding_format must be 'float' or 'base64'");
     const vecs = await this.embed(list, { pooling: request.pooling, normalize: request.normalize });
-    const tokens = (await Promise.all(list.map((t) => (typeof t === 'string' ? this.tokenize(t) : t)))).reduce((n, t) => n + t.length + 1, 0);
-    const encode = (v) => (request.encoding_format === 'base64' ? base64(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)) : Array.from(v));
+    const tokens = (await Promise.all(list.map((t) => (typeof t === 'string' ? this.tokenize(t) : t)))).reduce(
+      (n, t) => n + t.length + 1,
+      0,
+    );
+    const encode = (v) =>
+      request.encoding_format === 'base64'
+        ? base64(new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
+        : Array.from(v);
     return {
       object: 'list',
       data: vecs.map((v, index) => ({ object: 'embedding', index, embedding: encode(v) })),
@@ -443,12 +534,16 @@ class Model {
    * @returns {Promise<{adapters: number, modules: number}>}
    */
   async setLora(adapters) {
-    if (!Array.isArray(adapters)) throw new OxError('RANGE', 'setLora: adapters must be an array of {source, scale} ([] detaches)');
+    if (!Array.isArray(adapters))
+      throw new OxError('RANGE', 'setLora: adapters must be an array of {source, scale} ([] detaches)');
     const list = adapters.map((a, i) => {
       checked(`setLora: adapter ${i}`, LORA_OPTIONS, a);
       if (!a || a.source === undefined) throw new OxError('RANGE', `setLora: adapter ${i} has no source`);
       try {
-        return { sources: (Array.isArray(a.source) ? a.source : [a.source]).map((s) => describeSource(s)), scale: a.scale ?? 1 };
+        return {
+          sources: (Array.isArray(a.source) ? a.source : [a.source]).map((s) => describeSource(s)),
+          scale: a.scale ?? 1,
+        };
       } catch (e) {
         throw toOxError(e);
       }
@@ -485,7 +580,8 @@ function base64(bytes) {
 // what the chat template needs (js/engine/chat.js renderChat's options)
 function chatArgs(o) {
   const out = {};
-  for (const k of ['template', 'thinking', 'addGenerationPrompt', 'tools', 'vars', 'bosToken', 'eosToken']) if (o[k] !== undefined) out[k] = o[k];
+  for (const k of ['template', 'thinking', 'addGenerationPrompt', 'tools', 'vars', 'bosToken', 'eosToken'])
+    if (o[k] !== undefined) out[k] = o[k];
   return out;
 }
 
@@ -499,10 +595,16 @@ function samplingArgs(o) {
   for (const k of PASSED) if (o[k] !== undefined) out[k] = o[k];
   if (o.stop !== undefined) out.stop = Array.isArray(o.stop) ? o.stop : [o.stop];
   if (o.stopIds !== undefined) out.stopIds = Array.from(o.stopIds);
-  if (o.logitBias !== undefined) out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
+  if (o.logitBias !== undefined)
+    out.logitBias = o.logitBias instanceof Map ? Object.fromEntries(o.logitBias) : { ...o.logitBias };
   if (o.speculative) {
     out.speculative = o.speculative === true ? {} : { ...o.speculative };
-  } else if (o.speculative === undefined && (o.temperature === 0 || o.topK === 1) && o.grammar === undefined && o.logprobs === undefined) {
+  } else if (
+    o.speculative === undefined &&
+    (o.temperature === 0 || o.topK === 1) &&
+    o.grammar === undefined &&
+    o.logprobs === undefined
+  ) {
     // greedy: prompt lookup by default, where it changes nothing but speed (bench:decoding
     // measured no model slower with it)
     out.speculative = { draftTokens: DRAFTS.greedyDefault };

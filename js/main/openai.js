@@ -15,12 +15,40 @@ import { TurnStream, parseTurn } from '../shared/toolcalls.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const KNOWN = new Set([
-  'model', 'messages', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'stream', 'stream_options',
-  'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'logprobs', 'top_logprobs',
-  'frequency_penalty', 'presence_penalty', 'logit_bias', 'user', 'store', 'metadata',
+  'model',
+  'messages',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'n',
+  'logprobs',
+  'top_logprobs',
+  'frequency_penalty',
+  'presence_penalty',
+  'logit_bias',
+  'user',
+  'store',
+  'metadata',
   // extras of this engine (llama.cpp's server names where it has them)
-  'top_k', 'min_p', 'repeat_penalty', 'repetition_penalty', 'penalty_window', 'thinking', 'reasoning_effort',
-  'speculative', 'grammar', 'signal',
+  'top_k',
+  'min_p',
+  'repeat_penalty',
+  'repetition_penalty',
+  'penalty_window',
+  'thinking',
+  'reasoning_effort',
+  'speculative',
+  'grammar',
+  'signal',
 ]);
 
 const bad = (msg) => new OxError('RANGE', `createChatCompletion: ${msg}`);
@@ -55,10 +83,12 @@ function templateMessages(messages) {
       if (m.name !== undefined) out.name = String(m.name);
     }
     if (m.tool_calls !== undefined) {
-      if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) throw bad(`${where}.tool_calls: only an assistant message has tool_calls, as an array`);
+      if (m.role !== 'assistant' || !Array.isArray(m.tool_calls))
+        throw bad(`${where}.tool_calls: only an assistant message has tool_calls, as an array`);
       out.tool_calls = m.tool_calls.map((tc, k) => {
         const f = tc?.function;
-        if (tc?.type !== undefined && tc.type !== 'function') throw bad(`${where}.tool_calls[${k}].type must be 'function'`);
+        if (tc?.type !== undefined && tc.type !== 'function')
+          throw bad(`${where}.tool_calls[${k}].type must be 'function'`);
         if (typeof f?.name !== 'string') throw bad(`${where}.tool_calls[${k}].function.name must be a string`);
         let args = f.arguments ?? '{}';
         if (typeof args === 'string') {
@@ -82,8 +112,13 @@ function checkTools(tools) {
   if (!Array.isArray(tools)) throw bad('tools must be an array');
   return tools.map((t, i) => {
     if (t?.type !== 'function' || typeof t.function?.name !== 'string' || !/^[\w.-]+$/.test(t.function.name))
-      throw bad(`tools[${i}] must be {type: 'function', function: {name (letters, digits, _ . -), description?, parameters?}}`);
-    if (t.function.parameters !== undefined && (typeof t.function.parameters !== 'object' || t.function.parameters === null))
+      throw bad(
+        `tools[${i}] must be {type: 'function', function: {name (letters, digits, _ . -), description?, parameters?}}`,
+      );
+    if (
+      t.function.parameters !== undefined &&
+      (typeof t.function.parameters !== 'object' || t.function.parameters === null)
+    )
       throw bad(`tools[${i}].function.parameters must be a JSON schema object`);
     return t;
   });
@@ -98,7 +133,8 @@ function toolChoice(choice, tools) {
   }
   const name = choice?.function?.name;
   if (choice?.type === 'function' && typeof name === 'string') {
-    if (!tools.some((t) => t.function.name === name)) throw bad(`tool_choice names ${JSON.stringify(name)}, which is not in tools`);
+    if (!tools.some((t) => t.function.name === name))
+      throw bad(`tool_choice names ${JSON.stringify(name)}, which is not in tools`);
     return { mode: 'required', name };
   }
   throw bad("tool_choice must be 'none', 'auto', 'required' or {type: 'function', function: {name}}");
@@ -117,7 +153,8 @@ function responseFormat(rf) {
 
 const num = (v, name, lo, hi) => {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v > hi) throw bad(`${name} must be a number from ${lo} to ${hi}, not ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v > hi)
+    throw bad(`${name} must be a number from ${lo} to ${hi}, not ${JSON.stringify(v)}`);
   return v;
 };
 const int = (v, name, lo, hi = Number.MAX_SAFE_INTEGER) => {
@@ -132,8 +169,12 @@ export function planRequest(info, request) {
   if (!request || typeof request !== 'object') throw bad('the request must be an object');
   for (const k of Object.keys(request)) if (!KNOWN.has(k)) throw bad(`unknown field ${JSON.stringify(k)}`);
   if (request.n !== undefined && request.n !== 1) throw bad('n must be 1 (one choice per request)');
-  if (request.stream != null && typeof request.stream !== 'boolean') throw bad(`stream must be true or false, not ${JSON.stringify(request.stream)}`);
-  if (request.stream_options != null && (typeof request.stream_options !== 'object' || Array.isArray(request.stream_options)))
+  if (request.stream != null && typeof request.stream !== 'boolean')
+    throw bad(`stream must be true or false, not ${JSON.stringify(request.stream)}`);
+  if (
+    request.stream_options != null &&
+    (typeof request.stream_options !== 'object' || Array.isArray(request.stream_options))
+  )
     throw bad('stream_options must be an object {include_usage}');
   const tools = checkTools(request.tools);
   const choice = toolChoice(request.tool_choice, tools);
@@ -145,10 +186,12 @@ export function planRequest(info, request) {
   let stop = request.stop;
   if (stop !== undefined && stop !== null) {
     stop = typeof stop === 'string' ? [stop] : stop;
-    if (!Array.isArray(stop) || stop.length > 16 || !stop.every((s) => typeof s === 'string')) throw bad('stop must be a string or an array of at most 16 strings');
+    if (!Array.isArray(stop) || stop.length > 16 || !stop.every((s) => typeof s === 'string'))
+      throw bad('stop must be a string or an array of at most 16 strings');
   }
   const logitBias = request.logit_bias;
-  if (logitBias !== undefined && (typeof logitBias !== 'object' || logitBias === null)) throw bad('logit_bias must be an object {token id: bias}');
+  if (logitBias !== undefined && (typeof logitBias !== 'object' || logitBias === null))
+    throw bad('logit_bias must be an object {token id: bias}');
   const opts = {
     maxTokens: int(request.max_completion_tokens ?? request.max_tokens, 'max_completion_tokens', 0) ?? 2048,
     temperature: num(request.temperature, 'temperature', 0, 2),
@@ -215,13 +258,23 @@ function finishReason(stats, turn) {
   return turn.toolCalls.length ? 'tool_calls' : 'stop';
 }
 
-const usageOf = (st) => ({ prompt_tokens: st.promptTokens, completion_tokens: st.generatedTokens, total_tokens: st.promptTokens + st.generatedTokens });
+const usageOf = (st) => ({
+  prompt_tokens: st.promptTokens,
+  completion_tokens: st.generatedTokens,
+  total_tokens: st.promptTokens + st.generatedTokens,
+});
 
 function logprobEntry(ev) {
   if (ev.logprob === undefined) return null;
   return {
-    token: ev.text, logprob: ev.logprob, bytes: [...new TextEncoder().encode(ev.text)],
-    top_logprobs: (ev.topLogprobs ?? []).map((t) => ({ token: t.text, logprob: t.logprob, bytes: [...new TextEncoder().encode(t.text)] })),
+    token: ev.text,
+    logprob: ev.logprob,
+    bytes: [...new TextEncoder().encode(ev.text)],
+    top_logprobs: (ev.topLogprobs ?? []).map((t) => ({
+      token: t.text,
+      logprob: t.logprob,
+      bytes: [...new TextEncoder().encode(t.text)],
+    })),
   };
 }
 
@@ -252,17 +305,33 @@ export async function createChatCompletion(model, request) {
   const turn = parseTurn(text, { tools: plan.parseTools, partial: cutShort(stats) });
   const message = { role: 'assistant', content: turn.toolCalls.length && !turn.content ? null : turn.content };
   if (turn.reasoning) message.reasoning_content = turn.reasoning;
-  if (turn.toolCalls.length) message.tool_calls = turn.toolCalls.map((c) => ({ id: randomId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  if (turn.toolCalls.length)
+    message.tool_calls = turn.toolCalls.map((c) => ({
+      id: randomId('call_'),
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
   return {
     ...base,
     object: 'chat.completion',
-    choices: [{ index: 0, message, logprobs: plan.opts.logprobs !== undefined ? { content: logprobs } : null, finish_reason: finishReason(stats, turn) }],
+    choices: [
+      {
+        index: 0,
+        message,
+        logprobs: plan.opts.logprobs !== undefined ? { content: logprobs } : null,
+        finish_reason: finishReason(stats, turn),
+      },
+    ],
     usage: usageOf(stats),
   };
 }
 
 async function* streamCompletion(model, plan, base) {
-  const chunk = (delta, finish = null, extra = {}) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...extra }] });
+  const chunk = (delta, finish = null, extra = {}) => ({
+    ...base,
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...extra }],
+  });
   const parser = new TurnStream({ tools: plan.parseTools });
   const callIds = [];
   const toDelta = (d) => {
@@ -289,7 +358,7 @@ async function* streamCompletion(model, plan, base) {
     pending = '';
     const lp = plan.opts.logprobs !== undefined ? logprobEntry(ev) : null;
     for (const d of deltas) {
-        yield chunk(toDelta(d), null, lp ? { logprobs: { content: [lp] } } : {});
+      yield chunk(toDelta(d), null, lp ? { logprobs: { content: [lp] } } : {});
     }
   }
   const { deltas, turn } = parser.end({ cut: cutShort(stats) });
@@ -304,15 +373,28 @@ const STATUS = { RANGE: 400, FORMAT: 400, UNSUPPORTED: 400, STATE: 409, ABORTED:
 
 function errorResponse(e) {
   const code = e?.code ?? 'STATE';
-  const body = { error: { message: e?.message ?? String(e), type: code === 'RANGE' || code === 'UNSUPPORTED' ? 'invalid_request_error' : 'server_error', code } };
-  return new Response(JSON.stringify(body), { status: STATUS[code] ?? 500, headers: { 'content-type': 'application/json' } });
+  const body = {
+    error: {
+      message: e?.message ?? String(e),
+      type: code === 'RANGE' || code === 'UNSUPPORTED' ? 'invalid_request_error' : 'server_error',
+      code,
+    },
+  };
+  return new Response(JSON.stringify(body), {
+    status: STATUS[code] ?? 500,
+    headers: { 'content-type': 'application/json' },
+  });
 }
 
 const ROUTES = { '/chat/completions': 'POST', '/embeddings': 'POST', '/models': 'GET' };
-const ROUTE_LIST = Object.entries(ROUTES).map(([r, m]) => `${m} /v1${r}`).join(', ');
+const ROUTE_LIST = Object.entries(ROUTES)
+  .map(([r, m]) => `${m} /v1${r}`)
+  .join(', ');
 
 function routeError(status, message) {
-  const body = { error: { message, type: 'invalid_request_error', code: status === 404 ? 'not_found' : 'method_not_allowed' } };
+  const body = {
+    error: { message, type: 'invalid_request_error', code: status === 404 ? 'not_found' : 'method_not_allowed' },
+  };
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 }
 
@@ -331,7 +413,9 @@ function sse(iterable) {
             ctl.close();
           } else ctl.enqueue(enc.encode(`data: ${JSON.stringify(value)}\n\n`));
         } catch (e) {
-          ctl.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: e.message, code: e.code ?? 'STATE' } })}\n\n`));
+          ctl.enqueue(
+            enc.encode(`data: ${JSON.stringify({ error: { message: e.message, code: e.code ?? 'STATE' } })}\n\n`),
+          );
           ctl.close();
         }
       },
@@ -356,9 +440,13 @@ export function createFetchHandler(model) {
       const route = Object.keys(ROUTES).find((r) => path.endsWith(r));
       // an unknown route is 404 and a known one with another method 405, as an HTTP server answers
       if (!route) return routeError(404, `${req.method} ${path}: not a route of this model (${ROUTE_LIST})`);
-      if (req.method !== ROUTES[route]) return routeError(405, `${req.method} ${path}: this route takes ${ROUTES[route]} (${ROUTE_LIST})`);
+      if (req.method !== ROUTES[route])
+        return routeError(405, `${req.method} ${path}: this route takes ${ROUTES[route]} (${ROUTE_LIST})`);
       if (route === '/models') {
-        return json({ object: 'list', data: [{ id: model.info.name || 'oxinfer', object: 'model', created: 0, owned_by: 'oxinfer-web' }] });
+        return json({
+          object: 'list',
+          data: [{ id: model.info.name || 'oxinfer', object: 'model', created: 0, owned_by: 'oxinfer-web' }],
+        });
       }
       let body;
       try {
@@ -370,7 +458,8 @@ export function createFetchHandler(model) {
         const res = await createChatCompletion(model, { ...body, signal: req.signal });
         return body.stream ? sse(res) : json(res);
       }
-      if (typeof model.createEmbedding !== 'function') throw new OxError('UNSUPPORTED', 'embeddings are not available in this build');
+      if (typeof model.createEmbedding !== 'function')
+        throw new OxError('UNSUPPORTED', 'embeddings are not available in this build');
       return json(await model.createEmbedding(body));
     } catch (e) {
       return errorResponse(e);

@@ -35,7 +35,8 @@ function escapeInner(s) {
 // The end of a streamed text may hold the first characters of a marker (when a tokenizer
 // splits it): they are not content yet.
 function stripPartialMarker(s, marker) {
-  for (let k = Math.min(marker.length - 1, s.length); k > 0; k--) if (s.endsWith(marker.slice(0, k))) return s.slice(0, -k);
+  for (let k = Math.min(marker.length - 1, s.length); k > 0; k--)
+    if (s.endsWith(marker.slice(0, k))) return s.slice(0, -k);
   return s;
 }
 
@@ -129,7 +130,7 @@ class ValueReader {
         continue;
       }
       // the structural states: skip whitespace first
-      while (this.i < end && isSpace(at(this.i))) this.i++, this.ops++;
+      while (this.i < end && isSpace(at(this.i))) (this.i++, this.ops++);
       if (this.i >= end) {
         if (final) throw new Incomplete();
         return false;
@@ -181,7 +182,8 @@ class ValueReader {
       this.num = 0;
       this.start = this.i;
       this.state = 'number';
-    } else throw new SyntaxErr(`unexpected ${JSON.stringify(buf.slice(this.i - base, this.i - base + 12))} at ${this.i}`);
+    } else
+      throw new SyntaxErr(`unexpected ${JSON.stringify(buf.slice(this.i - base, this.i - base + 12))} at ${this.i}`);
     return true;
   }
   // a literal (this.word, this.num characters of it read) or a number (this.word read so far)
@@ -190,7 +192,10 @@ class ValueReader {
       const lit = this.word;
       while (this.num < lit.length && this.i < end) {
         this.ops++;
-        if (buf[this.i - base] !== lit[this.num]) throw new SyntaxErr(`unexpected ${JSON.stringify(buf.slice(this.i - this.num - base, this.i - this.num - base + 12))} at ${this.i - this.num}`);
+        if (buf[this.i - base] !== lit[this.num])
+          throw new SyntaxErr(
+            `unexpected ${JSON.stringify(buf.slice(this.i - this.num - base, this.i - this.num - base + 12))} at ${this.i - this.num}`,
+          );
         this.num++;
         this.i++;
       }
@@ -214,7 +219,8 @@ class ValueReader {
     const m = NUMBER.exec(this.word);
     if (!m) throw new SyntaxErr(`unexpected ${JSON.stringify(this.word.slice(0, 12))} at ${this.start}`);
     this.i = this.start + m[0].length;
-    if (m[0].length < this.word.length && this.stack.length) throw new SyntaxErr(`',' or '${this.stack[this.stack.length - 1].close}' expected at ${this.i}`);
+    if (m[0].length < this.word.length && this.stack.length)
+      throw new SyntaxErr(`',' or '${this.stack[this.stack.length - 1].close}' expected at ${this.i}`);
     this.emit(m[0]);
     return true;
   }
@@ -237,7 +243,9 @@ class ValueReader {
  */
 export function valueToJSON(src) {
   let out = '';
-  const r = new ValueReader(0, (t) => { out += t; });
+  const r = new ValueReader(0, (t) => {
+    out += t;
+  });
   try {
     r.run(src, 0, true);
   } catch (e) {
@@ -323,7 +331,8 @@ class TurnReader {
           if (j + this.base > this.i) this.sink.content(this.buf.slice(this.i - this.base, j));
           this.i = this.base + j;
           if (this.buf.startsWith(CH_OPEN, j)) this.state = 'channel';
-          else if (this.buf.startsWith(CH_CLOSE, j)) this.i += CH_CLOSE.length; // a stray closing channel token
+          else if (this.buf.startsWith(CH_CLOSE, j))
+            this.i += CH_CLOSE.length; // a stray closing channel token
           else {
             this.callStart = this.i;
             this.i += CALL_OPEN.length;
@@ -347,7 +356,7 @@ class TurnReader {
           break;
         }
         case 'thoughtSpace':
-          while (this.i < n && isSpace(at(this.i))) this.i++, this.opsBefore++;
+          while (this.i < n && isSpace(at(this.i))) (this.i++, this.opsBefore++);
           if (this.i >= n) return;
           this.state = 'thought';
           break;
@@ -454,13 +463,19 @@ function gather() {
     reasoning: (s) => t.reasoning.push(s),
     call: (name) => t.calls.push({ name, args: [], partial: true }),
     args: (s) => t.calls[t.calls.length - 1].args.push(s),
-    callEnd: () => { t.calls[t.calls.length - 1].partial = false; },
+    callEnd: () => {
+      t.calls[t.calls.length - 1].partial = false;
+    },
     callDrop: () => t.calls.pop(),
     turn: (partial) => ({
       content: t.content.join(''),
       // the template writes `thought\n…\n<channel|>`: the final newline is the format's, not the thought's
       reasoning: partial ? t.reasoning.join('') : t.reasoning.join('').trimEnd(),
-      toolCalls: t.calls.map((c) => (c.partial ? { name: c.name, arguments: c.args.join(''), partial: true } : { name: c.name, arguments: c.args.join('') })),
+      toolCalls: t.calls.map((c) =>
+        c.partial
+          ? { name: c.name, arguments: c.args.join(''), partial: true }
+          : { name: c.name, arguments: c.args.join('') },
+      ),
     }),
   };
 }
@@ -497,9 +512,18 @@ export class TurnStream {
     this.whole = gather();
     const w = this.whole;
     const sink = {
-      content: (s) => { w.content(s); this.out.push({ content: s }); },
-      reasoning: (s) => { w.reasoning(s); this.out.push({ reasoning: s }); },
-      call: (name) => { w.call(name); this.open = { index: this.calls++, name }; },
+      content: (s) => {
+        w.content(s);
+        this.out.push({ content: s });
+      },
+      reasoning: (s) => {
+        w.reasoning(s);
+        this.out.push({ reasoning: s });
+      },
+      call: (name) => {
+        w.call(name);
+        this.open = { index: this.calls++, name };
+      },
       args: (s) => {
         w.args(s);
         const o = this.open;
@@ -551,7 +575,14 @@ export function formatValue(v) {
   if (v === null || v === undefined) return 'null';
   if (Array.isArray(v)) return '[' + v.map(formatValue).join(',') + ']';
   if (typeof v === 'object') {
-    return '{' + Object.keys(v).sort().map((k) => `${k}:${formatValue(v[k])}`).join(',') + '}';
+    return (
+      '{' +
+      Object.keys(v)
+        .sort()
+        .map((k) => `${k}:${formatValue(v[k])}`)
+        .join(',') +
+      '}'
+    );
   }
   return String(v);
 }
@@ -561,7 +592,10 @@ export function formatValue(v) {
 
 const STANDARD_KEYS = new Set(['description', 'type', 'properties', 'required', 'nullable']);
 const upper = (t) => String(t).toUpperCase();
-const sortedEntries = (o) => Object.keys(o).sort().map((k) => [k, o[k]]);
+const sortedEntries = (o) =>
+  Object.keys(o)
+    .sort()
+    .map((k) => [k, o[k]]);
 
 // A parameter list: each property `name:{description…,type:<|"|>T<|"|>}`, names sorted.
 // (Names that are schema keywords are skipped, as the template skips them.)
@@ -586,7 +620,9 @@ function formatParameters(properties) {
     }
     if (value.nullable) parts.push('nullable:true');
     if (type === 'OBJECT') {
-      parts.push(`properties:{${formatParameters(value.properties && typeof value.properties === 'object' ? value.properties : value)}}`);
+      parts.push(
+        `properties:{${formatParameters(value.properties && typeof value.properties === 'object' ? value.properties : value)}}`,
+      );
       if (value.required?.length) parts.push(`required:[${value.required.map((r) => Q + r + Q).join(',')}]`);
     }
     parts.push(`type:${Q}${type}${Q}`);
@@ -614,15 +650,23 @@ export function formatDeclaration(tool) {
 
 /** A call in a model turn: `<|tool_call>call:NAME{k:v,…}<tool_call|>` (keys sorted). */
 export function formatCall(fn) {
-  const args = typeof fn.arguments === 'string' ? fn.arguments : sortedEntries(fn.arguments ?? {}).map(([k, v]) => `${k}:${formatValue(v)}`).join(',');
+  const args =
+    typeof fn.arguments === 'string'
+      ? fn.arguments
+      : sortedEntries(fn.arguments ?? {})
+          .map(([k, v]) => `${k}:${formatValue(v)}`)
+          .join(',');
   return `<|tool_call>call:${fn.name}{${args}}<tool_call|>`;
 }
 
 /** A tool's result: `<|tool_response>response:NAME{k:v,…}<tool_response|>`; a non-object
  *  result becomes `{value:…}`. */
 export function formatResponse(name, response) {
-  const body = response && typeof response === 'object' && !Array.isArray(response)
-    ? sortedEntries(response).map(([k, v]) => `${k}:${formatValue(v)}`).join(',')
-    : `value:${formatValue(response)}`;
+  const body =
+    response && typeof response === 'object' && !Array.isArray(response)
+      ? sortedEntries(response)
+          .map(([k, v]) => `${k}:${formatValue(v)}`)
+          .join(',')
+      : `value:${formatValue(response)}`;
   return `<|tool_response>response:${name}{${body}}<tool_response|>`;
 }

@@ -32,7 +32,8 @@ int ox_err_prefix(ox_err *e, const char *fmt, ...) {
 }
 
 const char *ox_err_code_name(int code) {
-#define OX_ERR_NAME_(name, c, what) if (code == c) return #name;
+#define OX_ERR_NAME_(name, c, what)                                                                                    \
+    if (code == c) return #name;
     OX_ERR_CODES(OX_ERR_NAME_)
 #undef OX_ERR_NAME_
     return code == OX_OK ? "OK" : "UNKNOWN";

@@ -13,16 +13,16 @@
 
 /* X(NAME, code, meaning): the one list of error codes; OX_E_NAME = code, and "NAME" is what
  * ox_err_code_name() returns and what JS sees as OxError.code. */
-#define OX_ERR_CODES(X)                                                                          \
-    X(IO, -1, "host read failed (I/O error, HTTP error, short read)")                            \
-    X(FORMAT, -2, "malformed file: bad magic, bad JSON, bad header")                             \
-    X(TRUNCATED, -3, "file ends before a header/tensor does")                                    \
-    X(UNSUPPORTED, -4, "unknown version, tensor type, dtype, architecture")                      \
-    X(MISSING, -5, "a required tensor, key, shard or file is absent")                            \
-    X(CONFIG, -6, "inconsistent config or shapes that disagree with it")                         \
-    X(NOMEM, -7, "allocation failed (message says how much was needed)")                         \
-    X(RANGE, -8, "argument out of range: context, tokens, threads, ...")                         \
-    X(ABORTED, -9, "the caller's abort/progress callback asked to stop")                         \
+#define OX_ERR_CODES(X)                                                                                                \
+    X(IO, -1, "host read failed (I/O error, HTTP error, short read)")                                                  \
+    X(FORMAT, -2, "malformed file: bad magic, bad JSON, bad header")                                                   \
+    X(TRUNCATED, -3, "file ends before a header/tensor does")                                                          \
+    X(UNSUPPORTED, -4, "unknown version, tensor type, dtype, architecture")                                            \
+    X(MISSING, -5, "a required tensor, key, shard or file is absent")                                                  \
+    X(CONFIG, -6, "inconsistent config or shapes that disagree with it")                                               \
+    X(NOMEM, -7, "allocation failed (message says how much was needed)")                                               \
+    X(RANGE, -8, "argument out of range: context, tokens, threads, ...")                                               \
+    X(ABORTED, -9, "the caller's abort/progress callback asked to stop")                                               \
     X(STATE, -10, "call not valid in this state (e.g. session full)")
 
 #define OX_ERR_ENUM_(name, code, what) OX_E_##name = code,

@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include "formats/tensors.h"
 
-int cli_inspect(int argc, char **argv);   /* inspect.c  — config, per-layer values, tensor table */
-int cli_quantize(int argc, char **argv);  /* quantize.c — IN... -o OUT --quant q8|q4 */
-int cli_run(int argc, char **argv);       /* run.c      — forward over --tokens, top-K log-probs, --bench */
-int cli_synth(int argc, char **argv);     /* synth.c    — write a synthetic Gemma 4 model */
-int cli_tokenize(int argc, char **argv);  /* tokenize.c — text -> ids with a model's tokenizer */
-int cli_lora(int argc, char **argv);      /* lora.c     — write a synthetic LoRA adapter for a model */
+int cli_inspect(int argc, char **argv);  /* inspect.c  — config, per-layer values, tensor table */
+int cli_quantize(int argc, char **argv); /* quantize.c — IN... -o OUT --quant q8|q4 */
+int cli_run(int argc, char **argv);      /* run.c      — forward over --tokens, top-K log-probs, --bench */
+int cli_synth(int argc, char **argv);    /* synth.c    — write a synthetic Gemma 4 model */
+int cli_tokenize(int argc, char **argv); /* tokenize.c — text -> ids with a model's tokenizer */
+int cli_lora(int argc, char **argv);     /* lora.c     — write a synthetic LoRA adapter for a model */
 
 /* generate.c: a generation from prompt (tokenized with BOS, control tokens matched) through the
  * engine, its text on stdout; grammar (grammar_len bytes of GBNF) or NULL. 1 after printing

@@ -20,7 +20,8 @@ static int ends_with(const char *s, const char *suf) {
  * or the splits of one); else its safetensors shards with their index and the side files the
  * loader reads by name. */
 static int is_weights(const char *name, int gguf) {
-    return gguf ? ends_with(name, ".gguf") : ends_with(name, ".safetensors") || ends_with(name, ".safetensors.index.json");
+    return gguf ? ends_with(name, ".gguf")
+                : ends_with(name, ".safetensors") || ends_with(name, ".safetensors.index.json");
 }
 static int is_side_file(const char *name) {
     static const char *const names[] = {"config.json",           "generation_config.json", "tokenizer.json",
@@ -72,7 +73,8 @@ static int add_dir(const char *cmd, cli_files *fs, const char *dir) {
         rc = push(cmd, fs, path);
     }
     if (!rc && !found)
-        rc = 1, fprintf(stderr, "%s: %s: no model files in the directory (GGUF, or safetensors with config.json)\n", cmd, dir);
+        rc = 1,
+        fprintf(stderr, "%s: %s: no model files in the directory (GGUF, or safetensors with config.json)\n", cmd, dir);
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     return rc;

@@ -20,7 +20,8 @@ static void print_config(const ox_config *c, const char *stored) {
     printf("  ple_dim %d  ple_vocab %d  kv_shared %d  k_eq_v %d  moe %d (experts %d, top-k %d, ffn %d)\n", c->ple_dim,
            c->ple_vocab, c->n_kv_shared, c->k_eq_v, c->moe, c->n_experts, c->top_k_experts, c->moe_ffn);
     printf("  rope theta sliding %g full %g  partial_rotary %g  factor %g  rms_eps %g  softcap %g  ctx %d\n",
-           c->rope_base_sliding, c->rope_base_full, c->partial_rotary, c->rope_factor, c->rms_eps, c->softcap, c->ctx_max);
+           c->rope_base_sliding, c->rope_base_full, c->partial_rotary, c->rope_factor, c->rms_eps, c->softcap,
+           c->ctx_max);
     printf("  bos %d  pad %d  eos", c->bos_id, c->pad_id);
     for (int i = 0; i < c->n_eos; i++) printf("%s%d", i ? "," : " ", c->eos_ids[i]);
     printf("  bidirectional %d", c->bidirectional);
@@ -84,7 +85,8 @@ int cli_inspect(int argc, char **argv) {
     if (!(mf = cli_files_open("inspect", &fs))) goto done;
     printf("files: %s\n", ox_files_describe(mf));
     print_config(ox_files_config(mf), ox_files_stored_quant(mf));
-    if (ox_files_mlx(mf)) printf("MLX quantization: %s (affine; rows repacked to Q4_1 / Q8_A when read)\n", ox_files_mlx(mf));
+    if (ox_files_mlx(mf))
+        printf("MLX quantization: %s (affine; rows repacked to Q4_1 / Q8_A when read)\n", ox_files_mlx(mf));
     printf("\ntensors:\n  %-44s %-5s %-28s %14s\n", "name", "type", "shape (ne)", "bytes");
     uint64_t params = 0, bytes = 0;
     int nt = ox_files_count(mf);
@@ -97,8 +99,9 @@ int cli_inspect(int argc, char **argv) {
         if (k < (int)sizeof shape) snprintf(shape + k, sizeof shape - (size_t)k, "]");
         const char *tn = ox_type_name(t->type);
         printf("  %-44s %-5s %-28s %14llu", t->name, tn ? tn : "?", shape, (unsigned long long)t->nbytes);
-        if (t->mlx_bits) printf("  MLX %d-bit group %d, %s scales", t->mlx_bits, t->mlx_group,
-                                ox_st_dtype_name((ox_st_dtype)t->mlx_dtype));
+        if (t->mlx_bits)
+            printf("  MLX %d-bit group %d, %s scales", t->mlx_bits, t->mlx_group,
+                   ox_st_dtype_name((ox_st_dtype)t->mlx_dtype));
         printf("\n");
         params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         bytes += t->nbytes;

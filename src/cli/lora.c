@@ -21,8 +21,8 @@ static int usage(void) {
     return 2;
 }
 
-static const char *const target_flags[OX_LORA_N_TARGETS] = {"q", "k", "v", "o", "gate", "up", "down", "ple_gate",
-                                                             "ple_proj"};
+static const char *const target_flags[OX_LORA_N_TARGETS] = {"q",  "k",    "v",        "o",       "gate",
+                                                            "up", "down", "ple_gate", "ple_proj"};
 
 static int parse_targets(const char *s, unsigned *out) {
     *out = 0;

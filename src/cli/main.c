@@ -4,10 +4,15 @@
 
 #include "cli.h"
 
-static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} cmds[] = {
     {"inspect", cli_inspect, "FILE...                      print config, per-layer values, tensors"},
-    {"quantize", cli_quantize, "IN... -o OUT --quant q8|q4   write a pre-quantized safetensors file\n"
-                               "                   (--quant mlx4|mlx8 [--group 32|64] [--reference DIR] -o DIR: an MLX checkpoint)"},
+    {"quantize", cli_quantize,
+     "IN... -o OUT --quant q8|q4   write a pre-quantized safetensors file\n"
+     "                   (--quant mlx4|mlx8 [--group 32|64] [--reference DIR] -o DIR: an MLX checkpoint)"},
     {"run", cli_run, "FILE... --tokens 2,105,... [--top K] [--threads N] [--json] [--bench]"},
     {"synth", cli_synth, "--preset tiny|benchlike|bench|e2b|moe|keqv --type T ... -o OUT"},
     {"lora", cli_lora, "MODEL... [--format gguf|peft] [--rank R] [--alpha A] ... -o OUT  write a test adapter"},

@@ -32,8 +32,9 @@ static int mlx_quantize(int argc, char **argv, const char *out, const char *quan
     ox_err err = {0};
     int rc = ox_mlx_write(src, n, out, ref, &o, &err);
     if (rc) fprintf(stderr, "quantize: %s: %s\n", ox_err_code_name(err.code), err.msg);
-    else fprintf(stderr, "quantize: wrote %s (MLX %d-bit, group %d)%s%s\n", out, o.q.bits, o.q.group, ref ? ", reference " : "",
-                 ref ? ref : "");
+    else
+        fprintf(stderr, "quantize: wrote %s (MLX %d-bit, group %d)%s%s\n", out, o.q.bits, o.q.group,
+                ref ? ", reference " : "", ref ? ref : "");
     free(src);
     return rc ? 1 : 0;
 }
@@ -45,7 +46,8 @@ int cli_quantize(int argc, char **argv) {
             for (int k = 0; k + 1 < argc; k++)
                 if (!strcmp(argv[k], "-o")) out = argv[k + 1];
             if (out) return mlx_quantize(argc, argv, out, argv[i + 1]);
-            fprintf(stderr, "usage: oxinfer quantize HF-FILES... -o DIR --quant mlx4|mlx8 [--group 32|64] [--reference DIR]\n");
+            fprintf(stderr,
+                    "usage: oxinfer quantize HF-FILES... -o DIR --quant mlx4|mlx8 [--group 32|64] [--reference DIR]\n");
             return 1;
         }
     const char *out = NULL, *quant = NULL;
@@ -56,8 +58,10 @@ int cli_quantize(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
         else if (strcmp(argv[i], "--quant") == 0 && i + 1 < argc) quant = argv[++i];
-        else if (argv[i][0] == '-') { fprintf(stderr, "quantize: unknown option %s\n", argv[i]); goto done; }
-        else if (cli_files_add("quantize", &fs, argv[i])) goto done;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "quantize: unknown option %s\n", argv[i]);
+            goto done;
+        } else if (cli_files_add("quantize", &fs, argv[i])) goto done;
     }
     if (!fs.n || !out || !quant) {
         fprintf(stderr, "usage: oxinfer quantize IN... -o OUT.safetensors --quant q8|q4\n");

@@ -25,25 +25,27 @@ static double now_s(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr,
-            "usage: oxinfer run FILE|DIR... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
-            "                  [--quant q8|q4|bf16] [--step] [--tables-on-host] [--ctx N]\n"
-            "       oxinfer run FILE|DIR... --prompt TEXT [--n-gen N] [--temp T] [--seed S] [--grammar FILE | --json-schema FILE]\n"
-            "       oxinfer run FILE|DIR... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
-            "  DIR     a checkpoint directory: its GGUF files, or its safetensors with config.json, tokenizer.json\n"
-            "  --prompt TEXT  generate after TEXT (control tokens such as <|turn> matched), the text on stdout;\n"
-            "                 --n-gen tokens at most (default 64), --temp 0 for greedy\n"
-            "  --grammar FILE with --prompt: the output follows this GBNF grammar (docs/grammar.md)\n"
-            "  --json-schema FILE [--tool-notation] with --prompt: the output follows this JSON schema\n"
-            "  --all   every vocab entry instead of the top K (default K 5)\n"
-            "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
-            "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
-            "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
-            "             verify), each rewound, against one decode step (and their profile)\n"
-            "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
-            "          with --bench also decode steps alternating with and without the adapters, timed apart\n"
-            "       oxinfer run --json-schema FILE [--tool-notation]  print the schema's GBNF grammar (JSON text,\n"
-            "          or Gemma 4's tool-call notation)\n");
+    fprintf(
+        stderr,
+        "usage: oxinfer run FILE|DIR... --tokens 2,105,... [--top K] [--all] [--threads N] [--json]\n"
+        "                  [--quant q8|q4|bf16] [--step] [--tables-on-host] [--ctx N]\n"
+        "       oxinfer run FILE|DIR... --prompt TEXT [--n-gen N] [--temp T] [--seed S] [--grammar FILE | "
+        "--json-schema FILE]\n"
+        "       oxinfer run FILE|DIR... --bench [--n-prompt 64] [--n-gen 64] [--threads N] [--quant ...] [--profile]\n"
+        "  DIR     a checkpoint directory: its GGUF files, or its safetensors with config.json, tokenizer.json\n"
+        "  --prompt TEXT  generate after TEXT (control tokens such as <|turn> matched), the text on stdout;\n"
+        "                 --n-gen tokens at most (default 64), --temp 0 for greedy\n"
+        "  --grammar FILE with --prompt: the output follows this GBNF grammar (docs/grammar.md)\n"
+        "  --json-schema FILE [--tool-notation] with --prompt: the output follows this JSON schema\n"
+        "  --all   every vocab entry instead of the top K (default K 5)\n"
+        "  --step  feed the tokens one at a time (decode path) instead of one batch\n"
+        "  --profile  with --bench: time per kernel (matmul by weight type, attention, norms...) on stderr\n"
+        "  --verify K with --bench: also forwards of K tokens with every row's logits (a speculative\n"
+        "             verify), each rewound, against one decode step (and their profile)\n"
+        "  --lora FILE[,FILE] [--lora-scale S]  attach a LoRA adapter (GGUF, or PEFT config,safetensors); repeatable;\n"
+        "          with --bench also decode steps alternating with and without the adapters, timed apart\n"
+        "       oxinfer run --json-schema FILE [--tool-notation]  print the schema's GBNF grammar (JSON text,\n"
+        "          or Gemma 4's tool-call notation)\n");
     return 2;
 }
 
@@ -300,7 +302,8 @@ static int print_schema_grammar(const char *path, int tool_notation) {
 
 int cli_run(int argc, char **argv) {
     char *files[64];
-    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0, profile = 0, verify_k = 0;
+    int n_files = 0, top = 5, all = 0, json = 0, step = 0, do_bench = 0, n_prompt = 64, n_gen = 64, ctx = 0,
+        profile = 0, verify_k = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *tokens = NULL, *grammar = NULL;
     cli_gen_opts gen = {.temperature = -1};
@@ -335,7 +338,8 @@ int cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--bench")) do_bench = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--tables-on-host")) opts.tables_on_host = 1;
-        else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX) loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
+        else if (!strcmp(a, "--lora") && v && n_lora < OX_LORA_MAX)
+            loras[n_lora] = argv[++i], lora_scales[n_lora++] = 1;
         else if (!strcmp(a, "--lora-scale") && v && n_lora > 0) lora_scales[n_lora - 1] = strtof(argv[++i], NULL);
         else if (!strcmp(a, "--json-schema") && v) json_schema = argv[++i];
         else if (!strcmp(a, "--tool-notation")) tool_notation = 1;
@@ -344,8 +348,7 @@ int cli_run(int argc, char **argv) {
     }
     if (json_schema && !n_files) return print_schema_grammar(json_schema, tool_notation);
     if (!n_files || !!tokens + do_bench + !!gen.prompt != 1 || ((grammar || json_schema) && !gen.prompt) ||
-        (grammar && json_schema) || top < 1 || threads < 1 ||
-        n_prompt < 1 || n_gen < 0 || verify_k < 0 || verify_k > 64)
+        (grammar && json_schema) || top < 1 || threads < 1 || n_prompt < 1 || n_gen < 0 || verify_k < 0 || verify_k > 64)
         return usage();
     ox_err err = {0};
     if (ox_pool_init((int)threads, &err)) {

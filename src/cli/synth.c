@@ -13,23 +13,24 @@
 #include "writers/synth.h"
 
 static int usage(void) {
-    fprintf(stderr,
-            "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv [--type T] [--embd-type T] [--ple-type T]\n"
-            "                     [--format gguf|hf] [--shards N] [--seed S] [--std x] [--branch-gain g]\n"
-            "                     [--qk-norm-scale s] [--threads N] [shape overrides] -o OUT\n"
-            "  types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (hf: f32 or bf16)\n"
-            "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
-            "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
-            "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
-            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
-            "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
-            "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
-            "  --vocab-file F a trained vocab (see src/writers/synth_vocab.c, read_vocab) instead of the made-up one\n"
-            "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
-            "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
-            "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"
-            "                 and vocab, widened by --hidden/--ffn/--layers without changing its outputs\n"
-            "                 (extra layers add nothing): a bench model as slow per token as a real one\n");
+    fprintf(
+        stderr,
+        "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv [--type T] [--embd-type T] [--ple-type T]\n"
+        "                     [--format gguf|hf] [--shards N] [--seed S] [--std x] [--branch-gain g]\n"
+        "                     [--qk-norm-scale s] [--threads N] [shape overrides] -o OUT\n"
+        "  types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (hf: f32 or bf16)\n"
+        "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
+        "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
+        "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
+        "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
+        "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
+        "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
+        "  --vocab-file F a trained vocab (see src/writers/synth_vocab.c, read_vocab) instead of the made-up one\n"
+        "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
+        "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
+        "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"
+        "                 and vocab, widened by --hidden/--ffn/--layers without changing its outputs\n"
+        "                 (extra layers add nothing): a bench model as slow per token as a real one\n");
     return 2;
 }
 
@@ -50,20 +51,43 @@ int cli_synth(int argc, char **argv) {
             fprintf(stderr, "oxinfer synth: %s: %s\n", ox_err_code_name(err.code), err.msg);
             return 1;
         }
-    static const struct { const char *flag; size_t off; } ints[] = {
+    static const struct {
+        const char *flag;
+        size_t off;
+    } ints[] = {
 #define I(f, m) {f, offsetof(ox_synth, m)}
-        I("--hidden", hidden), I("--layers", layers), I("--heads", heads), I("--kv-heads", kv_heads),
-        I("--head-dim", head_dim), I("--global-head-dim", global_head_dim), I("--ffn", ffn), I("--ple", ple),
-        I("--vocab", vocab), I("--user-tokens", user_tokens), I("--swa-period", swa_period),
-        I("--kv-shared", kv_shared), I("--window", window), I("--ctx", ctx), I("--experts", n_experts),
-        I("--top-k", top_k), I("--moe-ffn", moe_ffn),
+        I("--hidden", hidden),
+        I("--layers", layers),
+        I("--heads", heads),
+        I("--kv-heads", kv_heads),
+        I("--head-dim", head_dim),
+        I("--global-head-dim", global_head_dim),
+        I("--ffn", ffn),
+        I("--ple", ple),
+        I("--vocab", vocab),
+        I("--user-tokens", user_tokens),
+        I("--swa-period", swa_period),
+        I("--kv-shared", kv_shared),
+        I("--window", window),
+        I("--ctx", ctx),
+        I("--experts", n_experts),
+        I("--top-k", top_k),
+        I("--moe-ffn", moe_ffn),
 #undef I
     };
-    static const struct { const char *flag; size_t off; } floats[] = {
+    static const struct {
+        const char *flag;
+        size_t off;
+    } floats[] = {
 #define F(f, m) {f, offsetof(ox_synth, m)}
-        F("--std", std), F("--branch-gain", branch_gain), F("--qk-norm-scale", qk_norm_scale),
-        F("--rope-base", rope_base), F("--rope-base-swa", rope_base_swa), F("--partial-rotary", partial_rotary),
-        F("--softcap", softcap), F("--eps", eps),
+        F("--std", std),
+        F("--branch-gain", branch_gain),
+        F("--qk-norm-scale", qk_norm_scale),
+        F("--rope-base", rope_base),
+        F("--rope-base-swa", rope_base_swa),
+        F("--partial-rotary", partial_rotary),
+        F("--softcap", softcap),
+        F("--eps", eps),
 #undef F
     };
     for (int i = 0; i < argc; i++) {
@@ -121,8 +145,7 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "oxinfer synth: %s: %s\n", ox_err_code_name(err.code), err.msg);
         return 1;
     }
-    printf("wrote %s: preset %s, %s, %.2f M params, %d layers (", out, preset, type, ox_synth_params(&s) / 1e6,
-           s.layers);
+    printf("wrote %s: preset %s, %s, %.2f M params, %d layers (", out, preset, type, ox_synth_params(&s) / 1e6, s.layers);
     for (int l = 0; l < s.layers; l++)
         printf("%s%c%s", l ? " " : "", l % s.swa_period == s.swa_period - 1 ? 'F' : 'S',
                l >= s.layers - s.kv_shared ? "*" : "");

@@ -12,7 +12,8 @@
 #include "text/tokenizer.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: oxinfer tokenize FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]\n");
+    fprintf(stderr,
+            "usage: oxinfer tokenize FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]\n");
     return 2;
 }
 

@@ -4,10 +4,10 @@
 #include "decode/draft_lookup.h"
 
 #define PAUSE_AFTER_MISS 4 /* steps; doubled per consecutive miss, up to 64 */
-#define PAUSE_MAX_SHIFT 4
-#define DECAY 0.9f          /* per draft (and per step without one): the estimate follows the recent text */
-#define PASS_TOKENS 4       /* tokens per pass of the matmul tiles (kernels_simd128.c) */
-#define TOKEN_COST 0.27f    /* a pass's further token, in decode steps (bench:decoding, 2 threads) */
+#define PAUSE_MAX_SHIFT  4
+#define DECAY            0.9f  /* per draft (and per step without one): the estimate follows the recent text */
+#define PASS_TOKENS      4     /* tokens per pass of the matmul tiles (kernels_simd128.c) */
+#define TOKEN_COST       0.27f /* a pass's further token, in decode steps (bench:decoding, 2 threads) */
 
 void ox_lookup_init(ox_lookup *L, int max_k) {
     memset(L, 0, sizeof *L);

@@ -20,13 +20,13 @@
 #include <stdint.h>
 
 typedef struct ox_lookup {
-    int min_n, max_n;    /* n-gram lengths tried, longest first (defaults 2 and 4) */
-    int k_max;           /* the longest draft (default 8) */
-    int fixed;           /* 1: every draft k_max long (cap permitting): measuring, not choosing */
-    float kept, broken;  /* decayed counts: drafted tokens kept, drafts cut short */
-    int pause;           /* steps left without drafting */
-    int misses;          /* drafts in a row with nothing accepted (or, MTP, nothing proposed) */
-    int grace;           /* misses in a row before the first pause (0; the MTP drafter 1) */
+    int min_n, max_n;           /* n-gram lengths tried, longest first (defaults 2 and 4) */
+    int k_max;                  /* the longest draft (default 8) */
+    int fixed;                  /* 1: every draft k_max long (cap permitting): measuring, not choosing */
+    float kept, broken;         /* decayed counts: drafted tokens kept, drafts cut short */
+    int pause;                  /* steps left without drafting */
+    int misses;                 /* drafts in a row with nothing accepted (or, MTP, nothing proposed) */
+    int grace;                  /* misses in a row before the first pause (0; the MTP drafter 1) */
     uint64_t drafted, accepted; /* totals, for stats */
 } ox_lookup;
 

@@ -14,30 +14,30 @@ struct ox_gen {
     ox_sampler *smp;
     ox_logits_filter filter;
     int vocab, limit, max_tokens, show_special;
-    int32_t *stops;         /* eos ids (if use_eos) and the caller's */
+    int32_t *stops; /* eos ids (if use_eos) and the caller's */
     int n_stops;
-    int32_t *prompt;        /* set by start; [next, n_prompt) still to run */
+    int32_t *prompt; /* set by start; [next, n_prompt) still to run */
     int n_prompt, next, started;
-    int32_t pending[1];     /* returned but not yet forwarded */
+    int32_t pending[1]; /* returned but not yet forwarded */
     int n_pending;
     int done;
-    float *logits;          /* [vocab] of the last forwarded token */
-    char *bytes;            /* the last token's bytes */
+    float *logits; /* [vocab] of the last forwarded token */
+    char *bytes;   /* the last token's bytes */
     int bytes_cap;
     ox_gen_counts counts;
-    float *soft;            /* n_prompt x hidden soft-token embeddings, or NULL */
+    float *soft; /* n_prompt x hidden soft-token embeddings, or NULL */
     uint8_t *soft_mask;
     /* speculative decoding */
     int draft_tokens;
     ox_lookup look;
     int32_t queue[OX_GEN_DRAFT_MAX + 1]; /* verified, to be returned by the next steps */
     int q_head, q_n;
-    float *rows;            /* a verify batch's logits, (1 + draft_tokens) x vocab */
-    float *scratch;         /* [vocab]: a row the sampler may modify */
-    int32_t *text;          /* the drafter's view: session tokens + the pending one */
+    float *rows;    /* a verify batch's logits, (1 + draft_tokens) x vocab */
+    float *scratch; /* [vocab]: a row the sampler may modify */
+    int32_t *text;  /* the drafter's view: session tokens + the pending one */
     int text_cap;
-    ox_mtp *mtp;            /* MTP drafter, or NULL: prompt lookup */
-    float *h, *hrows;       /* target hidden: of position h_pos; of a verify batch's rows */
+    ox_mtp *mtp;      /* MTP drafter, or NULL: prompt lookup */
+    float *h, *hrows; /* target hidden: of position h_pos; of a verify batch's rows */
     int h_pos, hidden;
     float draft_p_min;
     /* logprobs */
@@ -58,7 +58,8 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
         return NULL;
     }
     if (p->draft_tokens < 0 || p->draft_tokens > OX_GEN_DRAFT_MAX) {
-        ox_errf(err, OX_E_RANGE, "generate: draft tokens must be from 0 to %d, not %d", OX_GEN_DRAFT_MAX, p->draft_tokens);
+        ox_errf(err, OX_E_RANGE, "generate: draft tokens must be from 0 to %d, not %d", OX_GEN_DRAFT_MAX,
+                p->draft_tokens);
         return NULL;
     }
     if (p->logprobs < -1 || p->logprobs > OX_GEN_TOP_MAX) {
@@ -75,7 +76,8 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
         if (draft_tokens || p->logprobs >= 0) g->scratch = malloc((size_t)c->vocab * sizeof *g->scratch);
         if (draft_tokens) g->rows = malloc((size_t)(draft_tokens + 1) * c->vocab * sizeof *g->rows);
     }
-    if (!g || !g->stops || !g->logits || ((draft_tokens || p->logprobs >= 0) && !g->scratch) || (draft_tokens && !g->rows)) {
+    if (!g || !g->stops || !g->logits || ((draft_tokens || p->logprobs >= 0) && !g->scratch) ||
+        (draft_tokens && !g->rows)) {
         ox_gen_free(g);
         ox_errf(err, OX_E_NOMEM, "generate: out of memory for a vocabulary of %d", c->vocab);
         return NULL;
@@ -96,7 +98,8 @@ ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *
     if (p->n_stop) memcpy(g->stops + n_eos, p->stop_ids, (size_t)p->n_stop * sizeof *g->stops);
     g->n_stops = n_eos + p->n_stop;
     g->draft_tokens = draft_tokens;
-    if (draft_tokens) ox_lookup_init(&g->look, draft_tokens), g->look.fixed = p->draft_fixed != 0, g->look.grace = p->drafter != NULL;
+    if (draft_tokens)
+        ox_lookup_init(&g->look, draft_tokens), g->look.fixed = p->draft_fixed != 0, g->look.grace = p->drafter != NULL;
     g->h_pos = -1;
     g->draft_p_min = p->draft_p_min;
     if (draft_tokens && p->drafter) {
@@ -165,7 +168,8 @@ int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err) 
     free(g->soft), free(g->soft_mask);
     g->soft = malloc(n * sizeof *g->soft);
     g->soft_mask = malloc((size_t)g->n_prompt);
-    if (!g->soft || !g->soft_mask) return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", g->n_prompt);
+    if (!g->soft || !g->soft_mask)
+        return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", g->n_prompt);
     memcpy(g->soft, soft, n * sizeof *soft);
     memcpy(g->soft_mask, mask, (size_t)g->n_prompt);
     if (first < g->next) { /* the cache holds a token embedding there: run from it again (or from 0
@@ -263,8 +267,10 @@ static int emit(ox_gen *g, int tok, ox_gen_token *out, ox_err *err) {
 }
 
 static int sample_failed(ox_err *err, int tok) {
-    return ox_errf(err, tok, "sample: %s", tok == OX_E_NOMEM ? "out of memory"
-                   : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
+    return ox_errf(err, tok, "sample: %s",
+                   tok == OX_E_NOMEM
+                       ? "out of memory"
+                       : "no token can be sampled (a bias id beyond the vocabulary, or every logit is -inf)");
 }
 
 /* One verify batch: forward pending + drafts with every row's logits, keep the drafts the

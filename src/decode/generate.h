@@ -51,10 +51,10 @@
 #include "text/tokenizer.h"
 
 /* X(NAME, value, js reason): what a step returns (>= 0; errors are < 0). */
-#define OX_GEN_STATUSES(X)                                                                       \
-    X(TOKEN, 0, "token")     /* a token; generation goes on */                                   \
-    X(STOP, 1, "stop")       /* a stop id (returned in the token, not output) */                 \
-    X(LENGTH, 2, "length")   /* max_tokens reached: the token (if any, >= 0) is the last */       \
+#define OX_GEN_STATUSES(X)                                                                                             \
+    X(TOKEN, 0, "token")     /* a token; generation goes on */                                                         \
+    X(STOP, 1, "stop")       /* a stop id (returned in the token, not output) */                                       \
+    X(LENGTH, 2, "length")   /* max_tokens reached: the token (if any, >= 0) is the last */                            \
     X(CONTEXT, 3, "context") /* the context is full: no token */
 #define OX_GEN_ENUM_(name, v, js) OX_GEN_##name = v,
 enum { OX_GEN_STATUSES(OX_GEN_ENUM_) };
@@ -71,26 +71,26 @@ typedef struct ox_logits_filter {
 } ox_logits_filter;
 
 typedef struct ox_gen_params {
-    ox_sampler_params sampler;  /* bias lists are copied */
-    int max_tokens;             /* tokens output at most; <= 0: none */
-    int use_eos;                /* the config's eos ids stop too */
-    const int32_t *stop_ids;    /* more stop ids (copied); ids outside the vocab never match */
+    ox_sampler_params sampler; /* bias lists are copied */
+    int max_tokens;            /* tokens output at most; <= 0: none */
+    int use_eos;               /* the config's eos ids stop too */
+    const int32_t *stop_ids;   /* more stop ids (copied); ids outside the vocab never match */
     int n_stop;
-    int show_special;           /* a control token's bytes are its text (else none) */
-    int max_context;            /* positions the session may reach; <= 0 or beyond: the session's */
+    int show_special; /* a control token's bytes are its text (else none) */
+    int max_context;  /* positions the session may reach; <= 0 or beyond: the session's */
     ox_logits_filter filter;
-    int draft_tokens;           /* speculative decoding with prompt-lookup drafts of at most this
+    int draft_tokens;        /* speculative decoding with prompt-lookup drafts of at most this
                                    many tokens (<= OX_GEN_DRAFT_MAX); 0: off */
-    int draft_fixed;            /* prompt lookup: every draft draft_tokens long (for measuring a verify's
+    int draft_fixed;         /* prompt lookup: every draft draft_tokens long (for measuring a verify's
                                    cost); 0: the length with the most tokens per cost (draft_lookup.h) */
-    const ox_model *drafter;    /* with draft_tokens: MTP drafts (drafter_mtp.h) of draft_tokens tokens
+    const ox_model *drafter; /* with draft_tokens: MTP drafts (drafter_mtp.h) of draft_tokens tokens
                                    from this gemma4-assistant model instead of prompt lookup */
-    float draft_p_min;          /* MTP: a draft ends before a token the drafter gives less than this
+    float draft_p_min;       /* MTP: a draft ends before a token the drafter gives less than this
                                    probability (default 0.3: a random drafter, p ~ 0.01, then costs a
                                    drafter step per token instead of a wider verify; drafts that
                                    agree come with p ~ 0.9 on the synthetic agreeing drafter; not yet
                                    tuned on a released assistant) */
-    int logprobs;               /* -1: off; 0..OX_GEN_TOP_MAX: the chosen token's log-probability
+    int logprobs;            /* -1: off; 0..OX_GEN_TOP_MAX: the chosen token's log-probability
                                    and that many alternatives (the model's distribution) */
 } ox_gen_params;
 
@@ -98,7 +98,7 @@ typedef struct ox_gen_params {
  * memory estimate are sized for). */
 /* the JS API drafts up to this many when a request asks for speculative decoding without saying how many */
 #define OX_GEN_DRAFT_ASKED 8
-#define OX_GEN_TOP_MAX 20
+#define OX_GEN_TOP_MAX     20
 
 /* Sampler defaults (ox_sampler_defaults), max_tokens 256, use_eos 1, no filter, no
  * speculation (draft_p_min 0.3), no logprobs. */
@@ -112,8 +112,8 @@ typedef struct ox_gen_token {
     int token;
     const char *bytes;
     int n_bytes;
-    float logprob;              /* with logprobs >= 0: log p(token) under the model */
-    int n_top;                  /* alternatives, most likely first */
+    float logprob; /* with logprobs >= 0: log p(token) under the model */
+    int n_top;     /* alternatives, most likely first */
     const int32_t *top_ids;
     const float *top_logprobs;
 } ox_gen_token;

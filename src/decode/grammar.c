@@ -11,36 +11,36 @@
 /* Open parses at once; an ambiguous grammar is refused past this. The sets are scanned
  * linearly, so a byte costs O(stacks^3) in the worst case: at 1024, `("ab"||"b"){406}` (812
  * open parses) took minutes per accept; at 256 the worst measured case is under 2 s. */
-#define MAX_STACKS 256
-#define MAX_DEPTH 4096    /* scratch for stacks being expanded */
-#define MAX_EXPAND 512    /* rule references expanded without consuming a character */
+#define MAX_STACKS   256
+#define MAX_DEPTH    4096 /* scratch for stacks being expanded */
+#define MAX_EXPAND   512  /* rule references expanded without consuming a character */
 /* Stacks with a rule on top expanded in one step. Each is expanded once per step: rules that
  * reach one another along several paths (`a ::= b | b`, `b ::= c | c`, ...) would otherwise
  * be walked once per path, 2^depth times. */
 #define MAX_EXPANDED 1024
-#define CACHE_SLOTS 16
+#define CACHE_SLOTS  16
 /* Tokens a mask looks past an allowed token for a way on (see state_live); beyond, a state
  * is taken to be live. */
-#define LOOKAHEAD 3
+#define LOOKAHEAD    3
 /* Tokens the look-ahead may visit per mask, in walks of the whole vocabulary: past it a state
  * counts as live, so a grammar full of dead ends costs a bounded number of walks. */
-#define LIVE_WALKS 8
+#define LIVE_WALKS   8
 
 struct ox_grammar_vocab {
     int n_vocab;
-    uint32_t n;        /* character tokens, sorted by bytes */
+    uint32_t n; /* character tokens, sorted by bytes */
     int32_t *id;
-    uint32_t *off;     /* n + 1 offsets into bytes */
+    uint32_t *off; /* n + 1 offsets into bytes */
     char *bytes;
-    uint16_t *lcp;     /* bytes in common with the previous entry */
+    uint16_t *lcp; /* bytes in common with the previous entry */
     uint32_t max_len;
-    uint32_t n_ctl;    /* control tokens: matched only by literals equal to their text */
+    uint32_t n_ctl; /* control tokens: matched only by literals equal to their text */
     int32_t *ctl_id;
     uint32_t *ctl_off;
     char *ctl_bytes;
     uint8_t ctl_first[256]; /* some control text starts with this byte */
-    int32_t *where;    /* per id: sorted index, -1 - control index, or INT32_MIN (no text) */
-    ox_gabort_fn abort; /* the grammars' abort hook, or NULL */
+    int32_t *where;         /* per id: sorted index, -1 - control index, or INT32_MIN (no text) */
+    ox_gabort_fn abort;     /* the grammars' abort hook, or NULL */
     void *abort_ud;
 };
 
@@ -64,14 +64,14 @@ typedef struct istate {
     uint32_t off, n, count; /* its records in the intern arena */
     uint32_t part;
     uint8_t need;
-    int8_t end;             /* can the text end here: -1 not known yet, 0, 1 */
-    int8_t live;            /* can the text go on (state_live): -1 not known, 0, 1, 2 being checked */
+    int8_t end;  /* can the text end here: -1 not known yet, 0, 1 */
+    int8_t live; /* can the text go on (state_live): -1 not known, 0, 1, 2 being checked */
     uint32_t hash;
-    int32_t *next;          /* 256 transitions: an id, DEAD, or UNKNOWN; NULL until needed */
+    int32_t *next; /* 256 transitions: an id, DEAD, or UNKNOWN; NULL until needed */
 } istate;
 
 enum { DEAD = -1, UNKNOWN = -2 };
-#define INTERN_MAX 8192 /* states kept before the table starts over (at a mask's start) */
+#define INTERN_MAX   8192 /* states kept before the table starts over (at a mask's start) */
 /* States one mask may reach: each holds a 1 KiB transition table, and a grammar that tells
  * every prefix of the vocabulary apart would otherwise make a table per trie node. */
 #define INTERN_LIMIT 65536
@@ -81,7 +81,7 @@ typedef struct intern {
     uint32_t n, cap;
     uint32_t *data; /* the records of every state */
     uint32_t n_data, cap_data;
-    int32_t *slot;  /* open addressing: state id + 1, 0 empty */
+    int32_t *slot; /* open addressing: state id + 1, 0 empty */
     uint32_t n_slot;
 } intern;
 
@@ -99,14 +99,14 @@ struct ox_grammar {
     int n_stops;
     gstate st;
     gset tmp[2];
-    gset expanded;  /* the step's stacks already expanded (see MAX_EXPANDED) */
+    gset expanded; /* the step's stacks already expanded (see MAX_EXPANDED) */
     uint32_t *scratch;
     uint32_t sp;
-    int32_t *lv;    /* per walk depth (LOOKAHEAD + 1): the state id after each byte of the current token */
-    uint32_t n_lv;  /* ids per depth */
-    int can_stop;   /* some stop token is in the vocabulary */
+    int32_t *lv;        /* per walk depth (LOOKAHEAD + 1): the state id after each byte of the current token */
+    uint32_t n_lv;      /* ids per depth */
+    int can_stop;       /* some stop token is in the vocabulary */
     uint64_t live_left; /* tokens the current mask's look-ahead may still visit (LIVE_WALKS) */
-    uint64_t work;  /* ox_grammar_work */
+    uint64_t work;      /* ox_grammar_work */
     intern in;
     cache_slot cache[CACHE_SLOTS];
     uint64_t clock;
@@ -262,7 +262,8 @@ static int control_at(const void *ud, const char *text, size_t len, size_t *matc
     size_t best_len = 0;
     for (uint32_t k = 0; k < v->n_ctl; k++) {
         size_t l = v->ctl_off[k + 1] - v->ctl_off[k];
-        if (l > best_len && l <= len && !memcmp(v->ctl_bytes + v->ctl_off[k], text, l)) best = v->ctl_id[k], best_len = l;
+        if (l > best_len && l <= len && !memcmp(v->ctl_bytes + v->ctl_off[k], text, l))
+            best = v->ctl_id[k], best_len = l;
     }
     *matched = best_len;
     return best;
@@ -270,7 +271,8 @@ static int control_at(const void *ud, const char *text, size_t len, size_t *matc
 
 /* ---- stacks ---- */
 
-#define RECORDS(s, k, len, rec) for (uint32_t k = 0, len, *rec; k < (s)->n && (len = (s)->d[k], rec = (s)->d + k + 1, 1); k += 1 + len)
+#define RECORDS(s, k, len, rec)                                                                                        \
+    for (uint32_t k = 0, len, *rec; k < (s)->n && (len = (s)->d[k], rec = (s)->d + k + 1, 1); k += 1 + len)
 
 static int set_reserve(ox_grammar *g, gset *s, uint32_t extra) {
     if (s->n + extra <= s->cap) return 0;
@@ -296,7 +298,8 @@ static int set_copy(ox_grammar *g, gset *dst, const gset *src) {
 /* Adds st to s unless it is there already: 1 if added, 0 if there, <0 past max. */
 static int set_insert(ox_grammar *g, gset *s, const uint32_t *st, uint32_t len, uint32_t max, const char *what) {
     RECORDS(s, k, l, rec) if (l == len && !memcmp(rec, st, (size_t)len * sizeof *st)) return 0;
-    if (s->count >= max) return ox_errf(g->err, OX_E_RANGE, "grammar: more than %u %s at once (the grammar is too ambiguous)", max, what);
+    if (s->count >= max)
+        return ox_errf(g->err, OX_E_RANGE, "grammar: more than %u %s at once (the grammar is too ambiguous)", max, what);
     int rc = set_reserve(g, s, len + 1);
     if (rc) return rc;
     s->d[s->n++] = len;
@@ -323,7 +326,8 @@ static int expand(ox_grammar *g, gset *out, const uint32_t *st, uint32_t n, int 
     if (fresh <= 0) return fresh; /* its stacks are in out already, or a limit */
     int has_next = !ox_gelem_ends(e + 1);
     uint32_t base = n - 1 + (uint32_t)has_next;
-    if (g->sp + base + 1 > MAX_DEPTH) return ox_errf(g->err, OX_E_RANGE, "grammar: parse stacks deeper than %d", MAX_DEPTH);
+    if (g->sp + base + 1 > MAX_DEPTH)
+        return ox_errf(g->err, OX_E_RANGE, "grammar: parse stacks deeper than %d", MAX_DEPTH);
     uint32_t *child = g->scratch + g->sp;
     g->sp += base + 1;
     memcpy(child, st, (size_t)(n - 1) * sizeof *st);
@@ -375,7 +379,8 @@ static int advance(ox_grammar *g, const gset *in, int is_token, uint32_t what, g
         uint32_t top = rec[len - 1];
         const ox_gelem *e = &g->r.el[top];
         if (is_token ? e->type != GE_TOKEN || e->a != what : e->type != GE_CHARS || !chars_match(g, e, what)) continue;
-        if (g->sp + len > MAX_DEPTH) return ox_errf(g->err, OX_E_RANGE, "grammar: parse stacks deeper than %d", MAX_DEPTH);
+        if (g->sp + len > MAX_DEPTH)
+            return ox_errf(g->err, OX_E_RANGE, "grammar: parse stacks deeper than %d", MAX_DEPTH);
         uint32_t *child = g->scratch + g->sp;
         g->sp += len;
         memcpy(child, rec, (size_t)len * sizeof *rec);
@@ -399,8 +404,8 @@ static int has_empty(const gset *s) {
 /* An unfinished code point: `part` holds its length in bytes (bits 24..26) and the bits read
  * so far (0..20). The smallest code point of each length (shorter forms are invalid UTF-8): */
 static const uint32_t CP_MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
-#define PART_BITS(p) ((p) & 0xffffffu)
-#define PART_LEN(p) ((p) >> 24)
+#define PART_BITS(p) ((p)&0xffffffu)
+#define PART_LEN(p)  ((p) >> 24)
 
 static int step_byte(ox_grammar *g, const gset *set, uint32_t *part, uint8_t *need, unsigned char b, gset *out,
                      const gset **res) {
@@ -440,7 +445,8 @@ static int can_end(const ox_grammar *g, const gset *set, uint32_t part, uint8_t 
     if (lo < 0xd800 && hi >= 0xd800 && hi <= 0xdfff) hi = 0xd7ff;
     if (lo >= 0xd800 && lo <= 0xdfff && hi > 0xdfff) lo = 0xe000;
     if (lo > hi) return 0;
-    RECORDS(set, k, len, rec) if (len && g->r.el[rec[len - 1]].type == GE_CHARS && chars_meet(g, &g->r.el[rec[len - 1]], lo, hi)) return 1;
+    RECORDS(set, k, len, rec)
+    if (len && g->r.el[rec[len - 1]].type == GE_CHARS && chars_meet(g, &g->r.el[rec[len - 1]], lo, hi)) return 1;
     return 0;
 }
 
@@ -494,8 +500,10 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
             return in->slot[j] - 1;
     }
     if (in->n >= INTERN_LIMIT)
-        return ox_errf(g->err, OX_E_RANGE, "grammar: more than %d states in one mask (the grammar tells too many texts apart)", INTERN_LIMIT);
-    if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n)) return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
+        return ox_errf(g->err, OX_E_RANGE,
+                       "grammar: more than %d states in one mask (the grammar tells too many texts apart)", INTERN_LIMIT);
+    if (grow_u32(&in->data, &in->cap_data, in->n_data + set->n))
+        return ox_errf(g->err, OX_E_NOMEM, "grammar: out of memory");
     if (in->n == in->cap) {
         uint32_t c = in->cap ? in->cap * 2 : 256;
         istate *q = realloc(in->s, (size_t)c * sizeof *q);
@@ -504,7 +512,8 @@ static int32_t intern_get(ox_grammar *g, const gset *set, uint32_t part, uint8_t
         in->cap = c;
     }
     if (set->n) memcpy(in->data + in->n_data, set->d, (size_t)set->n * sizeof *set->d);
-    in->s[in->n] = (istate){.off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .live = -1, .hash = h};
+    in->s[in->n] = (istate){
+        .off = in->n_data, .n = set->n, .count = set->count, .part = part, .need = need, .end = -1, .live = -1, .hash = h};
     in->n_data += set->n;
     in->slot[j] = (int32_t)in->n + 1;
     return (int32_t)in->n++;
@@ -590,8 +599,8 @@ void ox_grammar_free(ox_grammar *g) {
     free(g);
 }
 
-ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t len, const int32_t *stops,
-                           int n_stops, ox_err *err) {
+ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t len, const int32_t *stops, int n_stops,
+                           ox_err *err) {
     ox_grammar *g = calloc(1, sizeof *g);
     if (!g) {
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
@@ -655,7 +664,8 @@ ox_grammar *ox_grammar_clone(const ox_grammar *src, ox_err *err) {
     g->scratch = malloc(MAX_DEPTH * sizeof *g->scratch);
     g->n_lv = src->n_lv;
     g->lv = malloc((size_t)g->n_lv * (LOOKAHEAD + 1) * sizeof *g->lv);
-    if (!g->r.el || !g->r.ranges || !g->r.rule_start || !g->stops || !g->scratch || !g->lv || set_copy(g, &g->st.set, &src->st.set)) {
+    if (!g->r.el || !g->r.ranges || !g->r.rule_start || !g->stops || !g->scratch || !g->lv ||
+        set_copy(g, &g->st.set, &src->st.set)) {
         ox_errf(err, OX_E_NOMEM, "grammar: out of memory");
         ox_grammar_free(g);
         return NULL;
@@ -802,7 +812,8 @@ static int walk(ox_grammar *g, uint32_t *bits) {
 
 int ox_grammar_mask(ox_grammar *g, float *logits, int vocab, ox_err *err) {
     g->err = err;
-    if (vocab != g->v->n_vocab) return ox_errf(err, OX_E_RANGE, "grammar: %d logits for a vocabulary of %d", vocab, g->v->n_vocab);
+    if (vocab != g->v->n_vocab)
+        return ox_errf(err, OX_E_RANGE, "grammar: %d logits for a vocabulary of %d", vocab, g->v->n_vocab);
     cache_slot *c = cache_find(g);
     if (!c) {
         if (!(c = cache_take(g))) return ox_errf(err, OX_E_NOMEM, "grammar: out of memory for the mask cache");
@@ -839,7 +850,8 @@ static int accept_bytes(ox_grammar *g, const unsigned char *b, size_t n, ox_err 
         if (res == &g->tmp[which]) which ^= 1;
         cur = res;
     }
-    if (!can_end(g, cur, part, need)) return ox_errf(err, OX_E_RANGE, "grammar: %s does not fit the grammar here", what);
+    if (!can_end(g, cur, part, need))
+        return ox_errf(err, OX_E_RANGE, "grammar: %s does not fit the grammar here", what);
     if (cur != &g->st.set) {
         int rc = set_copy(g, &g->st.set, cur);
         if (rc) return rc;
@@ -857,7 +869,8 @@ int ox_grammar_accept_text(ox_grammar *g, const char *text, size_t len, ox_err *
 int ox_grammar_accept(ox_grammar *g, int token, ox_err *err) {
     g->err = err;
     const ox_grammar_vocab *v = g->v;
-    if (token < 0 || token >= v->n_vocab) return ox_errf(err, OX_E_RANGE, "grammar: token %d is outside the vocabulary", token);
+    if (token < 0 || token >= v->n_vocab)
+        return ox_errf(err, OX_E_RANGE, "grammar: token %d is outside the vocabulary", token);
     int32_t at = v->where[token];
     if (at >= 0 && !is_stop(g, token)) {
         char what[32];
@@ -869,6 +882,9 @@ int ox_grammar_accept(ox_grammar *g, int token, ox_err *err) {
         if (rc) return rc;
         if (g->tmp[0].count) return set_copy(g, &g->st.set, &g->tmp[0]);
     }
-    if (is_stop(g, token)) return ox_grammar_complete(g) ? 0 : ox_errf(err, OX_E_RANGE, "grammar: stop token %d before the text is complete", token);
+    if (is_stop(g, token))
+        return ox_grammar_complete(g)
+                   ? 0
+                   : ox_errf(err, OX_E_RANGE, "grammar: stop token %d before the text is complete", token);
     return ox_errf(err, OX_E_RANGE, "grammar: token %d does not fit the grammar here", token);
 }

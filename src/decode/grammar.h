@@ -45,8 +45,8 @@ void ox_grammar_vocab_set_abort(ox_grammar_vocab *v, int (*poll)(void *ud), void
 
 /* Compile len bytes of GBNF. stops: the token ids that end a generation (copied); the grammar
  * lets them through only where the text is complete. OX_E_FORMAT names the line and column. */
-ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t len, const int32_t *stops,
-                           int n_stops, ox_err *err);
+ox_grammar *ox_grammar_new(const ox_grammar_vocab *v, const char *gbnf, size_t len, const int32_t *stops, int n_stops,
+                           ox_err *err);
 void ox_grammar_free(ox_grammar *g);
 int ox_grammar_reset(ox_grammar *g, ox_err *err); /* back to the start of root */
 ox_grammar *ox_grammar_clone(const ox_grammar *g, ox_err *err);

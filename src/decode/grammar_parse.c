@@ -14,9 +14,9 @@
 
 #include "decode/grammar_impl.h"
 
-#define MAX_RULES 65536
+#define MAX_RULES  65536
 #define MAX_REPEAT 1024
-#define MAX_ELEMS (1u << 21)
+#define MAX_ELEMS  (1u << 21)
 
 typedef struct evec {
     ox_gelem *el;
@@ -28,11 +28,11 @@ typedef struct parser {
     size_t len, i;
     int line;
     size_t line_start;
-    evec *body;        /* per rule */
-    char **name;       /* per rule; helper rules share their parent's string (not owned) */
-    uint8_t *defined;  /* per rule: 0 referenced only, 1 helper, 2 defined by the text */
+    evec *body;       /* per rule */
+    char **name;      /* per rule; helper rules share their parent's string (not owned) */
+    uint8_t *defined; /* per rule: 0 referenced only, 1 helper, 2 defined by the text */
     uint32_t n_rules, cap_rules;
-    uint32_t *named;   /* open addressing over the user rules' names: rule + 1, 0 empty */
+    uint32_t *named; /* open addressing over the user rules' names: rule + 1, 0 empty */
     uint32_t n_named, cap_named;
     uint32_t *ranges;
     uint32_t n_ranges, cap_ranges;
@@ -225,7 +225,13 @@ static int read_char(parser *p, uint32_t *cp) {
     case 'n': *cp = '\n'; return 0;
     case 't': *cp = '\t'; return 0;
     case 'r': *cp = '\r'; return 0;
-    case '\\': case '"': case '[': case ']': case '-': case '^': case '/': *cp = (uint32_t)c; return 0;
+    case '\\':
+    case '"':
+    case '[':
+    case ']':
+    case '-':
+    case '^':
+    case '/': *cp = (uint32_t)c; return 0;
     default: return perr(p, "unknown escape \\%c", c);
     }
 }
@@ -311,7 +317,8 @@ static int char_class(parser *p, uint32_t r) {
 static int read_count(parser *p, uint32_t *v) {
     size_t start = p->i;
     uint64_t x = 0;
-    while (p->i < p->len && p->s[p->i] >= '0' && p->s[p->i] <= '9' && x <= MAX_REPEAT) x = x * 10 + (uint64_t)(p->s[p->i++] - '0');
+    while (p->i < p->len && p->s[p->i] >= '0' && p->s[p->i] <= '9' && x <= MAX_REPEAT)
+        x = x * 10 + (uint64_t)(p->s[p->i++] - '0');
     if (p->i == start) return perr(p, "a count was expected");
     if (x > MAX_REPEAT) return perr(p, "a repetition count above %d", MAX_REPEAT);
     *v = (uint32_t)x;
@@ -322,8 +329,7 @@ static int read_count(parser *p, uint32_t *v) {
 static int repeat(parser *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max) {
     ox_gelem x;
     if (p->body[r].n - start == 1) x = p->body[r].el[start];
-    else { /* several elements (a literal): make them one rule */
-        int64_t sub = helper_rule(p, r);
+    else { /* several elements (a literal): make them one rule */ int64_t sub = helper_rule(p, r);
         if (sub < 0) return (int)sub;
         for (uint32_t k = start; k < p->body[r].n; k++) {
             int rc = push(p, (uint32_t)sub, p->body[r].el[k]);
@@ -516,7 +522,8 @@ static int check_left_recursion(ox_grules *g, char *const *names, ox_gabort_fn a
         uint32_t t = queue[q_head++];
         for (uint32_t u = use_start[t]; u < use_start[t + 1]; u++) {
             uint32_t a = use[u];
-            if (left[a] != UINT32_MAX && !--left[a] && !nullable[alt_rule[a]]) nullable[alt_rule[a]] = 1, queue[q_tail++] = alt_rule[a];
+            if (left[a] != UINT32_MAX && !--left[a] && !nullable[alt_rule[a]])
+                nullable[alt_rule[a]] = 1, queue[q_tail++] = alt_rule[a];
         }
         rc = ox_gtick(&g->work, use_start[t + 1] - use_start[t] + 1, abort, abort_ud, err);
     }
@@ -548,7 +555,10 @@ static int check_left_recursion(ox_grules *g, char *const *names, ox_gabort_fn a
             stack[top - 1] = next;
             if (rc || e->type != GE_RULE) continue;
             uint32_t t = e->a;
-            if (color[t] == 1) rc = ox_errf(err, OX_E_FORMAT, "grammar: rule %s is left-recursive (it can reach itself before matching a character)", names[t]);
+            if (color[t] == 1)
+                rc = ox_errf(err, OX_E_FORMAT,
+                             "grammar: rule %s is left-recursive (it can reach itself before matching a character)",
+                             names[t]);
             else if (!color[t]) {
                 color[t] = 1;
                 stack[top++] = t, stack[top++] = g->rule_start[t];
@@ -577,7 +587,8 @@ void ox_grules_free(ox_grules *r) {
 int ox_grules_parse(ox_grules *g, const char *src, size_t len, ox_gcontrol_fn control, const void *ud,
                     ox_gabort_fn abort, void *abort_ud, ox_err *err) {
     *g = (ox_grules){0};
-    parser p = {.s = src, .len = len, .line = 1, .control = control, .ud = ud, .abort = abort, .abort_ud = abort_ud, .err = err};
+    parser p = {
+        .s = src, .len = len, .line = 1, .control = control, .ud = ud, .abort = abort, .abort_ud = abort_ud, .err = err};
     int rc = rules(&p);
     int64_t root = -1;
     for (uint32_t r = 0; !rc && r < p.n_rules; r++) {

@@ -18,8 +18,8 @@
 /* ---- shared rules, emitted when referenced ---- */
 
 enum { C_JSON_CHAR, C_INTEGER, C_NUMBER, C_BOOLEAN, C_NULL, C_G4_CHAR, C_G4_CHAR1, C_DATE, C_TIME, C_UUID, N_COMMON };
-static const char *const COMMON_NAME[N_COMMON] = {"json-char", "integer", "number", "boolean", "null",
-                                                  "g4-char", "g4-char1", "date", "time", "uuid"};
+static const char *const COMMON_NAME[N_COMMON] = {"json-char", "integer",  "number", "boolean", "null",
+                                                  "g4-char",   "g4-char1", "date",   "time",    "uuid"};
 static const char *const COMMON_BODY[N_COMMON] = {
     "[^\"\\\\\\x00-\\x1f] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})",
     "\"-\"? ([0-9] | [1-9] [0-9]{1,15})",
@@ -27,28 +27,35 @@ static const char *const COMMON_BODY[N_COMMON] = {
     "\"true\" | \"false\"",
     "\"null\"",
     "[^<] | \"<\"+ [^<|]", /* no "<|" inside: a string cannot spell its own delimiter */
-    "[^<]",              /* one code point (a bounded length counts code points) */
+    "[^<]",                /* one code point (a bounded length counts code points) */
     "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])",
-    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [-+] [0-9]{2} \":\" [0-9]{2})?",
+    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [-+] [0-9]{2} \":\" "
+    "[0-9]{2})?",
     "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}",
 };
 /* between JSON tokens: bounded, so a sampler cannot pad without end (llama.cpp's rule) */
 #define JSON_WS "| \" \" | \"\\n\" [ \\t]{0,20}"
 
-static const char *const IGNORED[] = {"$schema", "$id", "title", "description", "default", "examples",
-                                      "$comment", "deprecated", "readOnly", "writeOnly"};
-static const char *const HANDLED[] = {"type", "properties", "required", "additionalProperties", "enum", "const",
-                                      "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf",
-                                      "$ref", "$defs", "definitions", "nullable", "minLength", "maxLength", "format"};
+static const char *const IGNORED[] = {"$schema",  "$id",      "title",      "description", "default",
+                                      "examples", "$comment", "deprecated", "readOnly",    "writeOnly"};
+static const char *const HANDLED[] = {"type",     "properties", "required",  "additionalProperties",
+                                      "enum",     "const",      "items",     "prefixItems",
+                                      "minItems", "maxItems",   "anyOf",     "oneOf",
+                                      "allOf",    "$ref",       "$defs",     "definitions",
+                                      "nullable", "minLength",  "maxLength", "format"};
 #define MAX_LAYERS 8 /* allOf inside allOf */
 
 /* ---- the builder ---- */
 
-typedef struct { char **key; int *val; size_t cap, n; } strmap; /* open addressing, key -> index */
+typedef struct {
+    char **key;
+    int *val;
+    size_t cap, n;
+} strmap; /* open addressing, key -> index */
 
 typedef struct {
-    int g4; /* Gemma 4 notation */
-    const ox_json *root; /* where $refs resolve */
+    int g4;                    /* Gemma 4 notation */
+    const ox_json *root;       /* where $refs resolve */
     const char **name, **body; /* rules in order; body NULL while a $ref's rule is pending */
     int n_rules, cap_rules;
     strmap names, refs, suffix; /* suffix: a base name -> the next number to try */
@@ -61,7 +68,10 @@ typedef struct {
     int failed;
 } builder;
 
-typedef struct { const ox_json *layer[MAX_LAYERS]; int n; } view; /* a schema merged with allOf[0]s: top last */
+typedef struct {
+    const ox_json *layer[MAX_LAYERS];
+    int n;
+} view; /* a schema merged with allOf[0]s: top last */
 
 static int fail(builder *b, int code, const char *where, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -206,8 +216,10 @@ static size_t body_cost(const char *s) {
 static int charge(builder *b, const char *body, const char *where) {
     b->cost += body_cost(body);
     if (b->cost > OX_SCHEMA_MAX_RULES)
-        return UNSUP(b, where, "the grammar would need more than %d rules (lower maxLength / maxItems, fewer anyOf "
-                               "members, or fewer property names beside additionalProperties)", OX_SCHEMA_MAX_RULES);
+        return UNSUP(b, where,
+                     "the grammar would need more than %d rules (lower maxLength / maxItems, fewer anyOf "
+                     "members, or fewer property names beside additionalProperties)",
+                     OX_SCHEMA_MAX_RULES);
     return 0;
 }
 
@@ -318,7 +330,8 @@ static int write_number(builder *b, ox_strbuf *sb, double x, const char *where) 
     if (k <= n && n <= 21) ox_sb_printf(sb, "%s%.*s", digits, n - k, "000000000000000000000");
     else if (0 < n && n <= 21) ox_sb_printf(sb, "%.*s.%s", n, digits, digits + n);
     else if (-6 < n && n <= 0) ox_sb_printf(sb, "0.%.*s%s", -n, "000000", digits);
-    else ox_sb_printf(sb, "%c%s%s%se%c%d", digits[0], k > 1 ? "." : "", digits + 1, "", n - 1 < 0 ? '-' : '+', abs(n - 1));
+    else
+        ox_sb_printf(sb, "%c%s%s%se%c%d", digits[0], k > 1 ? "." : "", digits + 1, "", n - 1 < 0 ? '-' : '+', abs(n - 1));
     return 0;
 }
 
@@ -429,7 +442,10 @@ static const char *any_key(builder *b) {
  * node; at each node a character that leaves the trie (then any tail), one that follows it, or
  * the end where no name ends. Extra names are spelled without escapes (the named ones could
  * otherwise come back escaped), at most 64 characters on the trie, 63 more after leaving it. */
-typedef struct { const char *s; size_t n; } name_ref;
+typedef struct {
+    const char *s;
+    size_t n;
+} name_ref;
 
 static int by_name(const void *a, const void *c) {
     const name_ref *x = a, *y = c;
@@ -494,7 +510,8 @@ static const char *extra_key(builder *b, const ox_json *props, const char *where
         fail(b, OX_E_NOMEM, NULL, "out of memory");
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) k[i] = (name_ref){ox_json_key(ox_json_at(props, i)), ox_json_key_len(ox_json_at(props, i))};
+    for (size_t i = 0; i < n; i++)
+        k[i] = (name_ref){ox_json_key(ox_json_at(props, i)), ox_json_key_len(ox_json_at(props, i))};
     qsort(k, n, sizeof *k, by_name);
     const char *tail = add(b, "xkey-tail", b->g4 ? "[a-zA-Z0-9_]{0,63}" : "[^\"\\\\\\x00-\\x1f]{0,63}", where);
     const char *root = tail ? key_node(b, k, n, 0, 0, tail, where) : NULL;
@@ -529,7 +546,8 @@ static int count_kw(builder *b, const view *v, const char *kw, int64_t dflt, int
     *out = dflt;
     if (!x) return 0;
     if (!ox_json_int(x, out) || *out < 0) return UNSUP(b, where, "%s must be an integer >= 0", kw);
-    if (*out > OX_SCHEMA_MAX_REPEAT) return UNSUP(b, where, "%s %lld is above %d", kw, (long long)*out, OX_SCHEMA_MAX_REPEAT);
+    if (*out > OX_SCHEMA_MAX_REPEAT)
+        return UNSUP(b, where, "%s %lld is above %d", kw, (long long)*out, OX_SCHEMA_MAX_REPEAT);
     return 0;
 }
 
@@ -569,7 +587,8 @@ static const char *string_schema(builder *b, const view *v, const char *where) {
     /* Gemma 4: `<`s may end a string (the close follows them); inside, `<` never precedes `|` */
     const char *tail = b->g4 && hi < 0 ? " \"<\"*" : "";
     const char *body = hi >= 0 ? sfmt(b, "%s{%lld,%lld}", ch, (long long)lo, (long long)hi)
-                       : lo ? sfmt(b, "%s{%lld,}%s", ch, (long long)lo, tail) : sfmt(b, "%s*%s", ch, tail);
+                       : lo    ? sfmt(b, "%s{%lld,}%s", ch, (long long)lo, tail)
+                               : sfmt(b, "%s*%s", ch, tail);
     return body ? string_of(b, body) : NULL;
 }
 
@@ -635,7 +654,8 @@ static const char *object_schema(builder *b, const view *v, const char *where, i
     for (size_t i = 0; i < ox_json_len(req); i++) {
         const ox_json *r = ox_json_at(req, i);
         if (!ox_json_str(r) || !ox_json_get(props, ox_json_str(r)) || strlen(ox_json_str(r)) != ox_json_len(r)) {
-            UNSUP(b, where, "required \"%.64s\" is not in properties", ox_json_str(r) ? ox_json_str(r) : "(not a string)");
+            UNSUP(b, where, "required \"%.64s\" is not in properties",
+                  ox_json_str(r) ? ox_json_str(r) : "(not a string)");
             return NULL;
         }
     }
@@ -694,8 +714,10 @@ done:
 static const char *any_value(builder *b, const char *where, int only_object) {
     const char *key = any_key(b);
     const char *s0 = string_schema(b, &(view){{NULL}, 1}, where);
-    const char *v0 = s0 ? add(b, "any-0", sfmt(b, "%s | %s | %s | %s", s0, common(b, C_NUMBER), common(b, C_BOOLEAN),
-                                               common(b, C_NULL)), where) : NULL;
+    const char *v0 =
+        s0 ? add(b, "any-0",
+                 sfmt(b, "%s | %s | %s | %s", s0, common(b, C_NUMBER), common(b, C_BOOLEAN), common(b, C_NULL)), where)
+           : NULL;
 #define OBJ(v) sfmt(b, "\"{\" ws (%s ws \":\" ws %s (\",\" ws %s ws \":\" ws %s){0,16})? ws \"}\"", key, v, key, v)
 #define ARR(v) sfmt(b, "\"[\" ws (%s (\",\" ws %s){0,16})? ws \"]\"", v, v)
     const char *v1 = v0 ? add(b, "any-1", sfmt(b, "%s | %s | %s", v0, OBJ(v0), ARR(v0)), where) : NULL;
@@ -738,7 +760,9 @@ static int utf8_ok(const unsigned char *s, size_t n) {
 
 /* #/$defs/NAME or #/definitions/NAME, NAME percent-decoded, of the schema being converted */
 static const ox_json *resolve(builder *b, const char *ref, size_t n, const char *where) {
-    const char *defs = !strncmp(ref, "#/$defs/", 8) ? "$defs" : !strncmp(ref, "#/definitions/", 14) ? "definitions" : NULL;
+    const char *defs = !strncmp(ref, "#/$defs/", 8)          ? "$defs"
+                       : !strncmp(ref, "#/definitions/", 14) ? "definitions"
+                                                             : NULL;
     const char *p = defs ? ref + strlen(defs) + 3 : NULL;
     if (!p || !*p || strlen(ref) != n) {
         UNSUP(b, where, "$ref \"%.64s\" (only #/$defs/... and #/definitions/... of this schema)", ref);
@@ -758,8 +782,12 @@ static const ox_json *resolve(builder *b, const char *ref, size_t n, const char 
         int hi = -1, lo = -1;
         for (int d = 1; d <= 2 && p[d]; d++) {
             char c = p[d];
-            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-            if (d == 1) hi = x; else lo = x;
+            int x = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+            if (d == 1) hi = x;
+            else lo = x;
         }
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) break;
         key[k++] = (char)(hi * 16 + lo);
@@ -814,7 +842,8 @@ static const char *typed_body(builder *b, const view *v, const char *where, int 
     else if (t) {
         UNSUP(b, where, "type must be a name or a list of names");
         return NULL;
-    } else if (vget(v, "properties") || vget(v, "additionalProperties") || vget(v, "required")) one[0] = "object", types = one, n = 1;
+    } else if (vget(v, "properties") || vget(v, "additionalProperties") || vget(v, "required"))
+        one[0] = "object", types = one, n = 1;
     else if (vget(v, "items") || vget(v, "prefixItems")) one[0] = "array", types = one, n = 1;
     else if (vget(v, "minLength") || vget(v, "maxLength") || vget(v, "format")) one[0] = "string", types = one, n = 1;
     if (!n || n > 16) {
@@ -941,7 +970,8 @@ static char *grammar_text(builder *b, const char *root, size_t *out_len) {
     for (int i = 0; i < N_COMMON; i++)
         if (b->used[i]) ox_sb_printf(&sb, "%s ::= %s\n", COMMON_NAME[i], COMMON_BODY[i]);
     if (sb.oom) fail(b, OX_E_NOMEM, NULL, "out of memory");
-    else if (sb.len > OX_SCHEMA_MAX_OUTPUT) UNSUP(b, NULL, "the grammar would be longer than %zu bytes", OX_SCHEMA_MAX_OUTPUT);
+    else if (sb.len > OX_SCHEMA_MAX_OUTPUT)
+        UNSUP(b, NULL, "the grammar would be longer than %zu bytes", OX_SCHEMA_MAX_OUTPUT);
     if (b->failed) {
         ox_sb_free(&sb);
         return NULL;
@@ -1002,7 +1032,8 @@ static const char *tool_calls(builder *b, const ox_json *tools, int mode) {
     if (!(mode & OX_SCHEMA_AFTER_NAME)) ox_sb_append(&first, ")", 1);
     const char *a = from_sb(b, &first), *g = from_sb(b, &again);
     if (!a || !g) return NULL;
-    return (mode & OX_SCHEMA_PARALLEL) ? sfmt(b, "%s \"<tool_call|>\" (%s){0,8}", a, g) : sfmt(b, "%s \"<tool_call|>\"", a);
+    return (mode & OX_SCHEMA_PARALLEL) ? sfmt(b, "%s \"<tool_call|>\" (%s){0,8}", a, g)
+                                       : sfmt(b, "%s \"<tool_call|>\"", a);
 }
 
 int ox_json_schema_grammar(const char *json, size_t len, int mode, char **out, size_t *out_len, ox_err *err) {

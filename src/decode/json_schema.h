@@ -24,14 +24,14 @@
 #include <stddef.h>
 #include "base/err.h"
 
-#define OX_SCHEMA_MAX_INPUT ((size_t)1 << 20)  /* bytes of schema JSON */
+#define OX_SCHEMA_MAX_INPUT  ((size_t)1 << 20) /* bytes of schema JSON */
 #define OX_SCHEMA_MAX_OUTPUT ((size_t)1 << 20) /* bytes of GBNF */
-#define OX_SCHEMA_MAX_DEPTH 64                 /* schemas nested in schemas (through $ref too) */
+#define OX_SCHEMA_MAX_DEPTH  64                /* schemas nested in schemas (through $ref too) */
 #define OX_SCHEMA_MAX_REPEAT 1024              /* minLength / maxLength / minItems / maxItems */
-#define OX_SCHEMA_MAX_ALTS 1024                /* anyOf / oneOf / enum / prefixItems members */
-#define OX_SCHEMA_MAX_PROPS 1024               /* properties of one object */
-#define OX_SCHEMA_MAX_RULES 16384              /* grammar rules the GBNF compiles to (its cap: 65536) */
-#define OX_SCHEMA_MAX_TOOLS 128
+#define OX_SCHEMA_MAX_ALTS   1024              /* anyOf / oneOf / enum / prefixItems members */
+#define OX_SCHEMA_MAX_PROPS  1024              /* properties of one object */
+#define OX_SCHEMA_MAX_RULES  16384             /* grammar rules the GBNF compiles to (its cap: 65536) */
+#define OX_SCHEMA_MAX_TOOLS  128
 
 /* What the input is and how the output is spelled (ox_json_schema_grammar's mode). */
 enum {

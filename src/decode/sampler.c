@@ -5,33 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { float l; int32_t id; } cand;
+typedef struct {
+    float l;
+    int32_t id;
+} cand;
 
 struct ox_sampler {
-    ox_sampler_params p;   /* bias pointers point at the owned copies below */
+    ox_sampler_params p; /* bias pointers point at the owned copies below */
     int32_t *bias_ids;
     float *bias;
     uint64_t seed, state;
-    cand *c;               /* scratch: candidates */
+    cand *c; /* scratch: candidates */
     size_t c_cap;
-    int32_t *win;          /* scratch: the penalty window, sorted */
+    int32_t *win; /* scratch: the penalty window, sorted */
     size_t win_cap;
-    float *w;              /* scratch: weights, when every token may be drawn */
+    float *w; /* scratch: weights, when every token may be drawn */
     size_t w_cap;
 };
 
 void ox_sampler_defaults(ox_sampler_params *p) {
-    *p = (ox_sampler_params){.temperature = 1.0f, .top_k = 64, .top_p = 0.95f, .min_p = 0.0f,
-                             .repetition_penalty = 1.0f, .penalty_window = 64};
+    *p = (ox_sampler_params){
+        .temperature = 1.0f, .top_k = 64, .top_p = 0.95f, .min_p = 0.0f, .repetition_penalty = 1.0f, .penalty_window = 64};
 }
 
 ox_sampler *ox_sampler_new(const ox_sampler_params *p, ox_err *err) {
-    const char *bad = isnan(p->temperature) ? "temperature is NaN"
-                      : !(p->top_p > 0 && p->top_p <= 1) ? "top_p must be in (0, 1]"
+    const char *bad = isnan(p->temperature)               ? "temperature is NaN"
+                      : !(p->top_p > 0 && p->top_p <= 1)  ? "top_p must be in (0, 1]"
                       : !(p->min_p >= 0 && p->min_p <= 1) ? "min_p must be in [0, 1]"
-                      : !(p->repetition_penalty > 0 && isfinite(p->repetition_penalty)) ? "repetition_penalty must be > 0"
+                      : !(p->repetition_penalty > 0 && isfinite(p->repetition_penalty))
+                          ? "repetition_penalty must be > 0"
                       : !isfinite(p->frequency_penalty) || !isfinite(p->presence_penalty) ? "penalties must be finite"
-                      : p->n_bias < 0 || (p->n_bias && (!p->bias_ids || !p->bias)) ? "bad logit bias list" : NULL;
+                      : p->n_bias < 0 || (p->n_bias && (!p->bias_ids || !p->bias))        ? "bad logit bias list"
+                                                                                          : NULL;
     for (int i = 0; !bad && i < p->n_bias; i++)
         if (p->bias_ids[i] < 0 || isnan(p->bias[i])) bad = "logit bias: negative id or NaN value";
     if (bad) {
@@ -102,9 +107,15 @@ static void select_top(cand *c, size_t n, size_t k) {
         else pv = better(a, d) ? a : better(b, d) ? d : b;
         size_t lt = lo, i = lo, gt = hi;
         while (i < gt) { /* [lo,lt) better than pv, [lt,i) equal, [gt,hi) worse */
-            if (better(c[i], pv)) { cand t = c[lt]; c[lt++] = c[i]; c[i++] = t; }
-            else if (better(pv, c[i])) { cand t = c[--gt]; c[gt] = c[i]; c[i] = t; }
-            else i++;
+            if (better(c[i], pv)) {
+                cand t = c[lt];
+                c[lt++] = c[i];
+                c[i++] = t;
+            } else if (better(pv, c[i])) {
+                cand t = c[--gt];
+                c[gt] = c[i];
+                c[i] = t;
+            } else i++;
         }
         if (k < lt) hi = lt;
         else if (k <= gt) return;
@@ -125,7 +136,8 @@ static void penalize(ox_sampler *s, float *logits, int vocab, const int32_t *rec
     if (n_recent <= 0 || !recent ||
         (p->repetition_penalty == 1.0f && p->frequency_penalty == 0.0f && p->presence_penalty == 0.0f))
         return;
-    if (p->penalty_window > 0 && n_recent > p->penalty_window) recent += n_recent - p->penalty_window, n_recent = p->penalty_window;
+    if (p->penalty_window > 0 && n_recent > p->penalty_window)
+        recent += n_recent - p->penalty_window, n_recent = p->penalty_window;
     if ((size_t)n_recent > s->win_cap) {
         int32_t *w = realloc(s->win, (size_t)n_recent * sizeof *w);
         if (!w) return; /* penalties are skipped rather than failing the step */
@@ -208,7 +220,7 @@ static int sample_core(ox_sampler *s, float *logits, int vocab, const int32_t *r
     double mass[NB] = {0}, z = 0;
     const float scale = NB / (m - lo);
     size_t n_in = 0;
-    for (int i = 0; i < vocab; i++) /* counts: all top-k needs */
+    for (int i = 0; i < vocab; i++)                                       /* counts: all top-k needs */
         if (logits[i] >= lo) cnt[bucket(logits[i], lo, scale)]++, n_in++; /* NaN fails >= */
     size_t want_k = p->top_k > 0 && (size_t)p->top_k < n_in ? (size_t)p->top_k : 0;
     if (!want_k) { /* masses (weights kept for the draw) */

@@ -19,14 +19,14 @@
 #include "base/err.h"
 
 typedef struct ox_sampler_params {
-    float temperature;       /* <= 0: greedy */
-    int top_k;               /* <= 0 or >= vocab: off; 1: greedy */
-    float top_p;             /* in (0, 1]; 1: off */
-    float min_p;             /* in [0, 1]; 0: off */
+    float temperature;        /* <= 0: greedy */
+    int top_k;                /* <= 0 or >= vocab: off; 1: greedy */
+    float top_p;              /* in (0, 1]; 1: off */
+    float min_p;              /* in [0, 1]; 0: off */
     float repetition_penalty; /* > 0; 1: off */
-    float frequency_penalty; /* 0: off */
-    float presence_penalty;  /* 0: off */
-    int penalty_window;      /* penalties see the last N recent tokens; <= 0: all given */
+    float frequency_penalty;  /* 0: off */
+    float presence_penalty;   /* 0: off */
+    int penalty_window;       /* penalties see the last N recent tokens; <= 0: all given */
     uint64_t seed;
     const int32_t *bias_ids; /* sparse logit bias (copied at creation) */
     const float *bias;
@@ -54,7 +54,7 @@ int ox_sample(ox_sampler *s, float *logits, int vocab, const int32_t *recent, in
 int ox_sample_verify(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent, int draft,
                      int *accepted);
 
-void ox_sampler_reset(ox_sampler *s);                  /* RNG back to its seed */
-void ox_sampler_reseed(ox_sampler *s, uint64_t seed);  /* new seed, RNG restarted */
+void ox_sampler_reset(ox_sampler *s);                 /* RNG back to its seed */
+void ox_sampler_reseed(ox_sampler *s, uint64_t seed); /* new seed, RNG restarted */
 
 #endif

@@ -14,11 +14,11 @@
 
 struct ox_engine {
     ox_model *m;
-    ox_model *drafter;          /* MTP drafter, or NULL */
+    ox_model *drafter; /* MTP drafter, or NULL */
     ox_tokenizer *tok;
-    char *info;                 /* JSON, made once */
-    ox_grammar_vocab *gvocab;   /* the grammar engine's index of the vocabulary, made on first use */
-    int (*aborted)(void *ud);   /* the grammars' abort hook (ox_engine_set_abort), or NULL */
+    char *info;               /* JSON, made once */
+    ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
+    int (*aborted)(void *ud); /* the grammars' abort hook (ox_engine_set_abort), or NULL */
     void *aborted_ud;
     ox_lora *lora[OX_LORA_MAX]; /* the attached adapters, owned */
     float lora_scale[OX_LORA_MAX];
@@ -92,7 +92,8 @@ int ox_engine_load_drafter(ox_engine *e, const int *files, int n_files, const ox
 }
 
 int ox_engine_set_lora(ox_engine *e, const int *files, const int *counts, const float *scales, int n, ox_err *err) {
-    if (n < 0 || n > OX_LORA_MAX) return ox_errf(err, OX_E_RANGE, "LoRA: %d adapters at once (at most %d)", n, OX_LORA_MAX);
+    if (n < 0 || n > OX_LORA_MAX)
+        return ox_errf(err, OX_E_RANGE, "LoRA: %d adapters at once (at most %d)", n, OX_LORA_MAX);
     ox_lora *next[OX_LORA_MAX] = {0};
     int rc = 0, modules = 0;
     for (int i = 0, at = 0; i < n && !rc; at += counts[i++]) {
@@ -144,7 +145,9 @@ ox_grammar *ox_engine_grammar(ox_engine *e, const char *gbnf, size_t len, const 
     return g;
 }
 
-static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) { return ox_grammar_mask(ud, logits, vocab, err); }
+static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) {
+    return ox_grammar_mask(ud, logits, vocab, err);
+}
 static int grammar_accept(void *ud, int token, ox_err *err) { return ox_grammar_accept(ud, token, err); }
 
 ox_logits_filter ox_engine_grammar_filter(ox_grammar *g) { return (ox_logits_filter){g, grammar_mask, grammar_accept}; }
@@ -158,7 +161,8 @@ static char *info_json(const ox_engine *e, ox_err *err) {
     const char *name = NULL, *sq = ox_files_stored_quant(mf);
     if (g) ox_gguf_get_str(g, "general.name", &name, NULL);
     char eos[8 * 12] = "";
-    for (int i = 0, k = 0; i < c->n_eos && i < 8; i++) k += snprintf(eos + k, sizeof eos - k, "%s%d", i ? "," : "", c->eos_ids[i]);
+    for (int i = 0, k = 0; i < c->n_eos && i < 8; i++)
+        k += snprintf(eos + k, sizeof eos - k, "%s%d", i ? "," : "", c->eos_ids[i]);
     size_t cap = 1024 + (name ? 2 * strlen(name) : 0);
     char *s = malloc(cap), *q = name ? malloc(2 * strlen(name) + 1) : NULL;
     if (!s || (name && !q)) {

@@ -13,7 +13,11 @@
 
 /* ---- JSON ---- */
 
-typedef struct { const ox_json *obj; const char *fname; ox_err *err; } jctx;
+typedef struct {
+    const ox_json *obj;
+    const char *fname;
+    ox_err *err;
+} jctx;
 
 /* Integer key: missing or null -> dflt (or OX_E_CONFIG if required). */
 static int jint(jctx *j, const char *key, int required, int dflt, int *out) {
@@ -36,7 +40,8 @@ static int jnum(const ox_json *obj, const char *key, float dflt, float *out, con
         *out = dflt;
         return 0;
     }
-    if (ox_json_type(v) != OX_JSON_NUMBER) return ox_errf(err, OX_E_CONFIG, "%s: config key %s: number expected", fname, key);
+    if (ox_json_type(v) != OX_JSON_NUMBER)
+        return ox_errf(err, OX_E_CONFIG, "%s: config key %s: number expected", fname, key);
     *out = (float)ox_json_num(v, 0);
     return 0;
 }
@@ -47,7 +52,8 @@ static int jbool(jctx *j, const char *key, int *out) {
         *out = 0;
         return 0;
     }
-    if (ox_json_type(v) != OX_JSON_BOOL) return ox_errf(j->err, OX_E_CONFIG, "%s: config key %s: boolean expected", j->fname, key);
+    if (ox_json_type(v) != OX_JSON_BOOL)
+        return ox_errf(j->err, OX_E_CONFIG, "%s: config key %s: boolean expected", j->fname, key);
     *out = ox_json_bool(v, 0);
     return 0;
 }
@@ -99,9 +105,11 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
     const ox_json *tc = ox_json_get(doc, "text_config");
     if (ox_json_type(tc) != OX_JSON_OBJECT) tc = doc;
     if (ox_json_get(tc, "backbone_hidden_size") || ox_json_get(doc, "backbone_hidden_size"))
-        return ox_errf(err, OX_E_UNSUPPORTED, "%s: a Gemma 4 assistant (MTP drafter) checkpoint: HF safetensors drafters "
+        return ox_errf(err, OX_E_UNSUPPORTED,
+                       "%s: a Gemma 4 assistant (MTP drafter) checkpoint: HF safetensors drafters "
                        "are not supported yet; convert it to GGUF (llama.cpp's convert_hf_to_gguf.py writes "
-                       "gemma4-assistant)", fname);
+                       "gemma4-assistant)",
+                       fname);
     jctx j = {tc, fname, err};
     int rc, moe_ffn2;
     if ((rc = jint(&j, "vocab_size", 1, 0, &c->vocab)) || (rc = jint(&j, "hidden_size", 1, 0, &c->hidden)) ||
@@ -128,7 +136,8 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
         return rc;
     /* token ids: text_config first, then the wrapper */
     jctx jd = {doc, fname, err};
-    if ((rc = jint(&j, "bos_token_id", 0, -1, &c->bos_id)) || (rc = jint(&j, "pad_token_id", 0, -1, &c->pad_id))) return rc;
+    if ((rc = jint(&j, "bos_token_id", 0, -1, &c->bos_id)) || (rc = jint(&j, "pad_token_id", 0, -1, &c->pad_id)))
+        return rc;
     if (c->bos_id < 0 && (rc = jint(&jd, "bos_token_id", 0, 2, &c->bos_id))) return rc;
     if (c->pad_id < 0 && (rc = jint(&jd, "pad_token_id", 0, 0, &c->pad_id))) return rc;
     const ox_json *e1 = ox_json_get(tc, "eos_token_id"), *e2 = tc != doc ? ox_json_get(doc, "eos_token_id") : NULL;
@@ -141,23 +150,24 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
     if (bd && ox_json_type(bd) != OX_JSON_NULL) {
         const char *s = ox_json_str(bd);
         if (!s || (strcmp(s, "all") && strcmp(s, "vision")))
-            return ox_errf(err, OX_E_CONFIG, "%s: config key use_bidirectional_attention: null, \"vision\" or \"all\" expected",
-                           fname);
+            return ox_errf(err, OX_E_CONFIG,
+                           "%s: config key use_bidirectional_attention: null, \"vision\" or \"all\" expected", fname);
         c->bidirectional = strcmp(s, "all") == 0; /* "vision" only affects image tokens */
     }
 
     if (c->n_layers < 1 || c->n_layers > OX_MAX_LAYERS)
-        return ox_errf(err, OX_E_CONFIG, "%s: num_hidden_layers = %d (1..%d supported)", fname, c->n_layers, OX_MAX_LAYERS);
+        return ox_errf(err, OX_E_CONFIG, "%s: num_hidden_layers = %d (1..%d supported)", fname, c->n_layers,
+                       OX_MAX_LAYERS);
     const ox_json *lt = ox_json_get(tc, "layer_types");
     if (lt && ox_json_type(lt) != OX_JSON_NULL) {
         if (ox_json_type(lt) != OX_JSON_ARRAY || ox_json_len(lt) != (size_t)c->n_layers)
-            return ox_errf(err, OX_E_CONFIG, "%s: layer_types must be an array of num_hidden_layers = %d entries", fname,
-                           c->n_layers);
+            return ox_errf(err, OX_E_CONFIG, "%s: layer_types must be an array of num_hidden_layers = %d entries",
+                           fname, c->n_layers);
         for (int l = 0; l < c->n_layers; l++) {
             const char *s = ox_json_str(ox_json_at(lt, (size_t)l));
             if (!s || (strcmp(s, "full_attention") && strcmp(s, "sliding_attention")))
-                return ox_errf(err, OX_E_CONFIG, "%s: layer_types[%d]: \"sliding_attention\" or \"full_attention\" expected",
-                               fname, l);
+                return ox_errf(err, OX_E_CONFIG,
+                               "%s: layer_types[%d]: \"sliding_attention\" or \"full_attention\" expected", fname, l);
             c->layers[l].full = strcmp(s, "full_attention") == 0;
         }
     } else { /* HF default: 5 sliding + 1 full, last layer full */
@@ -171,7 +181,10 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
 int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
     if (!fname) fname = "config";
     int L = c->n_layers;
-#define REQUIRE(cond, ...) do { if (!(cond)) return ox_errf(err, OX_E_CONFIG, __VA_ARGS__); } while (0)
+#define REQUIRE(cond, ...)                                                                                             \
+    do {                                                                                                               \
+        if (!(cond)) return ox_errf(err, OX_E_CONFIG, __VA_ARGS__);                                                    \
+    } while (0)
     REQUIRE(L >= 1 && L <= OX_MAX_LAYERS, "%s: num_hidden_layers = %d (1..%d supported)", fname, L, OX_MAX_LAYERS);
     REQUIRE(c->vocab > 0, "%s: vocab_size = %d must be positive", fname, c->vocab);
     REQUIRE(c->hidden > 0, "%s: hidden_size = %d must be positive", fname, c->hidden);
@@ -182,7 +195,8 @@ int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
             fname, c->global_head_dim);
     REQUIRE(c->intermediate > 0, "%s: intermediate_size = %d must be positive", fname, c->intermediate);
     REQUIRE(c->ple_dim >= 0, "%s: hidden_size_per_layer_input = %d must not be negative", fname, c->ple_dim);
-    REQUIRE(c->ple_dim == 0 || c->ple_vocab > 0, "%s: vocab_size_per_layer_input = %d must be positive", fname, c->ple_vocab);
+    REQUIRE(c->ple_dim == 0 || c->ple_vocab > 0, "%s: vocab_size_per_layer_input = %d must be positive", fname,
+            c->ple_vocab);
     REQUIRE(c->n_kv_shared >= 0 && c->n_kv_shared < L, "%s: num_kv_shared_layers = %d must be in [0, %d)", fname,
             c->n_kv_shared, L);
     /* float keys are read as f32: a JSON number beyond FLT_MAX arrives as inf */
@@ -222,8 +236,9 @@ int ox_config_derive(ox_config *c, const char *fname, ox_err *err) {
             y->kv_src = -1;
             for (int k = first_shared - 1; k >= 0 && y->kv_src < 0; k--)
                 if (c->layers[k].full == full) y->kv_src = k;
-            REQUIRE(y->kv_src >= 0, "%s: num_kv_shared_layers = %d: shared layer %d (%s) has no unshared %s layer to read from",
-                    fname, c->n_kv_shared, l, full ? "full" : "sliding", full ? "full" : "sliding");
+            REQUIRE(y->kv_src >= 0,
+                    "%s: num_kv_shared_layers = %d: shared layer %d (%s) has no unshared %s layer to read from", fname,
+                    c->n_kv_shared, l, full ? "full" : "sliding", full ? "full" : "sliding");
         }
         y->ffn = c->intermediate * ((c->double_wide && y->shared) ? 2 : 1);
         if (!full) REQUIRE(c->sliding_window > 0, "%s: sliding_window = %d must be positive", fname, c->sliding_window);
@@ -255,7 +270,10 @@ static int g_u32(const ox_gguf *g, const char *key, int dflt, int *out, ox_err *
 }
 static int g_f32(const ox_gguf *g, const char *key, float dflt, float *out, ox_err *err) {
     int rc = ox_gguf_get_f32(g, key, out, err);
-    if (rc == OX_E_MISSING) { *out = dflt; return 0; }
+    if (rc == OX_E_MISSING) {
+        *out = dflt;
+        return 0;
+    }
     if (rc) return err ? (err->code = OX_E_CONFIG) : OX_E_CONFIG;
     return 0;
 }
@@ -293,8 +311,8 @@ static int partial_from_rope_freqs(const ox_gguf *g, ox_config *c, ox_err *err) 
     c->partial_rotary = 0.25f;
     if (!t) return 0;
     if (t->type != OX_F32 || t->n_dims != 1 || t->ne[0] != (uint64_t)c->global_head_dim / 2)
-        return ox_errf(err, OX_E_CONFIG, "%s: rope_freqs.weight must be F32 with key_length/2 = %d entries", ox_gguf_name(g),
-                       c->global_head_dim / 2);
+        return ox_errf(err, OX_E_CONFIG, "%s: rope_freqs.weight must be F32 with key_length/2 = %d entries",
+                       ox_gguf_name(g), c->global_head_dim / 2);
     size_t n = (size_t)t->ne[0];
     float *f = malloc(n * sizeof *f);
     if (!f) return ox_errf(err, OX_E_NOMEM, "%s: out of memory", ox_gguf_name(g));
@@ -318,8 +336,10 @@ static int assistant_from_gguf(const ox_gguf *g, ox_config *c, char *kb, size_t 
     snprintf(kb, cap, "gemma4-assistant.nextn_predict_layers");
     if ((rc = g_u32(g, kb, c->n_layers, &nextn, err))) return rc;
     if (c->backbone_hidden <= 0 || c->backbone_hidden == c->hidden)
-        return ox_errf(err, OX_E_CONFIG, "%s: gemma4-assistant.embedding_length_out = %d must be the target's width, "
-                       "not the drafter's own (%d)", fn, c->backbone_hidden, c->hidden);
+        return ox_errf(err, OX_E_CONFIG,
+                       "%s: gemma4-assistant.embedding_length_out = %d must be the target's width, "
+                       "not the drafter's own (%d)",
+                       fn, c->backbone_hidden, c->hidden);
     if (nextn != c->n_layers)
         return ox_errf(err, OX_E_CONFIG, "%s: gemma4-assistant.nextn_predict_layers = %d, block_count is %d", fn, nextn,
                        c->n_layers);
@@ -345,7 +365,8 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     c->n_layers = L;
     int kv[OX_MAX_LAYERS], ff[OX_MAX_LAYERS];
     int bos, eos, pad, eot;
-    if ((rc = g_req(g, K("embedding_length"), &c->hidden, err)) || (rc = g_req(g, K("attention.head_count"), &c->n_heads, err)) ||
+    if ((rc = g_req(g, K("embedding_length"), &c->hidden, err)) ||
+        (rc = g_req(g, K("attention.head_count"), &c->n_heads, err)) ||
         (rc = g_req(g, K("attention.key_length"), &c->global_head_dim, err)) ||
         (rc = g_u32(g, K("attention.key_length_swa"), c->global_head_dim, &c->head_dim, err)) ||
         (rc = g_u32(g, K("attention.sliding_window"), 512, &c->sliding_window, err)) ||
@@ -379,7 +400,8 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     const ox_gguf_tensor *emb = ox_gguf_find_tensor(g, "token_embd.weight");
     const ox_gguf_value *toks = ox_gguf_find(g, "tokenizer.ggml.tokens");
     uint64_t vocab = emb && emb->n_dims == 2 ? emb->ne[1] : toks && toks->type == OX_GGUF_ARRAY ? toks->v.arr.n : 0;
-    if (!vocab || vocab > INT32_MAX) return ox_errf(err, OX_E_CONFIG, "%s: no token_embd.weight or tokenizer.ggml.tokens to size the vocabulary", fn);
+    if (!vocab || vocab > INT32_MAX)
+        return ox_errf(err, OX_E_CONFIG, "%s: no token_embd.weight or tokenizer.ggml.tokens to size the vocabulary", fn);
     c->vocab = (int)vocab;
     const ox_gguf_tensor *ple = ox_gguf_find_tensor(g, "per_layer_token_embd.weight");
     c->ple_vocab = ple && ple->n_dims == 2 && ple->ne[1] <= INT32_MAX ? (int)ple->ne[1] : c->vocab;
@@ -389,8 +411,9 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     int64_t period;
     if (pat && pat->type == OX_GGUF_ARRAY) {
         if (pat->v.arr.n != (uint64_t)L)
-            return ox_errf(err, OX_E_CONFIG, "%s: gemma4.attention.sliding_window_pattern has %llu entries, block_count is %d",
-                           fn, (unsigned long long)pat->v.arr.n, L);
+            return ox_errf(err, OX_E_CONFIG,
+                           "%s: gemma4.attention.sliding_window_pattern has %llu entries, block_count is %d", fn,
+                           (unsigned long long)pat->v.arr.n, L);
         for (int l = 0; l < L; l++) {
             int sw;
             if (ox_gguf_arr_bool(pat, (uint64_t)l, &sw))
@@ -426,8 +449,8 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
     for (int l = 0; c->assistant && l < L; l++) c->layers[l].shared = 1; /* queries only: reads the target's caches */
     for (int l = 0; l < L; l++) {
         if (c->layers[l].n_kv_heads != kv[l])
-            return ox_errf(err, OX_E_CONFIG, "%s: gemma4.attention.head_count_kv[%d] = %d, expected %d for a %s layer", fn,
-                           l, kv[l], c->layers[l].n_kv_heads, c->layers[l].full ? "full" : "sliding");
+            return ox_errf(err, OX_E_CONFIG, "%s: gemma4.attention.head_count_kv[%d] = %d, expected %d for a %s layer",
+                           fn, l, kv[l], c->layers[l].n_kv_heads, c->layers[l].full ? "full" : "sliding");
         if (c->layers[l].ffn != ff[l])
             return ox_errf(err, OX_E_CONFIG, "%s: gemma4.feed_forward_length[%d] = %d, expected %d", fn, l, ff[l],
                            c->layers[l].ffn);
@@ -448,17 +471,19 @@ int ox_config_to_json(const ox_config *c, ox_strbuf *b) {
                  "\"hidden_size_per_layer_input\":%d,\"vocab_size_per_layer_input\":%d,\"num_kv_shared_layers\":%d,"
                  "\"attention_k_eq_v\":%s,\"use_double_wide_mlp\":%s,\"enable_moe_block\":%s,",
                  c->head_dim, c->global_head_dim, c->intermediate, c->sliding_window, c->ple_dim, c->ple_vocab,
-                 c->n_kv_shared, c->k_eq_v ? "true" : "false", c->double_wide ? "true" : "false", c->moe ? "true" : "false");
+                 c->n_kv_shared, c->k_eq_v ? "true" : "false", c->double_wide ? "true" : "false",
+                 c->moe ? "true" : "false");
     if (c->moe)
         ox_sb_printf(b, "\"num_experts\":%d,\"top_k_experts\":%d,\"moe_intermediate_size\":%d,", c->n_experts,
                      c->top_k_experts, c->moe_ffn);
     ox_sb_printf(b, "\"use_bidirectional_attention\":%s,\"max_position_embeddings\":%d,\"rms_norm_eps\":%.9g,",
                  c->bidirectional ? "\"all\"" : "null", c->ctx_max, c->rms_eps);
     if (c->softcap > 0) ox_sb_printf(b, "\"final_logit_softcapping\":%.9g,", c->softcap);
-    ox_sb_printf(b,
-                 "\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":%.9g},"
-                 "\"full_attention\":{\"rope_type\":\"proportional\",\"partial_rotary_factor\":%.9g,\"rope_theta\":%.9g",
-                 c->rope_base_sliding, c->partial_rotary, c->rope_base_full);
+    ox_sb_printf(
+        b,
+        "\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":%.9g},"
+        "\"full_attention\":{\"rope_type\":\"proportional\",\"partial_rotary_factor\":%.9g,\"rope_theta\":%.9g",
+        c->rope_base_sliding, c->partial_rotary, c->rope_base_full);
     if (c->rope_factor != 1.0f) ox_sb_printf(b, ",\"factor\":%.9g", c->rope_factor);
     ox_sb_printf(b, "}},\"bos_token_id\":%d,\"pad_token_id\":%d,\"eos_token_id\":[", c->bos_id, c->pad_id);
     for (int i = 0; i < c->n_eos; i++) ox_sb_printf(b, i ? ",%d" : "%d", c->eos_ids[i]);

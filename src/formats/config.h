@@ -10,42 +10,43 @@
 #define OX_MAX_LAYERS 512
 
 typedef struct ox_layer_cfg {
-    int full;          /* 1 = full attention, 0 = sliding */
-    int head_dim;      /* hd[l] */
-    int n_kv_heads;    /* nkv[l] */
-    int k_eq_v;        /* no v_proj: V from the raw K projection */
-    int shared;        /* KV-shared: reads kv_src's cache, computes no K/V */
-    int kv_src;        /* layer whose cache this layer reads (itself if !shared) */
-    int ffn;           /* I[l] (dense branch width) */
-    int window;        /* sliding window W; 0 = unlimited (full layers) */
-    float rope_base;   /* theta */
-    int rope_pairs;    /* rotated pairs: hd/2 sliding; floor(partial*hd/2) on full layers */
+    int full;        /* 1 = full attention, 0 = sliding */
+    int head_dim;    /* hd[l] */
+    int n_kv_heads;  /* nkv[l] */
+    int k_eq_v;      /* no v_proj: V from the raw K projection */
+    int shared;      /* KV-shared: reads kv_src's cache, computes no K/V */
+    int kv_src;      /* layer whose cache this layer reads (itself if !shared) */
+    int ffn;         /* I[l] (dense branch width) */
+    int window;      /* sliding window W; 0 = unlimited (full layers) */
+    float rope_base; /* theta */
+    int rope_pairs;  /* rotated pairs: hd/2 sliding; floor(partial*hd/2) on full layers */
 } ox_layer_cfg;
 
 typedef struct ox_config {
     int vocab, hidden, n_layers, n_heads;
-    int n_kv_heads;          /* sliding layers (and full ones unless k_eq_v) */
-    int n_global_kv_heads;   /* full layers when k_eq_v; 0 if unset */
+    int n_kv_heads;        /* sliding layers (and full ones unless k_eq_v) */
+    int n_global_kv_heads; /* full layers when k_eq_v; 0 if unset */
     int head_dim, global_head_dim;
-    int intermediate;        /* base I (MoE model: the dense branch) */
+    int intermediate; /* base I (MoE model: the dense branch) */
     int sliding_window;
-    int ple_dim;             /* P, 0 = no PLE */
+    int ple_dim; /* P, 0 = no PLE */
     int ple_vocab;
     int n_kv_shared;
     int k_eq_v, double_wide;
     int moe, n_experts, top_k_experts, moe_ffn;
-    int bidirectional;       /* 0 causal; 1 "all" (embedding / encoder mode) */
-    int ctx_max;             /* max_position_embeddings */
+    int bidirectional; /* 0 causal; 1 "all" (embedding / encoder mode) */
+    int ctx_max;       /* max_position_embeddings */
     float rms_eps, rope_base_full, rope_base_sliding, partial_rotary, rope_factor, softcap;
     int bos_id, eos_id, pad_id;
-    int n_eos;  int eos_ids[8]; /* stop ids (e.g. 1, 106, 50) */
-    int assistant;           /* a gemma4-assistant MTP drafter (GGUF arch): every layer queries only */
-    int backbone_hidden;     /* drafter: its target's hidden size (embedding_length_out) */
+    int n_eos;
+    int eos_ids[8];      /* stop ids (e.g. 1, 106, 50) */
+    int assistant;       /* a gemma4-assistant MTP drafter (GGUF arch): every layer queries only */
+    int backbone_hidden; /* drafter: its target's hidden size (embedding_length_out) */
     ox_layer_cfg layers[OX_MAX_LAYERS];
 } ox_config;
 
-struct ox_json;   /* json.h */
-struct ox_gguf;   /* gguf.h */
+struct ox_json; /* json.h */
+struct ox_gguf; /* gguf.h */
 
 /* From an HF config.json document (top level or its text_config). */
 int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fname, ox_err *err);

@@ -20,23 +20,21 @@
 #endif
 
 /* Hard limits on counts beyond which a header is corrupt rather than big. */
-#define MAX_KV ((uint64_t)1 << 20)
+#define MAX_KV      ((uint64_t)1 << 20)
 #define MAX_TENSORS ((uint64_t)1 << 20)
-#define MAX_KEY 65536
+#define MAX_KEY     65536
 /* Header reads: the first refill reads RD_FIRST bytes, each next one twice as many, up to RD_BUF.
  * A small header costs one small read; a real one (E2B: 11.4 MB, its vocabulary and merges)
  * some fifteen reads, not 175: each read is a round trip to the host (an HTTP request, or a
  * message to the reader thread). */
-#define RD_FIRST ((size_t)1 << 16)
-#define RD_BUF ((size_t)1 << 20)
+#define RD_FIRST    ((size_t)1 << 16)
+#define RD_BUF      ((size_t)1 << 20)
 
 static const size_t type_size[OX_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-static const char *const type_names[OX_GGUF_TYPE_COUNT] = {
-    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+static const char *const type_names[OX_GGUF_TYPE_COUNT] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                                           "bool", "string", "array", "u64", "i64", "f64"};
 
-const char *ox_gguf_type_name(ox_gguf_type t) {
-    return (unsigned)t < OX_GGUF_TYPE_COUNT ? type_names[t] : "?";
-}
+const char *ox_gguf_type_name(ox_gguf_type t) { return (unsigned)t < OX_GGUF_TYPE_COUNT ? type_names[t] : "?"; }
 size_t ox_gguf_type_size(ox_gguf_type t) { return (unsigned)t < OX_GGUF_TYPE_COUNT ? type_size[t] : 0; }
 
 /* ---- buffered reader over the host interface ---- */
@@ -44,12 +42,12 @@ size_t ox_gguf_type_size(ox_gguf_type t) { return (unsigned)t < OX_GGUF_TYPE_COU
 typedef struct {
     int file;
     const char *fname;
-    uint64_t size, pos;        /* pos: next byte to consume */
+    uint64_t size, pos; /* pos: next byte to consume */
     uint8_t *buf;
-    uint64_t buf_pos;          /* file offset of buf[0] */
+    uint64_t buf_pos; /* file offset of buf[0] */
     size_t buf_len;
     ox_err *err;
-    size_t refill;             /* bytes of the next refill (RD_FIRST, doubling to RD_BUF) */
+    size_t refill; /* bytes of the next refill (RD_FIRST, doubling to RD_BUF) */
 } reader;
 
 static int rd_bytes(reader *r, void *dst, uint64_t n, const char *what) {
@@ -92,9 +90,11 @@ static int rd_str(reader *r, ox_gguf_str *s, uint64_t max, const char *what) {
         return ox_errf(r->err, OX_E_TRUNCATED, "%s: header truncated: %s of %llu bytes at offset %llu, file has %llu",
                        r->fname, what, (unsigned long long)len, (unsigned long long)r->pos, (unsigned long long)r->size);
     if (len >= SIZE_MAX) /* 32-bit (wasm) address space */
-        return ox_errf(r->err, OX_E_NOMEM, "%s: %s of %llu bytes does not fit in memory", r->fname, what, (unsigned long long)len);
+        return ox_errf(r->err, OX_E_NOMEM, "%s: %s of %llu bytes does not fit in memory", r->fname, what,
+                       (unsigned long long)len);
     s->s = malloc((size_t)len + 1);
-    if (!s->s) return ox_errf(r->err, OX_E_NOMEM, "%s: out of memory (%llu-byte string)", r->fname, (unsigned long long)len);
+    if (!s->s)
+        return ox_errf(r->err, OX_E_NOMEM, "%s: out of memory (%llu-byte string)", r->fname, (unsigned long long)len);
     s->len = len;
     s->s[len] = 0;
     if ((rc = rd_bytes(r, s->s, len, what))) {
@@ -155,20 +155,25 @@ static int rd_array_body(reader *r, ox_gguf_value *v, const char *key, int depth
     uint64_t n;
     int rc;
     if (depth > OX_GGUF_MAX_ARRAY_DEPTH)
-        return ox_errf(r->err, OX_E_FORMAT, "%s: key %s: arrays nested deeper than %d", r->fname, key, OX_GGUF_MAX_ARRAY_DEPTH);
+        return ox_errf(r->err, OX_E_FORMAT, "%s: key %s: arrays nested deeper than %d", r->fname, key,
+                       OX_GGUF_MAX_ARRAY_DEPTH);
     if ((rc = rd_type(r, &et, key)) || (rc = rd_u64(r, &n, key))) return rc;
     uint64_t rest = r->size - r->pos, mb = min_elem_bytes(et);
     if (n > rest / mb)
-        return ox_errf(r->err, OX_E_TRUNCATED, "%s: key %s: array of %llu %s elements cannot fit in the remaining %llu bytes",
-                       r->fname, key, (unsigned long long)n, type_names[et], (unsigned long long)rest);
-    size_t esz = et == OX_GGUF_STRING ? sizeof(ox_gguf_str) : et == OX_GGUF_ARRAY ? sizeof(ox_gguf_value) : type_size[et];
+        return ox_errf(r->err, OX_E_TRUNCATED,
+                       "%s: key %s: array of %llu %s elements cannot fit in the remaining %llu bytes", r->fname, key,
+                       (unsigned long long)n, type_names[et], (unsigned long long)rest);
+    size_t esz = et == OX_GGUF_STRING  ? sizeof(ox_gguf_str)
+                 : et == OX_GGUF_ARRAY ? sizeof(ox_gguf_value)
+                                       : type_size[et];
     if (n > SIZE_MAX / esz)
         return ox_errf(r->err, OX_E_NOMEM, "%s: key %s: array of %llu elements does not fit in memory", r->fname, key,
                        (unsigned long long)n);
     v->v.arr.type = et;
     v->v.arr.data = calloc(n ? (size_t)n : 1, esz);
     if (!v->v.arr.data)
-        return ox_errf(r->err, OX_E_NOMEM, "%s: key %s: out of memory (%llu elements)", r->fname, key, (unsigned long long)n);
+        return ox_errf(r->err, OX_E_NOMEM, "%s: key %s: out of memory (%llu elements)", r->fname, key,
+                       (unsigned long long)n);
     if (et == OX_GGUF_STRING) {
         ox_gguf_str *s = v->v.arr.data;
         v->v.arr.n = n; /* zeroed entries free as no-ops if reading stops early */
@@ -212,8 +217,8 @@ const char *ox_gguf_name(const ox_gguf *g) { return ox_host_name(g->file); }
 
 /* ggml types this engine does not read, named so the user knows what the file holds. */
 static const char *unsupported_type_name(uint32_t t) {
-    static const char *names[] = {[24] = "I8", [25] = "I16", [26] = "I32", [27] = "I64", [28] = "F64",
-                                  [40] = "NVFP4", [41] = "Q1_0", [42] = "Q2_0"};
+    static const char *names[] = {[24] = "I8",  [25] = "I16",   [26] = "I32",  [27] = "I64",
+                                  [28] = "F64", [40] = "NVFP4", [41] = "Q1_0", [42] = "Q2_0"};
     return t < sizeof names / sizeof names[0] && names[t] ? names[t] : "unknown";
 }
 static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t idx) {
@@ -222,7 +227,8 @@ static int read_tensor_info(reader *r, ox_gguf *g, ox_gguf_tensor *t, uint64_t i
     if (rc) return rc;
     t->name = name.s;
     if (strlen(name.s) != name.len)
-        return ox_errf(r->err, OX_E_FORMAT, "%s: tensor %llu: name contains a NUL byte", r->fname, (unsigned long long)idx);
+        return ox_errf(r->err, OX_E_FORMAT, "%s: tensor %llu: name contains a NUL byte", r->fname,
+                       (unsigned long long)idx);
     uint32_t nd, type;
     if ((rc = rd_u32(r, &nd, t->name))) return rc;
     if (nd < 1 || nd > OX_GGUF_MAX_DIMS)
@@ -292,8 +298,9 @@ ox_gguf *ox_gguf_open(int file, ox_err *err) {
         goto fail;
     }
     if (n_tensors > (r.size - r.pos) / 28 || n_kv > (r.size - r.pos) / 12) { /* smallest tensor info, key/value */
-        rc = ox_errf(err, OX_E_TRUNCATED, "%s: header truncated: %llu tensors and %llu metadata keys cannot fit in %llu bytes",
-                     fname, (unsigned long long)n_tensors, (unsigned long long)n_kv, (unsigned long long)r.size);
+        rc = ox_errf(err, OX_E_TRUNCATED,
+                     "%s: header truncated: %llu tensors and %llu metadata keys cannot fit in %llu bytes", fname,
+                     (unsigned long long)n_tensors, (unsigned long long)n_kv, (unsigned long long)r.size);
         goto fail;
     }
     g->kv = calloc(n_kv ? (size_t)n_kv : 1, sizeof *g->kv);
@@ -373,20 +380,52 @@ static int scalar_i64(ox_gguf_type t, const void *p, int64_t *out) {
     switch (t) {
     case OX_GGUF_U8: *out = *(const uint8_t *)p; return 0;
     case OX_GGUF_I8: *out = *(const int8_t *)p; return 0;
-    case OX_GGUF_U16: { uint16_t x; memcpy(&x, p, 2); *out = x; return 0; }
-    case OX_GGUF_I16: { int16_t x; memcpy(&x, p, 2); *out = x; return 0; }
-    case OX_GGUF_U32: { uint32_t x; memcpy(&x, p, 4); *out = x; return 0; }
-    case OX_GGUF_I32: { int32_t x; memcpy(&x, p, 4); *out = x; return 0; }
+    case OX_GGUF_U16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        *out = x;
+        return 0;
+    }
+    case OX_GGUF_I16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        *out = x;
+        return 0;
+    }
+    case OX_GGUF_U32: {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        *out = x;
+        return 0;
+    }
+    case OX_GGUF_I32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        *out = x;
+        return 0;
+    }
     case OX_GGUF_I64: memcpy(out, p, 8); return 0;
-    case OX_GGUF_U64: memcpy(&u, p, 8); if (u > (uint64_t)INT64_MAX) return -1; *out = (int64_t)u; return 0;
+    case OX_GGUF_U64:
+        memcpy(&u, p, 8);
+        if (u > (uint64_t)INT64_MAX) return -1;
+        *out = (int64_t)u;
+        return 0;
     default: return -1;
     }
 }
 
 static int scalar_f64(ox_gguf_type t, const void *p, double *out) {
     int64_t i;
-    if (t == OX_GGUF_F32) { float f; memcpy(&f, p, 4); *out = f; return 0; }
-    if (t == OX_GGUF_F64) { memcpy(out, p, 8); return 0; }
+    if (t == OX_GGUF_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        *out = f;
+        return 0;
+    }
+    if (t == OX_GGUF_F64) {
+        memcpy(out, p, 8);
+        return 0;
+    }
     if (scalar_i64(t, p, &i)) return -1;
     *out = (double)i;
     return 0;
@@ -462,7 +501,10 @@ int ox_gguf_get_u64(const ox_gguf *g, const char *key, uint64_t *out, ox_err *er
     int rc;
     const ox_gguf_value *v = get(g, key, err, &rc);
     if (!v) return rc;
-    if (v->type == OX_GGUF_U64) { *out = v->v.u64; return 0; }
+    if (v->type == OX_GGUF_U64) {
+        *out = v->v.u64;
+        return 0;
+    }
     int64_t x;
     if (ox_gguf_val_i64(v, &x)) return bad_type(g, key, v, "u64", err);
     if (x < 0)

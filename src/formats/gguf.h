@@ -11,25 +11,48 @@
 #include "base/err.h"
 #include "kernels/quant.h"
 
-#define OX_GGUF_MAGIC 0x46554747u /* "GGUF" little-endian */
+#define OX_GGUF_MAGIC             0x46554747u /* "GGUF" little-endian */
 #define OX_GGUF_DEFAULT_ALIGNMENT 32
-#define OX_GGUF_MAX_DIMS 4
-#define OX_GGUF_MAX_NAME 1024      /* tensor name bytes (reader and writer) */
-#define OX_GGUF_MAX_ARRAY_DEPTH 8  /* nesting of array values */
+#define OX_GGUF_MAX_DIMS          4
+#define OX_GGUF_MAX_NAME          1024 /* tensor name bytes (reader and writer) */
+#define OX_GGUF_MAX_ARRAY_DEPTH   8    /* nesting of array values */
 
 typedef enum {
-    OX_GGUF_U8 = 0, OX_GGUF_I8 = 1, OX_GGUF_U16 = 2, OX_GGUF_I16 = 3, OX_GGUF_U32 = 4,
-    OX_GGUF_I32 = 5, OX_GGUF_F32 = 6, OX_GGUF_BOOL = 7, OX_GGUF_STRING = 8, OX_GGUF_ARRAY = 9,
-    OX_GGUF_U64 = 10, OX_GGUF_I64 = 11, OX_GGUF_F64 = 12, OX_GGUF_TYPE_COUNT
+    OX_GGUF_U8 = 0,
+    OX_GGUF_I8 = 1,
+    OX_GGUF_U16 = 2,
+    OX_GGUF_I16 = 3,
+    OX_GGUF_U32 = 4,
+    OX_GGUF_I32 = 5,
+    OX_GGUF_F32 = 6,
+    OX_GGUF_BOOL = 7,
+    OX_GGUF_STRING = 8,
+    OX_GGUF_ARRAY = 9,
+    OX_GGUF_U64 = 10,
+    OX_GGUF_I64 = 11,
+    OX_GGUF_F64 = 12,
+    OX_GGUF_TYPE_COUNT
 } ox_gguf_type;
 
-typedef struct ox_gguf_str { uint64_t len; char *s; /* NUL-terminated */ } ox_gguf_str;
+typedef struct ox_gguf_str {
+    uint64_t len;
+    char *s; /* NUL-terminated */
+} ox_gguf_str;
 
 typedef struct ox_gguf_value {
     ox_gguf_type type;
     union {
-        uint64_t u64; int64_t i64; double f64; float f32; /* scalars: read via the getters */
-        uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; uint8_t b;
+        uint64_t u64;
+        int64_t i64;
+        double f64;
+        float f32; /* scalars: read via the getters */
+        uint8_t u8;
+        int8_t i8;
+        uint16_t u16;
+        int16_t i16;
+        uint32_t u32;
+        int32_t i32;
+        uint8_t b;
         ox_gguf_str str;
         struct {
             ox_gguf_type type; /* element type */
@@ -41,7 +64,10 @@ typedef struct ox_gguf_value {
     } v;
 } ox_gguf_value;
 
-typedef struct ox_gguf_kv { char *key; ox_gguf_value val; } ox_gguf_kv;
+typedef struct ox_gguf_kv {
+    char *key;
+    ox_gguf_value val;
+} ox_gguf_kv;
 
 typedef struct ox_gguf_tensor {
     char *name;
@@ -53,14 +79,14 @@ typedef struct ox_gguf_tensor {
 } ox_gguf_tensor;
 
 typedef struct ox_gguf {
-    int file;                  /* host file handle */
+    int file; /* host file handle */
     uint32_t version;
     uint64_t n_kv, n_tensors;
-    ox_gguf_kv *kv;            /* file order */
-    ox_gguf_tensor *tensors;   /* file order */
-    uint64_t alignment;        /* general.alignment or 32 */
-    uint64_t data_offset;      /* start of the tensor data section */
-    uint32_t *by_name;         /* tensor indices sorted by name (lookup) */
+    ox_gguf_kv *kv;          /* file order */
+    ox_gguf_tensor *tensors; /* file order */
+    uint64_t alignment;      /* general.alignment or 32 */
+    uint64_t data_offset;    /* start of the tensor data section */
+    uint32_t *by_name;       /* tensor indices sorted by name (lookup) */
 } ox_gguf;
 
 /* Open and validate a GGUF through the host interface. Errors: OX_E_FORMAT (bad magic,
@@ -94,7 +120,7 @@ int ox_gguf_arr_i64(const ox_gguf_value *arr, uint64_t i, int64_t *out);
 int ox_gguf_arr_f64(const ox_gguf_value *arr, uint64_t i, double *out);
 int ox_gguf_arr_bool(const ox_gguf_value *arr, uint64_t i, int *out);
 const ox_gguf_str *ox_gguf_arr_str(const ox_gguf_value *arr, uint64_t i); /* NULL if not */
-const char *ox_gguf_type_name(ox_gguf_type t); /* "u32", "string", ... */
-size_t ox_gguf_type_size(ox_gguf_type t);      /* bytes of a scalar; 0 for string/array */
+const char *ox_gguf_type_name(ox_gguf_type t);                            /* "u32", "string", ... */
+size_t ox_gguf_type_size(ox_gguf_type t);                                 /* bytes of a scalar; 0 for string/array */
 
 #endif

@@ -10,21 +10,32 @@
 #include <string.h>
 
 struct ox_json {
-    const char *key;         /* member key (object members only) */
-    union { double num; const char *str; ox_json *kids; int b; } u;
-    int64_t ival;            /* exact value when is_int */
-    uint32_t len;            /* string bytes / element count */
+    const char *key; /* member key (object members only) */
+    union {
+        double num;
+        const char *str;
+        ox_json *kids;
+        int b;
+    } u;
+    int64_t ival; /* exact value when is_int */
+    uint32_t len; /* string bytes / element count */
     uint32_t key_len;
     uint8_t kind, is_int;
 };
 
 /* ---- arena ---- */
 
-typedef struct blk { struct blk *next; size_t used, cap; } blk;
+typedef struct blk {
+    struct blk *next;
+    size_t used, cap;
+} blk;
 #define BLK_HDR ((sizeof(blk) + 15) & ~(size_t)15)
 #define BLK_MIN ((size_t)1 << 20)
 
-typedef struct { ox_json root; blk *blocks; } doc;
+typedef struct {
+    ox_json root;
+    blk *blocks;
+} doc;
 
 static void *arena_alloc(doc *d, size_t n) {
     if (n > SIZE_MAX - 15 - BLK_HDR) return NULL;
@@ -173,7 +184,10 @@ static int parse_string(parser *ps, const char **out, uint32_t *out_len) {
         o = dst + raw;
     } else {
         while (s < q) {
-            if (*s != '\\') { *o++ = *s++; continue; }
+            if (*s != '\\') {
+                *o++ = *s++;
+                continue;
+            }
             char e = s[1];
             const char *at = s;
             s += 2;
@@ -240,7 +254,10 @@ static int parse_number(parser *ps, ox_json *v) {
         int ovf = 0;
         for (const char *d = s + neg; d < int_end; d++) {
             unsigned dig = (unsigned)(*d - '0');
-            if (u > (UINT64_MAX - dig) / 10) { ovf = 1; break; }
+            if (u > (UINT64_MAX - dig) / 10) {
+                ovf = 1;
+                break;
+            }
             u = u * 10 + dig;
         }
         if (!ovf && (neg ? u <= (uint64_t)INT64_MAX + 1 : u <= (uint64_t)INT64_MAX)) {
@@ -328,8 +345,14 @@ static int parse_container(parser *ps, ox_json *v, int is_obj) {
             if (push(ps, &item)) return -1;
             skip_ws(ps);
             if (ps->p >= ps->end) return fail(ps, ps->p, "unexpected end inside %s", is_obj ? "object" : "array");
-            if (*ps->p == ',') { ps->p++; continue; }
-            if (*ps->p == close) { ps->p++; break; }
+            if (*ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (*ps->p == close) {
+                ps->p++;
+                break;
+            }
             return fail(ps, ps->p, "',' or '%c' expected", close);
         }
     }
@@ -364,7 +387,8 @@ ox_json *ox_json_parse(const char *text, size_t len, const char *fname, ox_err *
     if (!fname) fname = "JSON";
     if (len > OX_JSON_MAX_BYTES)
         return ox_errf(err, OX_E_FORMAT, "%s: JSON text of %zu bytes exceeds the %zu-byte limit", fname, len,
-                       OX_JSON_MAX_BYTES), NULL;
+                       OX_JSON_MAX_BYTES),
+               NULL;
     doc *d = calloc(1, sizeof *d);
     if (!d) return ox_errf(err, OX_E_NOMEM, "%s: out of memory", fname), NULL;
     parser ps = {text, text, text + len, fname, err, d, NULL, 0, 0, 0, 0, 0};

@@ -21,13 +21,18 @@
 #include <stdint.h>
 #include "base/err.h"
 
-#define OX_JSON_MAX_DEPTH 256
-#define OX_JSON_MAX_BYTES ((size_t)1 << 30)
+#define OX_JSON_MAX_DEPTH  256
+#define OX_JSON_MAX_BYTES  ((size_t)1 << 30)
 #define OX_JSON_MAX_VALUES ((size_t)1 << 22) /* a 262k-token tokenizer.json holds under 2M */
 
 typedef enum {
-    OX_JSON_NONE = -1,  /* ox_json_kind(NULL): a missing value */
-    OX_JSON_NULL = 0, OX_JSON_BOOL, OX_JSON_NUMBER, OX_JSON_STRING, OX_JSON_ARRAY, OX_JSON_OBJECT
+    OX_JSON_NONE = -1, /* ox_json_kind(NULL): a missing value */
+    OX_JSON_NULL = 0,
+    OX_JSON_BOOL,
+    OX_JSON_NUMBER,
+    OX_JSON_STRING,
+    OX_JSON_ARRAY,
+    OX_JSON_OBJECT
 } ox_json_kind;
 
 typedef struct ox_json ox_json;
@@ -35,7 +40,7 @@ typedef struct ox_json ox_json;
 /* Parse len bytes of text (need not be NUL-terminated). fname is used in messages.
  * Returns the root value, or NULL with err set. */
 ox_json *ox_json_parse(const char *text, size_t len, const char *fname, ox_err *err);
-void ox_json_free(ox_json *root);   /* only the root returned by ox_json_parse */
+void ox_json_free(ox_json *root); /* only the root returned by ox_json_parse */
 
 ox_json_kind ox_json_type(const ox_json *v);
 /* Member value of an object by key (NULL if v is not an object or has no such key). */
@@ -61,7 +66,11 @@ int ox_json_bool(const ox_json *v, int dflt);
 
 /* A growable string for writing JSON (safetensors headers, metadata). On allocation
  * failure `oom` is set and later appends are ignored; check it before using `s`. */
-typedef struct ox_strbuf { char *s; size_t len, cap; int oom; } ox_strbuf;
+typedef struct ox_strbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} ox_strbuf;
 void ox_sb_append(ox_strbuf *b, const char *s, size_t n);
 void ox_sb_printf(ox_strbuf *b, const char *fmt, ...)
 #if defined(__GNUC__)

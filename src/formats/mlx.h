@@ -27,11 +27,13 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 
-typedef struct ox_mlx_q { int bits, group; } ox_mlx_q; /* bits 0: not quantized */
+typedef struct ox_mlx_q {
+    int bits, group;
+} ox_mlx_q; /* bits 0: not quantized */
 
 typedef struct ox_mlx_config {
-    ox_mlx_q dflt;   /* bits 0: the config has no quantization block */
-    int n;           /* per-module overrides, in file order */
+    ox_mlx_q dflt; /* bits 0: the config has no quantization block */
+    int n;         /* per-module overrides, in file order */
     char **module;
     ox_mlx_q *q;
 } ox_mlx_config;

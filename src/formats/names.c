@@ -4,9 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *name; uint32_t idx; } name_idx;
+typedef struct {
+    const char *name;
+    uint32_t idx;
+} name_idx;
 
-static int cmp(const void *a, const void *b) { return strcmp(((const name_idx *)a)->name, ((const name_idx *)b)->name); }
+static int cmp(const void *a, const void *b) {
+    return strcmp(((const name_idx *)a)->name, ((const name_idx *)b)->name);
+}
 
 static const char *name_at(const void *base, size_t i, size_t stride, size_t name_off) {
     const char *p;
@@ -28,8 +33,7 @@ int ox_names_sort(const void *base, size_t n, size_t stride, size_t name_off, ui
     return rc;
 }
 
-long ox_names_find(const void *base, size_t n, size_t stride, size_t name_off, const uint32_t *order,
-                   const char *name) {
+long ox_names_find(const void *base, size_t n, size_t stride, size_t name_off, const uint32_t *order, const char *name) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

@@ -12,7 +12,6 @@
  * index of an element whose name occurs twice; -1 if out of memory. */
 int ox_names_sort(const void *base, size_t n, size_t stride, size_t name_off, uint32_t *order, size_t *dup);
 /* Index of the element named `name`, or -1. */
-long ox_names_find(const void *base, size_t n, size_t stride, size_t name_off, const uint32_t *order,
-                   const char *name);
+long ox_names_find(const void *base, size_t n, size_t stride, size_t name_off, const uint32_t *order, const char *name);
 
 #endif

@@ -38,8 +38,9 @@ void ox_st_free(ox_safetensors *st) {
 /* Read a whole small file (JSON) through the host interface; NUL-terminated. */
 static char *read_all(int file, uint64_t off, uint64_t len, ox_err *err) {
     char *buf = malloc((size_t)len + 1);
-    if (!buf) return ox_errf(err, OX_E_NOMEM, "%s: out of memory (%llu bytes)", ox_host_name(file),
-                             (unsigned long long)len), NULL;
+    if (!buf)
+        return ox_errf(err, OX_E_NOMEM, "%s: out of memory (%llu bytes)", ox_host_name(file), (unsigned long long)len),
+               NULL;
     if (ox_host_read(file, off, (size_t)len, buf, err)) return free(buf), NULL;
     buf[len] = 0;
     return buf;
@@ -74,8 +75,9 @@ static int parse_tensor(ox_safetensors *st, const ox_json *m, ox_st_tensor *t, u
     if (!ox_json_int(ox_json_at(offs, 0), &b) || !ox_json_int(ox_json_at(offs, 1), &e) || b < 0 || e < b)
         return ox_errf(err, OX_E_FORMAT, "%s: tensor %s: bad data_offsets", fn, name);
     if ((uint64_t)e > data_len)
-        return ox_errf(err, OX_E_TRUNCATED, "%s: tensor %s: data_offsets [%lld, %lld) beyond file end (data section %llu bytes)",
-                       fn, name, (long long)b, (long long)e, (unsigned long long)data_len);
+        return ox_errf(err, OX_E_TRUNCATED,
+                       "%s: tensor %s: data_offsets [%lld, %lld) beyond file end (data section %llu bytes)", fn, name,
+                       (long long)b, (long long)e, (unsigned long long)data_len);
     if ((uint64_t)(e - b) != n)
         return ox_errf(err, OX_E_FORMAT, "%s: tensor %s: %s with %d-D shape needs %llu bytes, data_offsets give %lld",
                        fn, name, dt, t->n_dims, (unsigned long long)n, (long long)(e - b));
@@ -103,7 +105,10 @@ static int parse_meta(ox_safetensors *st, const ox_json *m, ox_err *err) {
     return 0;
 }
 
-typedef struct { uint64_t b, e; int i; } span;
+typedef struct {
+    uint64_t b, e;
+    int i;
+} span;
 static int cmp_span(const void *x, const void *y) {
     const span *a = x, *b = y;
     return a->b < b->b ? -1 : a->b > b->b ? 1 : (a->e > b->e) - (a->e < b->e);
@@ -133,14 +138,17 @@ ox_safetensors *ox_st_open(int file, ox_err *err) {
     const char *fn = ox_host_name(file);
     int64_t fsize = ox_host_size(file);
     if (fsize < 0) return ox_errf(err, OX_E_IO, "unknown host file %d", file), NULL;
-    if (fsize < 8) return ox_errf(err, OX_E_TRUNCATED, "%s: %lld bytes is too short for a safetensors file", fn, (long long)fsize), NULL;
+    if (fsize < 8)
+        return ox_errf(err, OX_E_TRUNCATED, "%s: %lld bytes is too short for a safetensors file", fn, (long long)fsize),
+               NULL;
     uint64_t hlen;
     if (ox_host_read(file, 0, 8, &hlen, err)) return NULL;
     if (hlen < 2 || hlen > OX_ST_MAX_HEADER)
         return ox_errf(err, OX_E_FORMAT, "%s: bad safetensors header length %llu", fn, (unsigned long long)hlen), NULL;
     if (hlen > (uint64_t)fsize - 8)
         return ox_errf(err, OX_E_TRUNCATED, "%s: header of %llu bytes beyond file end (%lld bytes)", fn,
-                       (unsigned long long)hlen, (long long)fsize), NULL;
+                       (unsigned long long)hlen, (long long)fsize),
+               NULL;
     char *text = read_all(file, 8, hlen, err);
     if (!text) return NULL;
     ox_json *root = ox_json_parse(text, (size_t)hlen, fn, err);
@@ -179,8 +187,9 @@ ox_safetensors *ox_st_open(int file, ox_err *err) {
         size_t dup;
         int r = ox_names_sort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, offsetof(ox_st_tensor, name),
                               st->by_name, &dup);
-        if (r) rc = r > 0 ? ox_errf(err, OX_E_FORMAT, "%s: duplicate tensor name %s", fn, st->tensors[dup].name)
-                          : ox_errf(err, OX_E_NOMEM, "%s: out of memory", fn);
+        if (r)
+            rc = r > 0 ? ox_errf(err, OX_E_FORMAT, "%s: duplicate tensor name %s", fn, st->tensors[dup].name)
+                       : ox_errf(err, OX_E_NOMEM, "%s: out of memory", fn);
     }
 done:
     ox_json_free(root);

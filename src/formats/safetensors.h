@@ -14,32 +14,41 @@
 #include <stdint.h>
 #include "base/err.h"
 
-#define OX_ST_MAX_DIMS 8
+#define OX_ST_MAX_DIMS   8
 #define OX_ST_MAX_HEADER ((uint64_t)100 << 20) /* as the reference implementation */
 
-typedef enum { OX_ST_F32, OX_ST_F16, OX_ST_BF16, OX_ST_I8, OX_ST_U8, OX_ST_I32, OX_ST_U32, OX_ST_DTYPE_COUNT } ox_st_dtype;
+typedef enum {
+    OX_ST_F32,
+    OX_ST_F16,
+    OX_ST_BF16,
+    OX_ST_I8,
+    OX_ST_U8,
+    OX_ST_I32,
+    OX_ST_U32,
+    OX_ST_DTYPE_COUNT
+} ox_st_dtype;
 
-const char *ox_st_dtype_name(ox_st_dtype d);  /* "F32", ... */
+const char *ox_st_dtype_name(ox_st_dtype d); /* "F32", ... */
 size_t ox_st_dtype_size(ox_st_dtype d);
-int ox_st_dtype_from_name(const char *s);     /* -1 if unsupported */
+int ox_st_dtype_from_name(const char *s); /* -1 if unsupported */
 
 typedef struct ox_st_tensor {
     char *name;
     ox_st_dtype dtype;
-    int n_dims;                       /* 0 for a scalar */
-    uint64_t shape[OX_ST_MAX_DIMS];   /* PyTorch order: shape[n_dims-1] is innermost */
-    uint64_t offset;                  /* absolute offset in the file */
+    int n_dims;                     /* 0 for a scalar */
+    uint64_t shape[OX_ST_MAX_DIMS]; /* PyTorch order: shape[n_dims-1] is innermost */
+    uint64_t offset;                /* absolute offset in the file */
     uint64_t nbytes;
 } ox_st_tensor;
 
 typedef struct ox_safetensors {
     int file;
-    uint64_t data_start;              /* 8 + header length */
+    uint64_t data_start; /* 8 + header length */
     int n_tensors;
-    ox_st_tensor *tensors;            /* header order */
+    ox_st_tensor *tensors; /* header order */
     int n_meta;
-    char **meta_key, **meta_val;      /* __metadata__ in header order */
-    uint32_t *by_name;                /* tensor indices sorted by name */
+    char **meta_key, **meta_val; /* __metadata__ in header order */
+    uint32_t *by_name;           /* tensor indices sorted by name */
 } ox_safetensors;
 
 /* Parse and validate the header. Errors: OX_E_FORMAT (bad header length, bad JSON, dtype/shape
@@ -53,9 +62,9 @@ const char *ox_st_meta(const ox_safetensors *st, const char *key); /* NULL if ab
 /* Shard index: weight_map entries in file order, and the distinct shard names. */
 typedef struct ox_st_index {
     int n;
-    char **tensor, **shard;   /* shard[i]: file name holding tensor[i] */
+    char **tensor, **shard; /* shard[i]: file name holding tensor[i] */
     int n_shards;
-    char **shards;            /* distinct, first-seen order */
+    char **shards; /* distinct, first-seen order */
 } ox_st_index;
 ox_st_index *ox_st_index_open(int file, ox_err *err);
 void ox_st_index_free(ox_st_index *ix);

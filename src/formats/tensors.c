@@ -24,7 +24,10 @@
 
 #define MAX_AUX 32
 
-typedef struct { char *base; int file; } aux_file;
+typedef struct {
+    char *base;
+    int file;
+} aux_file;
 
 struct ox_model_files {
     ox_config cfg;
@@ -37,10 +40,10 @@ struct ox_model_files {
     int n_st;
     aux_file aux[MAX_AUX];
     int n_aux;
-    const char *stored_quant;   /* points into a safetensors' metadata */
-    ox_mlx_config mlx;          /* config.json's quantization block (dflt.bits 0: none) */
-    char mlx_what[48];          /* "bits 4, group 64" */
-    char what[160];             /* "a.gguf, b.json, ..." for messages */
+    const char *stored_quant; /* points into a safetensors' metadata */
+    ox_mlx_config mlx;        /* config.json's quantization block (dflt.bits 0: none) */
+    char mlx_what[48];        /* "bits 4, group 64" */
+    char what[160];           /* "a.gguf, b.json, ..." for messages */
 };
 
 static const char *base_name(const char *p) {
@@ -159,7 +162,8 @@ static int add_gguf_tensors(ox_model_files *mf, const ox_gguf *g, ox_err *err) {
 
 /* PyTorch shape -> ggml ne (reversed); scalars become [1]. */
 static int set_shape(ox_tensor *t, const ox_st_tensor *s, const char *fn, ox_err *err) {
-    if (s->n_dims > 4) return ox_errf(err, OX_E_UNSUPPORTED, "%s: tensor %s has %d dimensions (at most 4)", fn, s->name, s->n_dims);
+    if (s->n_dims > 4)
+        return ox_errf(err, OX_E_UNSUPPORTED, "%s: tensor %s has %d dimensions (at most 4)", fn, s->name, s->n_dims);
     t->n_dims = s->n_dims ? s->n_dims : 1;
     for (int d = 0; d < 4; d++) t->ne[d] = 1;
     for (int d = 0; d < s->n_dims; d++) t->ne[d] = s->shape[s->n_dims - 1 - d];
@@ -172,15 +176,16 @@ static int add_quant_pair(ox_model_files *mf, const ox_safetensors *st, const ox
     const char *fn = ox_host_name(st->file);
     int q4 = v->dtype == OX_ST_U8;
     if ((v->dtype != OX_ST_I8 && !q4) || s->dtype != OX_ST_F16 || v->n_dims < 1 || v->n_dims != s->n_dims || v->n_dims > 4)
-        return ox_errf(err, OX_E_FORMAT, "%s: quantized tensor %s: values must be I8 (q8) or U8 (q4) and scales F16 of the same rank",
-                       fn, v->name);
+        return ox_errf(err, OX_E_FORMAT,
+                       "%s: quantized tensor %s: values must be I8 (q8) or U8 (q4) and scales F16 of the same rank", fn,
+                       v->name);
     int nd = v->n_dims;
     uint64_t cols = v->shape[nd - 1] * (q4 ? 2 : 1);
     int ok = cols % OX_QK == 0 && s->shape[nd - 1] == cols / OX_QK;
     for (int d = 0; d < nd - 1; d++) ok = ok && s->shape[d] == v->shape[d];
     if (!ok)
-        return ox_errf(err, OX_E_FORMAT, "%s: quantized tensor %s: scales shape does not match %llu values per row",
-                       fn, v->name, (unsigned long long)cols);
+        return ox_errf(err, OX_E_FORMAT, "%s: quantized tensor %s: scales shape does not match %llu values per row", fn,
+                       v->name, (unsigned long long)cols);
     ox_tensor *t = add_tensor(mf, v->name, err);
     if (!t) return err ? err->code : OX_E_NOMEM;
     set_shape(t, v, fn, err);
@@ -210,8 +215,10 @@ static int add_mlx_triple(ox_model_files *mf, const ox_safetensors *st, const ox
     snprintf(sname, sizeof sname, "%s.scales", module);
     snprintf(bname, sizeof bname, "%s.biases", module);
     if (!mf->mlx.dflt.bits)
-        return ox_errf(err, OX_E_MISSING, "%s: tensor %s is U32 (MLX-quantized) but no config.json with a quantization "
-                       "block is among the model files (%s)", fn, w->name, mf->what);
+        return ox_errf(err, OX_E_MISSING,
+                       "%s: tensor %s is U32 (MLX-quantized) but no config.json with a quantization "
+                       "block is among the model files (%s)",
+                       fn, w->name, mf->what);
     ox_mlx_q q = ox_mlx_config_for(&mf->mlx, module);
     if (!q.bits)
         return ox_errf(err, OX_E_CONFIG, "%s: tensor %s is MLX-quantized but the config's quantization.%s says it is not",
@@ -347,8 +354,11 @@ static int match_shards(ox_model_files *mf, int index_file, ox_err *err) {
     int rc = 0;
     for (int s = 0; s < ix->n_shards && !rc; s++) {
         int found = 0;
-        for (int k = 0; k < mf->n_st && !found; k++) found = strcmp(base_name(ox_host_name(mf->st[k]->file)), ix->shards[s]) == 0;
-        if (!found) rc = ox_errf(err, OX_E_MISSING, "%s: shard %s named in the weight map is not among the given files", fn, ix->shards[s]);
+        for (int k = 0; k < mf->n_st && !found; k++)
+            found = strcmp(base_name(ox_host_name(mf->st[k]->file)), ix->shards[s]) == 0;
+        if (!found)
+            rc = ox_errf(err, OX_E_MISSING, "%s: shard %s named in the weight map is not among the given files", fn,
+                         ix->shards[s]);
     }
     for (int i = 0; i < ix->n && !rc; i++) {
         for (int k = 0; k < mf->n_st; k++) {
@@ -376,7 +386,8 @@ static int build_config(ox_model_files *mf, ox_err *err) {
         const char *cfg = NULL;
         int k = 0;
         for (; k < mf->n_st && !cfg; k++) cfg = ox_st_meta(mf->st[k], "oxinfer_config");
-        if (!cfg) return ox_errf(err, OX_E_MISSING, "no config: config.json is not among the model files (%s)", mf->what);
+        if (!cfg)
+            return ox_errf(err, OX_E_MISSING, "no config: config.json is not among the model files (%s)", mf->what);
         const char *fn = ox_host_name(mf->st[k - 1]->file);
         ox_json *j = ox_json_parse(cfg, strlen(cfg), fn, err);
         if (!j) return ox_err_prefix(err, "oxinfer_config metadata");
@@ -415,12 +426,12 @@ static int check_splits(ox_model_files *mf, ox_err *err) {
     uint32_t count;
     if (ox_gguf_get_u32(mf->gguf[0], "general.split.count", &count, NULL) != 0) {
         if (mf->n_gguf == 1) return 0;
-        return ox_errf(err, OX_E_FORMAT, "%d GGUF files given, but %s is not split (no general.split.count)", mf->n_gguf,
-                       ox_gguf_name(mf->gguf[0]));
+        return ox_errf(err, OX_E_FORMAT, "%d GGUF files given, but %s is not split (no general.split.count)",
+                       mf->n_gguf, ox_gguf_name(mf->gguf[0]));
     }
     if ((int)count != mf->n_gguf)
-        return ox_errf(err, OX_E_MISSING, "%s: the model is split into %u GGUF files, %d given", ox_gguf_name(mf->gguf[0]),
-                       count, mf->n_gguf);
+        return ox_errf(err, OX_E_MISSING, "%s: the model is split into %u GGUF files, %d given",
+                       ox_gguf_name(mf->gguf[0]), count, mf->n_gguf);
     /* the split holding the metadata (general.architecture) goes first */
     for (int i = 0; i < mf->n_gguf; i++)
         if (ox_gguf_find(mf->gguf[i], "general.architecture")) {
@@ -441,8 +452,10 @@ ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
     size_t wl = 0;
     for (int i = 0; i < n_files; i++) {
         const char *b = base_name(ox_host_name(files[i]));
-        if (wl + strlen(b) + 8 < sizeof mf->what) wl += (size_t)snprintf(mf->what + wl, sizeof mf->what - wl, "%s%s", i ? ", " : "", b);
-        else if (wl + 5 < sizeof mf->what && !strstr(mf->what, "...")) wl += (size_t)snprintf(mf->what + wl, sizeof mf->what - wl, ", ...");
+        if (wl + strlen(b) + 8 < sizeof mf->what)
+            wl += (size_t)snprintf(mf->what + wl, sizeof mf->what - wl, "%s%s", i ? ", " : "", b);
+        else if (wl + 5 < sizeof mf->what && !strstr(mf->what, "..."))
+            wl += (size_t)snprintf(mf->what + wl, sizeof mf->what - wl, ", ...");
     }
     int rc = 0, index_file = -1;
     for (int i = 0; i < n_files && !rc; i++) {
@@ -542,8 +555,8 @@ static int read_mlx_rows(const ox_tensor *t, uint64_t row0, uint64_t nrows, void
     if (!rc) rc = ox_host_read(t->scale_file, t->scale_offset + row0 * grow, gb, buf + wb, err);
     if (!rc) rc = ox_host_read(t->bias_file, t->bias_offset + row0 * grow, gb, buf + wb + gb, err);
     if (!rc)
-        rc = ox_mlx_repack(q, (ox_st_dtype)t->mlx_dtype, (const uint32_t *)buf, buf + wb, buf + wb + gb, nrows, t->ne[0],
-                           dst, t->name, row0, err);
+        rc = ox_mlx_repack(q, (ox_st_dtype)t->mlx_dtype, (const uint32_t *)buf, buf + wb, buf + wb + gb, nrows,
+                           t->ne[0], dst, t->name, row0, err);
     free(buf);
     return rc;
 }

@@ -18,15 +18,15 @@
 #include "formats/config.h"
 
 typedef struct ox_tensor {
-    char *name;        /* internal (GGUF-style) name */
-    ox_type type;      /* in-memory format rows are delivered in (see ox_tensor_read_rows) */
+    char *name;   /* internal (GGUF-style) name */
+    ox_type type; /* in-memory format rows are delivered in (see ox_tensor_read_rows) */
     int n_dims;
-    uint64_t ne[4];    /* ggml order: ne[0] = row length (innermost), ne[1] = rows, ... */
-    int file;          /* host file holding the data */
-    uint64_t offset;   /* absolute offset of the data in `file` */
-    uint64_t nbytes;   /* bytes in the file */
+    uint64_t ne[4];  /* ggml order: ne[0] = row length (innermost), ne[1] = rows, ... */
+    int file;        /* host file holding the data */
+    uint64_t offset; /* absolute offset of the data in `file` */
+    uint64_t nbytes; /* bytes in the file */
     /* pre-quantized safetensors (values and scales stored apart): */
-    int scale_file;    /* -1 if not split */
+    int scale_file; /* -1 if not split */
     uint64_t scale_offset;
     /* MLX affine (formats/mlx.h): packed values at file/offset, scales at scale_file/
      * scale_offset, biases at bias_file/bias_offset; rows repacked to `type` when read */

@@ -4,7 +4,9 @@
 mergeInto(LibraryManager.library, {
   ox_js_gpu_run: function (list, words, act, msg, msgCap) {
     var gpu = Module['oxGpu'];
-    var r = gpu ? gpu.runStep(wasmMemory.buffer, list >>> 0, words, act >>> 0) : { code: -10, message: 'no GPU backend is attached' };
+    var r = gpu
+      ? gpu.runStep(wasmMemory.buffer, list >>> 0, words, act >>> 0)
+      : { code: -10, message: 'no GPU backend is attached' };
     if (r.code !== 0) stringToUTF8(String(r.message), msg, msgCap);
     return r.code;
   },

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct entry { const void *key; int32_t w[OX_GPU_ENTRY_WORDS]; } entry;
+typedef struct entry {
+    const void *key;
+    int32_t w[OX_GPU_ENTRY_WORDS];
+} entry;
 
 struct ox_gpu {
     entry *tab;
@@ -54,7 +57,9 @@ int ox_gpu_add_matrix(ox_gpu *g, const ox_matrix *M, ox_err *err) {
     return add(g, M, 0, (int)M->type, M->rows, M->cols, M->row_bytes, M->data, err);
 }
 
-int ox_gpu_add_vector(ox_gpu *g, const float *v, int n, ox_err *err) { return add(g, v, 1, 0, 1, n, (size_t)n * sizeof(float), v, err); }
+int ox_gpu_add_vector(ox_gpu *g, const float *v, int n, ox_err *err) {
+    return add(g, v, 1, 0, 1, n, (size_t)n * sizeof(float), v, err);
+}
 
 const int32_t *ox_gpu_table(const ox_gpu *g, int *n) {
     ox_gpu *m = (ox_gpu *)g;
@@ -113,7 +118,8 @@ void ox_gpu_begin(ox_gpu *g, const void *session, int max_ctx, int kv_len, const
     g->broken = NULL;
     g->act = act;
     g->act_bytes = bytes;
-    int32_t h[OX_GPU_HEADER] = {OX_GPU_MAGIC, (int32_t)(uintptr_t)session, max_ctx, kv_len, (int32_t)bytes, 0, n_regions};
+    int32_t h[OX_GPU_HEADER] = {OX_GPU_MAGIC, (int32_t)(uintptr_t)session, max_ctx, kv_len, (int32_t)bytes, 0,
+                                n_regions};
     put(g, h, OX_GPU_HEADER);
     put(g, (const int32_t *)regions, n_regions);
     g->n_ops = 0;

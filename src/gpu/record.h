@@ -28,24 +28,24 @@
 #include "base/err.h"
 #include "kernels/kernels.h"
 
-#define OX_GPU_MAGIC 0x4f584701 /* "OXG" 1: the list format's version */
+#define OX_GPU_MAGIC  0x4f584701 /* "OXG" 1: the list format's version */
 #define OX_GPU_HEADER 7
 
 /* X(NAME, code, operands): the ops of a step. Offsets (off) are bytes into the activation
  * scratch; counts are floats. */
-#define OX_GPU_OPS(X)                                                                            \
-    X(UPLOAD, 1, "off bytes: the scratch's bytes [off, off+bytes) as the CPU wrote them")          \
-    X(MATMUL, 2, "w x y n: y[n][rows] = x[n][cols] W^T, W a matrix id")                            \
-    X(RMS, 3, "y x w rows width eps: y = rmsnorm(x) (* vector w; w < 0: none) per row")            \
-    X(ROPE, 4, "x ntok nh hd pos pairs base factor: NEOX RoPE, token t at pos+t")                  \
-    X(KV_WRITE, 5, "layer pos ntok k v width: K, V rows of positions pos.. into layer's cache")    \
-    X(ATTEND, 6, "layer q out ntok pos nh hd group window bidir: causal/windowed attention")       \
-    X(GEGLU, 7, "y g u rows width gstride ustride: y = gelu_tanh(g) * u (y strided as g)")         \
-    X(ADD, 8, "y x count: y += x")                                                                 \
-    X(SCALE, 9, "y count a: y *= a")                                                               \
-    X(MIX, 10, "y x count b a: y = (y + x * b) * a")                                               \
-    X(SOFTCAP, 11, "y count cap: y = cap * tanh(y / cap)")                                         \
-    X(COPY, 12, "y x count: y = x")                                                                \
+#define OX_GPU_OPS(X)                                                                                                  \
+    X(UPLOAD, 1, "off bytes: the scratch's bytes [off, off+bytes) as the CPU wrote them")                              \
+    X(MATMUL, 2, "w x y n: y[n][rows] = x[n][cols] W^T, W a matrix id")                                                \
+    X(RMS, 3, "y x w rows width eps: y = rmsnorm(x) (* vector w; w < 0: none) per row")                                \
+    X(ROPE, 4, "x ntok nh hd pos pairs base factor: NEOX RoPE, token t at pos+t")                                      \
+    X(KV_WRITE, 5, "layer pos ntok k v width: K, V rows of positions pos.. into layer's cache")                        \
+    X(ATTEND, 6, "layer q out ntok pos nh hd group window bidir: causal/windowed attention")                           \
+    X(GEGLU, 7, "y g u rows width gstride ustride: y = gelu_tanh(g) * u (y strided as g)")                             \
+    X(ADD, 8, "y x count: y += x")                                                                                     \
+    X(SCALE, 9, "y count a: y *= a")                                                                                   \
+    X(MIX, 10, "y x count b a: y = (y + x * b) * a")                                                                   \
+    X(SOFTCAP, 11, "y count cap: y = cap * tanh(y / cap)")                                                             \
+    X(COPY, 12, "y x count: y = x")                                                                                    \
     X(READ, 13, "off bytes dst: the scratch's bytes to wasm memory at dst after the step")
 #define OX_GPU_OP_ENUM_(name, code, doc) OX_GPU_##name = code,
 typedef enum { OX_GPU_OPS(OX_GPU_OP_ENUM_) } ox_gpu_op;

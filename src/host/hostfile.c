@@ -4,7 +4,7 @@
  * The wasm build uses hostfile_wasm.c instead, except the C tests' (OX_HOST_NATIVE, see hostfile.h). */
 #if !defined(__EMSCRIPTEN__) || defined(OX_HOST_NATIVE)
 #define _FILE_OFFSET_BITS 64
-#define _XOPEN_SOURCE 700
+#define _XOPEN_SOURCE     700
 #include "host/hostfile.h"
 
 #include <errno.h>
@@ -18,7 +18,7 @@
 
 typedef struct {
     int used;
-    int fd;             /* -1 for memory files */
+    int fd; /* -1 for memory files */
     const uint8_t *mem;
     int64_t size;
     char *name;
@@ -31,9 +31,7 @@ static void *trace_ud;
 
 void ox_host_trace(void (*fn)(void *ud, int file, uint64_t off, size_t len), void *ud) { trace_fn = fn, trace_ud = ud; }
 
-static host_file *get(int h) {
-    return (h >= 0 && h < OX_MAX_FILES && files[h].used) ? &files[h] : NULL;
-}
+static host_file *get(int h) { return (h >= 0 && h < OX_MAX_FILES && files[h].used) ? &files[h] : NULL; }
 
 static int slot(void) {
     for (int i = 0; i < OX_MAX_FILES; i++)
@@ -113,8 +111,8 @@ int ox_host_read(int file, uint64_t off, size_t len, void *dst, ox_err *err) {
 #endif
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0)
-            return ox_errf(err, OX_E_IO, "%s: read failed at offset %llu: %s", f->name,
-                           (unsigned long long)off, r < 0 ? strerror(errno) : "unexpected end of file");
+            return ox_errf(err, OX_E_IO, "%s: read failed at offset %llu: %s", f->name, (unsigned long long)off,
+                           r < 0 ? strerror(errno) : "unexpected end of file");
         p += r, off += (uint64_t)r, len -= (size_t)r, bytes_read += (uint64_t)r;
     }
     return 0;

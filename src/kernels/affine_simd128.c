@@ -17,7 +17,10 @@ static inline float hsum(v128_t v) {
 
 /* A Q8_1 block widened once for up to 4 rows: its quants as int16 (a[0..1]: quants 0..15,
  * a[2..3]: 16..31), d, and the exact sum of the quants per lane group. */
-typedef struct { v128_t a[4], asum; float d; } act_blk; /* asum: as f32 */
+typedef struct {
+    v128_t a[4], asum;
+    float d;
+} act_blk; /* asum: as f32 */
 
 static inline act_blk widen(const ox_block_q8_1 *x) {
     act_blk k;
@@ -47,7 +50,8 @@ static inline void rows_affine(const ox_matrix *W, const ox_block_q8_1 *x, int r
     const uint8_t *row[4];
     v128_t acc[4];
     float mins[4] = {0, 0, 0, 0};
-    for (int i = 0; i < nr; i++) row[i] = (const uint8_t *)W->data + (size_t)(r + i) * W->row_bytes, acc[i] = wasm_f32x4_splat(0);
+    for (int i = 0; i < nr; i++)
+        row[i] = (const uint8_t *)W->data + (size_t)(r + i) * W->row_bytes, acc[i] = wasm_f32x4_splat(0);
     for (int b = 0; b < nb; b++) {
         act_blk k = widen(&x[b]);
         for (int i = 0; i < nr; i++) {
@@ -55,14 +59,15 @@ static inline void rows_affine(const ox_matrix *W, const ox_block_q8_1 *x, int r
                 const ox_block_q4_1 *w = (const ox_block_q4_1 *)row[i] + b;
                 v128_t q = wasm_v128_load(w->qs);
                 v128_t isum = dot32(wasm_v128_and(q, lo_mask), wasm_u8x16_shr(q, 4), &k);
-                acc[i] = wasm_f32x4_add(acc[i], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum),
-                                                               wasm_f32x4_splat(ox_f16_fast(w->d) * k.d)));
+                acc[i] = wasm_f32x4_add(
+                    acc[i], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_splat(ox_f16_fast(w->d) * k.d)));
                 mins[i] += ox_f16_fast(w->m) * ox_f16_fast(x[b].s);
             } else {
                 const ox_block_q8_a *w = (const ox_block_q8_a *)row[i] + b;
                 v128_t isum = dot32(wasm_v128_load(w->qs), wasm_v128_load(w->qs + 16), &k);
-                v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_splat(ox_f16_fast(w->d) * k.d)),
-                                          wasm_f32x4_mul(k.asum, wasm_f32x4_splat(ox_f16_fast(w->m) * k.d)));
+                v128_t v = wasm_f32x4_add(
+                    wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_splat(ox_f16_fast(w->d) * k.d)),
+                    wasm_f32x4_mul(k.asum, wasm_f32x4_splat(ox_f16_fast(w->m) * k.d)));
                 acc[i] = wasm_f32x4_add(acc[i], v);
             }
         }
@@ -77,8 +82,12 @@ static inline void tile_affine(const ox_matrix *W, const ox_act *a, int r0, int 
     }
 }
 
-static void tile_q8_a(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_affine(W, a, r0, r1, y, 0); }
-static void tile_q4_1(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_affine(W, a, r0, r1, y, 1); }
+static void tile_q8_a(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_affine(W, a, r0, r1, y, 0);
+}
+static void tile_q4_1(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_affine(W, a, r0, r1, y, 1);
+}
 
 ox_tile_fn ox_affine_simd_tile(ox_type t) {
     switch (t) {

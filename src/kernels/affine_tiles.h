@@ -11,7 +11,10 @@
 #ifdef __wasm_simd128__
 ox_tile_fn ox_affine_simd_tile(ox_type t);
 #else
-static inline ox_tile_fn ox_affine_simd_tile(ox_type t) { (void)t; return NULL; }
+static inline ox_tile_fn ox_affine_simd_tile(ox_type t) {
+    (void)t;
+    return NULL;
+}
 #endif
 
 #endif

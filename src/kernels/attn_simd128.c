@@ -43,9 +43,10 @@ void ox_axpy_f16(float *y, float a, const ox_f16 *v, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         v128_t h = wasm_v128_load(v + i);
-        wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(av, half4(wasm_u32x4_extend_low_u16x8(h)))));
-        wasm_v128_store(y + i + 4,
-                        wasm_f32x4_add(wasm_v128_load(y + i + 4), wasm_f32x4_mul(av, half4(wasm_u32x4_extend_high_u16x8(h)))));
+        wasm_v128_store(
+            y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(av, half4(wasm_u32x4_extend_low_u16x8(h)))));
+        wasm_v128_store(y + i + 4, wasm_f32x4_add(wasm_v128_load(y + i + 4),
+                                                  wasm_f32x4_mul(av, half4(wasm_u32x4_extend_high_u16x8(h)))));
     }
     for (; i < n; i++) y[i] += a * ox_f16_to_f32(v[i]);
 }
@@ -79,7 +80,8 @@ void ox_axpy_q8_0(float *y, float a, const void *v, int n) {
     for (int i = 0; i < n / OX_QK; i++, y += OX_QK) {
         v128_t f[8], ad = wasm_f32x4_splat(a * ox_f16_to_f32(b[i].d));
         widen_block(b[i].qs, f);
-        for (int j = 0; j < 8; j++) wasm_v128_store(y + 4 * j, wasm_f32x4_add(wasm_v128_load(y + 4 * j), wasm_f32x4_mul(ad, f[j])));
+        for (int j = 0; j < 8; j++)
+            wasm_v128_store(y + 4 * j, wasm_f32x4_add(wasm_v128_load(y + 4 * j), wasm_f32x4_mul(ad, f[j])));
     }
 }
 

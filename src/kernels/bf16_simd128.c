@@ -18,7 +18,8 @@ void ox_tile_bf16(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y)
             int c = 0;
             for (; c + 8 <= cols; c += 8) {
                 v128_t w = wasm_v128_load(row + 2 * (size_t)c);
-                v128_t lo = wasm_i32x4_shl(wasm_u32x4_extend_low_u16x8(w), 16), hi = wasm_i32x4_shl(wasm_u32x4_extend_high_u16x8(w), 16);
+                v128_t lo = wasm_i32x4_shl(wasm_u32x4_extend_low_u16x8(w), 16),
+                       hi = wasm_i32x4_shl(wasm_u32x4_extend_high_u16x8(w), 16);
                 acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(lo, wasm_v128_load(x + c)));
                 acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(hi, wasm_v128_load(x + c + 4)));
             }

@@ -26,11 +26,15 @@ const int8_t ox_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4,
 
 #define F16(h) ox_f16_to_f32(h)
 
-static uint32_t rd32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; } /* little-endian hosts */
+static uint32_t rd32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+} /* little-endian hosts */
 static unsigned rd16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 /* byte j of a grid word, as the unsigned magnitude (IQ2/IQ3) or signed value (IQ1) */
-#define LANE(word, j) ((uint8_t)((word) >> (8 * (j))))
+#define LANE(word, j)  ((uint8_t)((word) >> (8 * (j))))
 #define SLANE(word, j) ((int8_t)LANE(word, j))
 
 ox_f16 ox_iq1_m_d(const ox_block_iq1_m *b) {
@@ -246,8 +250,18 @@ static void deq_mxfp4(const ox_block_mxfp4 *b, float *y) {
 
 int ox_iq_type(ox_type t) {
     switch (t) {
-    case OX_IQ2_XXS: case OX_IQ2_XS: case OX_IQ2_S: case OX_IQ3_XXS: case OX_IQ3_S: case OX_IQ1_S:
-    case OX_IQ1_M: case OX_IQ4_NL: case OX_IQ4_XS: case OX_TQ1_0: case OX_TQ2_0: case OX_MXFP4: return 1;
+    case OX_IQ2_XXS:
+    case OX_IQ2_XS:
+    case OX_IQ2_S:
+    case OX_IQ3_XXS:
+    case OX_IQ3_S:
+    case OX_IQ1_S:
+    case OX_IQ1_M:
+    case OX_IQ4_NL:
+    case OX_IQ4_XS:
+    case OX_TQ1_0:
+    case OX_TQ2_0:
+    case OX_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -257,8 +271,13 @@ void ox_iq_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
     size_t be = ox_type_block_elems(t), bb = ox_type_block_bytes(t);
     for (size_t i = 0; be && i < n / be; i++, p += bb, dst += be) {
         switch (t) {
-        case OX_IQ2_XXS: case OX_IQ2_XS: case OX_IQ2_S: case OX_IQ3_XXS: case OX_IQ3_S: deq_sign_grid(t, p, dst); break;
-        case OX_IQ1_S: case OX_IQ1_M: deq_iq1(t, p, dst); break;
+        case OX_IQ2_XXS:
+        case OX_IQ2_XS:
+        case OX_IQ2_S:
+        case OX_IQ3_XXS:
+        case OX_IQ3_S: deq_sign_grid(t, p, dst); break;
+        case OX_IQ1_S:
+        case OX_IQ1_M: deq_iq1(t, p, dst); break;
         case OX_IQ4_NL: deq_iq4_nl((const void *)p, dst); break;
         case OX_IQ4_XS: deq_iq4_xs((const void *)p, dst); break;
         case OX_TQ1_0: deq_tq1_0((const void *)p, dst); break;
@@ -303,7 +322,10 @@ static float dot_iq1(ox_type t, const uint8_t *w, const ox_block_q8_K *y, size_t
         int sumi1 = 0, sumi2 = 0;
         for (int k = 0; k < 32; k++, q8 += 8) {
             int ls = 2 * o.s[k / 2] + 1, gsum = 0, qsum = 0;
-            for (int j = 0; j < 8; j++) { gsum += q8[j] * SLANE(o.g[k], j); qsum += q8[j]; }
+            for (int j = 0; j < 8; j++) {
+                gsum += q8[j] * SLANE(o.g[k], j);
+                qsum += q8[j];
+            }
             sumi1 += ls * gsum;
             sumi2 += ls * (o.neg[k] ? -qsum : qsum);
         }
@@ -324,8 +346,7 @@ static int lut4_dot32(const int8_t *lut, const uint8_t *qs, const int8_t *q8) {
 
 static float dot_iq4_nl(const ox_block_iq4_nl *x, const ox_block_q8_0 *y, size_t nb) {
     float sumf = 0;
-    for (size_t i = 0; i < nb; i++)
-        sumf += F16(y[i].d) * F16(x[i].d) * lut4_dot32(ox_kvalues_iq4nl, x[i].qs, y[i].qs);
+    for (size_t i = 0; i < nb; i++) sumf += F16(y[i].d) * F16(x[i].d) * lut4_dot32(ox_kvalues_iq4nl, x[i].qs, y[i].qs);
     return sumf;
 }
 
@@ -371,8 +392,13 @@ static float dot_tq2_0(const ox_block_tq2_0 *x, const ox_block_q8_K *y, size_t n
 float ox_iq_vec_dot_ref(ox_type t, const void *w, const void *a, size_t n) {
     size_t nb = ox_type_block_elems(t) ? n / ox_type_block_elems(t) : 0;
     switch (t) {
-    case OX_IQ2_XXS: case OX_IQ2_XS: case OX_IQ2_S: case OX_IQ3_XXS: case OX_IQ3_S: return dot_sign_grid(t, w, a, nb);
-    case OX_IQ1_S: case OX_IQ1_M: return dot_iq1(t, w, a, nb);
+    case OX_IQ2_XXS:
+    case OX_IQ2_XS:
+    case OX_IQ2_S:
+    case OX_IQ3_XXS:
+    case OX_IQ3_S: return dot_sign_grid(t, w, a, nb);
+    case OX_IQ1_S:
+    case OX_IQ1_M: return dot_iq1(t, w, a, nb);
     case OX_IQ4_NL: return dot_iq4_nl(w, a, nb);
     case OX_IQ4_XS: return dot_iq4_xs(w, a, nb);
     case OX_TQ1_0: return dot_tq1_0(w, a, nb);

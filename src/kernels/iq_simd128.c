@@ -26,12 +26,12 @@ static inline void put16(int16_t *q, v128_t v, int ls) {
 }
 
 /* expand8[b]: byte j is 0xff where bit j of b is set (a sign byte as a lane mask) */
-#define EXPAND8(b) \
-    ((uint64_t)((b) & 1) * 0xff | (uint64_t)((b) >> 1 & 1) * 0xff00 | (uint64_t)((b) >> 2 & 1) * 0xff0000 | \
-     (uint64_t)((b) >> 3 & 1) * 0xff000000 | (uint64_t)((b) >> 4 & 1) * 0xff00000000 | \
-     (uint64_t)((b) >> 5 & 1) * 0xff0000000000 | (uint64_t)((b) >> 6 & 1) * 0xff000000000000 | \
+#define EXPAND8(b)                                                                                                     \
+    ((uint64_t)((b)&1) * 0xff | (uint64_t)((b) >> 1 & 1) * 0xff00 | (uint64_t)((b) >> 2 & 1) * 0xff0000 |              \
+     (uint64_t)((b) >> 3 & 1) * 0xff000000 | (uint64_t)((b) >> 4 & 1) * 0xff00000000 |                                 \
+     (uint64_t)((b) >> 5 & 1) * 0xff0000000000 | (uint64_t)((b) >> 6 & 1) * 0xff000000000000 |                         \
      (uint64_t)((b) >> 7 & 1) * 0xff00000000000000)
-#define E4(b) EXPAND8(b), EXPAND8((b) + 1), EXPAND8((b) + 2), EXPAND8((b) + 3)
+#define E4(b)  EXPAND8(b), EXPAND8((b) + 1), EXPAND8((b) + 2), EXPAND8((b) + 3)
 #define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
 #define E64(b) E16(b), E16((b) + 16), E16((b) + 32), E16((b) + 48)
 static const uint64_t expand8[256] = {E64(0), E64(64), E64(128), E64(192)};
@@ -43,7 +43,11 @@ static inline v128_t signed16(v128_t m, unsigned s0, unsigned s1) {
     return wasm_i8x16_sub(wasm_v128_xor(m, neg), neg);
 }
 
-static inline uint32_t ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint32_t ld32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 /* ---------------------------------------------------------------- unpackers */
 
@@ -54,7 +58,8 @@ static float unpack_iq2_xxs(const void *blk, int16_t *q) {
         int ls = 2 * (sg >> 28) + 1;
         for (int l = 0; l < 4; l += 2) {
             v128_t m = wasm_u64x2_make(ox_iq2xxs_grid[idx >> 8 * l & 255], ox_iq2xxs_grid[idx >> 8 * (l + 1) & 255]);
-            put16(q + 32 * ib + 8 * l, signed16(m, ox_iq_signs(sg >> 7 * l & 127), ox_iq_signs(sg >> 7 * (l + 1) & 127)), ls);
+            put16(q + 32 * ib + 8 * l,
+                  signed16(m, ox_iq_signs(sg >> 7 * l & 127), ox_iq_signs(sg >> 7 * (l + 1) & 127)), ls);
         }
     }
     return ox_f16_fast(b->d) * 0.125f;
@@ -97,7 +102,8 @@ static float unpack_iq3_xxs(const void *blk, int16_t *q) {
         for (int l = 0; l < 4; l += 2) {
             v128_t m = wasm_u32x4_make(ox_iq3xxs_grid[qs[2 * l]], ox_iq3xxs_grid[qs[2 * l + 1]],
                                        ox_iq3xxs_grid[qs[2 * l + 2]], ox_iq3xxs_grid[qs[2 * l + 3]]);
-            put16(q + 32 * ib + 8 * l, signed16(m, ox_iq_signs(sg >> 7 * l & 127), ox_iq_signs(sg >> 7 * (l + 1) & 127)), ls);
+            put16(q + 32 * ib + 8 * l,
+                  signed16(m, ox_iq_signs(sg >> 7 * l & 127), ox_iq_signs(sg >> 7 * (l + 1) & 127)), ls);
         }
     }
     return ox_f16_fast(b->d) * 0.25f;
@@ -111,9 +117,9 @@ static float unpack_iq3_s(const void *blk, int16_t *q) {
         int ls = 2 * (b->scales[ib / 2] >> 4 * (ib % 2) & 15) + 1;
         for (int l = 0; l < 4; l += 2) {
             int g = 2 * l; /* four grid words g..g+3, ninth index bits g..g+3 of qh */
-            v128_t m = wasm_u32x4_make(ox_iq3s_grid[qs[g] | (h >> g & 1) << 8], ox_iq3s_grid[qs[g + 1] | (h >> (g + 1) & 1) << 8],
-                                       ox_iq3s_grid[qs[g + 2] | (h >> (g + 2) & 1) << 8],
-                                       ox_iq3s_grid[qs[g + 3] | (h >> (g + 3) & 1) << 8]);
+            v128_t m = wasm_u32x4_make(
+                ox_iq3s_grid[qs[g] | (h >> g & 1) << 8], ox_iq3s_grid[qs[g + 1] | (h >> (g + 1) & 1) << 8],
+                ox_iq3s_grid[qs[g + 2] | (h >> (g + 2) & 1) << 8], ox_iq3s_grid[qs[g + 3] | (h >> (g + 3) & 1) << 8]);
             put16(q + 32 * ib + 8 * l, signed16(m, b->signs[4 * ib + l], b->signs[4 * ib + l + 1]), ls);
         }
     }
@@ -135,8 +141,9 @@ static float unpack_iq1_s(const void *blk, int16_t *q) {
         const uint8_t *qs = b->qs + 4 * ib;
         for (int l = 0; l < 4; l += 2)
             put16(q + 32 * ib + 8 * l,
-                  iq1_lanes(ox_iq1s_grid[qs[l] | (h >> 3 * l & 7) << 8], ox_iq1s_grid[qs[l + 1] | (h >> 3 * (l + 1) & 7) << 8],
-                            delta, delta), ls);
+                  iq1_lanes(ox_iq1s_grid[qs[l] | (h >> 3 * l & 7) << 8],
+                            ox_iq1s_grid[qs[l + 1] | (h >> 3 * (l + 1) & 7) << 8], delta, delta),
+                  ls);
     }
     return ox_f16_fast(b->d) * 0.125f;
 }
@@ -149,8 +156,10 @@ static float unpack_iq1_m(const void *blk, int16_t *q) {
         for (int h = 0; h < 2; h++) {
             int ls = 2 * (sc >> (6 * (ib % 2) + 3 * h) & 7) + 1;
             put16(q + 32 * ib + 16 * h,
-                  iq1_lanes(ox_iq1s_grid[qs[2 * h] | (qh[h] & 7) << 8], ox_iq1s_grid[qs[2 * h + 1] | (qh[h] >> 4 & 7) << 8],
-                            qh[h] & 0x08 ? -1 : 1, qh[h] & 0x80 ? -1 : 1), ls);
+                  iq1_lanes(ox_iq1s_grid[qs[2 * h] | (qh[h] & 7) << 8],
+                            ox_iq1s_grid[qs[2 * h + 1] | (qh[h] >> 4 & 7) << 8], qh[h] & 0x08 ? -1 : 1,
+                            qh[h] & 0x80 ? -1 : 1),
+                  ls);
         }
     }
     return ox_f16_fast(ox_iq1_m_d(b)) * 0.125f;
@@ -176,7 +185,8 @@ static float unpack_tq2_0(const void *blk, int16_t *q) {
         for (int half = 0; half < 2; half++) {
             v128_t v = wasm_v128_load(b->qs + 32 * h + 16 * half);
             for (int l = 0; l < 4; l++)
-                put16(q + 128 * h + 32 * l + 16 * half, wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(v, 2 * l), m2), one), 1);
+                put16(q + 128 * h + 32 * l + 16 * half,
+                      wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(v, 2 * l), m2), one), 1);
         }
     return ox_f16_fast(b->d);
 }
@@ -208,15 +218,16 @@ static inline void tile_q8_k(const ox_matrix *W, const ox_act *a, int r0, int r1
             float d = unpack(row + (size_t)b * bb, q);
             for (int t = 0; t < a->n_tok; t++) {
                 const ox_block_q8_K *ab = (const ox_block_q8_K *)(a->q + (size_t)t * a->q_stride) + b;
-                y[(size_t)t * rows + r] += ab->d * (d * (float)dot256(q, a->q16 + (size_t)t * cols + (size_t)b * OX_QK_K));
+                y[(size_t)t * rows + r] +=
+                    ab->d * (d * (float)dot256(q, a->q16 + (size_t)t * cols + (size_t)b * OX_QK_K));
             }
         }
     }
 }
 
-#define Q8_K_TILE(name)                                                                  \
-    static void tile_##name(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { \
-        tile_q8_k(W, a, r0, r1, y, unpack_##name);                                       \
+#define Q8_K_TILE(name)                                                                                                \
+    static void tile_##name(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {                           \
+        tile_q8_k(W, a, r0, r1, y, unpack_##name);                                                                     \
     }
 Q8_K_TILE(iq2_xxs)
 Q8_K_TILE(iq2_xs)
@@ -242,14 +253,16 @@ static inline void tile_lut4(const ox_matrix *W, const ox_act *a, int r0, int r1
                 const uint8_t *blk = row + (size_t)b * bb;
                 const int16_t *ab = at + (size_t)b * OX_QK;
                 v128_t v = wasm_v128_load(blk + off);
-                v128_t lo = wasm_i8x16_swizzle(lut, wasm_v128_and(v, m4)), hi = wasm_i8x16_swizzle(lut, wasm_u8x16_shr(v, 4));
+                v128_t lo = wasm_i8x16_swizzle(lut, wasm_v128_and(v, m4)),
+                       hi = wasm_i8x16_swizzle(lut, wasm_u8x16_shr(v, 4));
                 v128_t s = wasm_i32x4_add(
                     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), wasm_v128_load(ab)),
                                    wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), wasm_v128_load(ab + 8))),
                     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), wasm_v128_load(ab + 16)),
                                    wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), wasm_v128_load(ab + 24))));
                 float dw = mx ? ox_e8m0_half(blk[0]) : ox_legacy_d(blk);
-                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_splat(dw * a->dT[(size_t)b * tp + t])));
+                acc = wasm_f32x4_add(
+                    acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_splat(dw * a->dT[(size_t)b * tp + t])));
             }
             y[(size_t)t * rows + r] = (wasm_f32x4_extract_lane(acc, 0) + wasm_f32x4_extract_lane(acc, 2)) +
                                       (wasm_f32x4_extract_lane(acc, 1) + wasm_f32x4_extract_lane(acc, 3));
@@ -257,7 +270,9 @@ static inline void tile_lut4(const ox_matrix *W, const ox_act *a, int r0, int r1
     }
 }
 
-static void tile_iq4_nl(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_lut4(W, a, r0, r1, y, 0); }
+static void tile_iq4_nl(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) {
+    tile_lut4(W, a, r0, r1, y, 0);
+}
 static void tile_mxfp4(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { tile_lut4(W, a, r0, r1, y, 1); }
 
 ox_tile_fn ox_iq_simd_tile(ox_type t) {

@@ -14,7 +14,10 @@ ox_tile_fn ox_iq_simd_tile(ox_type t);
 void ox_tile_bf16(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y);
 void ox_tile_f16(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y);
 #else
-static inline ox_tile_fn ox_iq_simd_tile(ox_type t) { (void)t; return NULL; }
+static inline ox_tile_fn ox_iq_simd_tile(ox_type t) {
+    (void)t;
+    return NULL;
+}
 #endif
 
 #endif

@@ -21,7 +21,11 @@
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-static inline v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof v); return v; }
+static inline v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
 static inline v8f splat8(float f) { return (v8f){f, f, f, f, f, f, f, f}; }
 static inline v8f select8(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
@@ -34,9 +38,15 @@ void *ox_scratch_get(ox_scratch *s, size_t bytes, ox_err *err) {
     size_t cap = s->cap + s->cap / 2;
     if (cap < bytes) cap = bytes;
     cap = (cap + 63) & ~(size_t)63;
-    if (cap < bytes) { ox_errf(err, OX_E_NOMEM, "scratch of %zu bytes: size overflows", bytes); return NULL; }
+    if (cap < bytes) {
+        ox_errf(err, OX_E_NOMEM, "scratch of %zu bytes: size overflows", bytes);
+        return NULL;
+    }
     void *p = aligned_alloc(64, cap);
-    if (!p) { ox_errf(err, OX_E_NOMEM, "out of memory for %zu bytes of scratch", cap); return NULL; }
+    if (!p) {
+        ox_errf(err, OX_E_NOMEM, "out of memory for %zu bytes of scratch", cap);
+        return NULL;
+    }
     free(s->p);
     s->p = p;
     s->cap = cap;
@@ -114,7 +124,7 @@ static ox_tile_fn tile_for(ox_type t) {
 /* ------------------------------------------------------------------ activation preparation */
 
 #define MAX_MULTI 16
-#define MAX_ACT 4 /* distinct vec-dot types: F32, Q8_0, Q8_1, Q8_K */
+#define MAX_ACT   4 /* distinct vec-dot types: F32, Q8_0, Q8_1, Q8_K */
 
 /* Appends a 64-byte aligned region of n bytes at *off; nonzero on overflow. */
 static int region(size_t *off, size_t n) {
@@ -138,8 +148,7 @@ static int act_index(act_plan *p, ox_type t) {
 }
 
 /* Sizes every region first (overflow-checked), so the scratch grows at most once. */
-static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, int cols, size_t *total,
-                     ox_err *err) {
+static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, int cols, size_t *total, ox_err *err) {
     memset(p, 0, sizeof *p);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
@@ -168,8 +177,14 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
                     ox_mul_size((size_t)cols / OX_QK, tok_pad * 4, &nb_pad);
         p->off_q[k] = off;
         overflow |= region(&off, sz);
-        if (p->needs_deq[k]) { p->off_deq[k] = off; overflow |= region(&off, n_el * 4); }
-        if (a->type == OX_Q8_0 || a->type == OX_Q8_K) { p->off_q16[k] = off; overflow |= region(&off, n_el * 2); }
+        if (p->needs_deq[k]) {
+            p->off_deq[k] = off;
+            overflow |= region(&off, n_el * 4);
+        }
+        if (a->type == OX_Q8_0 || a->type == OX_Q8_K) {
+            p->off_q16[k] = off;
+            overflow |= region(&off, n_el * 2);
+        }
         if (a->type == OX_Q8_0) {
             a->tok_pad = (int)tok_pad;
             p->off_dT[k] = off;
@@ -188,7 +203,8 @@ static int plan_acts(act_plan *p, const ox_matrix *const *Ws, int n, int n_tok, 
  * roundf (halves away from zero) is trunc(v + copysign(0.5, v)) for 0.5 <= |v| <= 127 (the
  * sum is exact there, or rounds without crossing an integer), and 0 below 0.5. */
 void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16, float *d, int32_t *s, size_t d_stride) {
-    const v8i abs_mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+    const v8i abs_mask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff,
+                          0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
     for (int b = 0; b < n / OX_QK; b++, x += OX_QK) {
         v8f v[4], m = splat8(0);
         for (int k = 0; k < 4; k++) {
@@ -222,10 +238,10 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
 typedef struct act_out {
     ox_act *a;
     uint8_t *q;
-    int16_t *q16;  /* Q8_0, Q8_K */
-    float *dT;     /* Q8_0 */
-    int32_t *sT;   /* Q8_0 */
-    float *deq;    /* NULL unless a generic tile dequantizes */
+    int16_t *q16; /* Q8_0, Q8_K */
+    float *dT;    /* Q8_0 */
+    int32_t *sT;  /* Q8_0 */
+    float *deq;   /* NULL unless a generic tile dequantizes */
 } act_out;
 
 /* Point a at its regions and clear what is shared by its tokens (the padding lanes of the
@@ -256,8 +272,7 @@ static void act_tokens(const act_out *o, int t0, int t1) {
         if (a->type == OX_Q8_0)
             ox_quantize_q8_0_act(xt, a->cols, (ox_block_q8_0 *)qt, o->q16 + (size_t)t * a->cols, o->dT + t, o->sT + t,
                                  (size_t)a->tok_pad);
-        else
-            ox_quantize_row(a->type, xt, qt, (size_t)a->cols);
+        else ox_quantize_row(a->type, xt, qt, (size_t)a->cols);
         if (a->type == OX_Q8_K) {
             const ox_block_q8_K *b = (const ox_block_q8_K *)qt;
             int16_t *q16 = o->q16 + (size_t)t * a->cols;
@@ -268,7 +283,10 @@ static void act_tokens(const act_out *o, int t0, int t1) {
     }
 }
 
-typedef struct act_job { act_out out[MAX_ACT]; int n_act, n_tok; } act_job;
+typedef struct act_job {
+    act_out out[MAX_ACT];
+    int n_act, n_tok;
+} act_job;
 
 /* task i of n: an equal share of the tokens, of every activation */
 static void act_task(void *ctx, int task, int n_tasks) {
@@ -324,20 +342,21 @@ static int rows_per_task(const ox_matrix *W, int n_tok, int threads) {
 }
 
 static int check_matrix(const ox_matrix *W, int cols, ox_err *err) {
-    if (!ox_type_known(W->type)) return ox_errf(err, OX_E_UNSUPPORTED, "matmul: weight type %d not supported", (int)W->type);
+    if (!ox_type_known(W->type))
+        return ox_errf(err, OX_E_UNSUPPORTED, "matmul: weight type %d not supported", (int)W->type);
     if (W->cols != cols || W->rows < 0)
         return ox_errf(err, OX_E_CONFIG, "matmul: weight %dx%d does not fit input of %d columns", W->rows, W->cols, cols);
     uint64_t rb;
     int rc = ox_row_bytes(W->type, (uint64_t)W->cols, &rb, err);
     if (rc) return rc;
     if (rb != W->row_bytes)
-        return ox_errf(err, OX_E_CONFIG, "matmul: %s row of %d has %zu bytes, expected %llu",
-                       ox_type_name(W->type), W->cols, W->row_bytes, (unsigned long long)rb);
+        return ox_errf(err, OX_E_CONFIG, "matmul: %s row of %d has %zu bytes, expected %llu", ox_type_name(W->type),
+                       W->cols, W->row_bytes, (unsigned long long)rb);
     return 0;
 }
 
-int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok,
-                    float *const *ys, ox_err *err) {
+int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok, float *const *ys,
+                    ox_err *err) {
     if (n < 1 || n > MAX_MULTI) return ox_errf(err, OX_E_RANGE, "matmul: %d matrices (1..%d)", n, MAX_MULTI);
     if (n_tok < 1) return ox_errf(err, OX_E_RANGE, "matmul: %d tokens", n_tok);
     int cols = Ws[0]->cols, rc;
@@ -397,7 +416,7 @@ int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, flo
 
 /* exp for x in float range, ~2 ulp: 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2]. */
 static inline v8f exp8(v8f x) {
-    v8i tiny = x < splat8(-87.3f); /* result flushed to 0 (so masked -inf scores give 0) */
+    v8i tiny = x < splat8(-87.3f);        /* result flushed to 0 (so masked -inf scores give 0) */
     x = select8(tiny, splat8(-87.3f), x); /* keep 2^n a normal float */
     x = select8(x > splat8(88.3f), splat8(88.3f), x);
     const v8f magic = splat8(12582912.f);
@@ -460,9 +479,7 @@ static double rope_angle(int i, int hd, int pos, float base, float factor) {
     return (double)pos * pow((double)base, -2.0 * i / hd) / factor;
 }
 
-static int rope_pairs(int hd, int n_pairs) {
-    return n_pairs < 0 ? 0 : n_pairs > hd / 2 ? hd / 2 : n_pairs;
-}
+static int rope_pairs(int hd, int n_pairs) { return n_pairs < 0 ? 0 : n_pairs > hd / 2 ? hd / 2 : n_pairs; }
 
 void ox_rope_ref(float *x, int hd, int pos, int n_pairs, float base, float factor) {
     int half = hd / 2;
@@ -515,7 +532,10 @@ void ox_softmax_ref(float *x, int n) {
     if (n <= 0) return;
     float mx = x[0], sum = 0;
     for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
@@ -532,7 +552,10 @@ void ox_softmax(float *x, int n) {
         store8(x + i, e);
         vs += e;
     }
-    for (; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
     float inv = 1.0f / (sum + hsum8(vs));
     for (i = 0; i + 8 <= n; i += 8) store8(x + i, load8(x + i) * splat8(inv));
     for (; i < n; i++) x[i] *= inv;

@@ -23,7 +23,10 @@ typedef struct ox_matrix {
 } ox_matrix;
 
 /* Growable scratch owned by the caller (one per session): no per-token allocation. */
-typedef struct ox_scratch { void *p; size_t cap; } ox_scratch;
+typedef struct ox_scratch {
+    void *p;
+    size_t cap;
+} ox_scratch;
 void *ox_scratch_get(ox_scratch *s, size_t bytes, ox_err *err); /* 64-byte aligned */
 void ox_scratch_free(ox_scratch *s);
 
@@ -38,8 +41,8 @@ int ox_matmul(ox_scratch *ws, const ox_matrix *W, const float *x, int n_tok, flo
 /* Several matrices with the same input (fused Q/K/V or gate/up): one activation
  * quantization per distinct vec-dot type and one pool dispatch. ys[i]: n_tok x Ws[i]->rows.
  * 1 <= n <= 16; every Ws[i]->cols must equal Ws[0]->cols. */
-int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok,
-                    float *const *ys, ox_err *err);
+int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const float *x, int n_tok, float *const *ys,
+                    ox_err *err);
 
 /* The bytes of ws that ox_matmul of a `type` matrix with `cols` columns over n_tok tokens
  * asks for (the memory estimate, model/estimate.h). */

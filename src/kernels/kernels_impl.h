@@ -14,12 +14,12 @@
 
 /* Activations of one matmul call, prepared once for one vec-dot type. */
 typedef struct ox_act {
-    ox_type type;          /* OX_F32, OX_Q8_0, OX_Q8_1 or OX_Q8_K */
+    ox_type type; /* OX_F32, OX_Q8_0, OX_Q8_1 or OX_Q8_K */
     int n_tok, cols;
-    const float *x;        /* n_tok x cols f32 input (F32 dots) */
-    const uint8_t *q;      /* n_tok rows of standard vec-dot blocks, q_stride bytes each */
+    const float *x;   /* n_tok x cols f32 input (F32 dots) */
+    const uint8_t *q; /* n_tok rows of standard vec-dot blocks, q_stride bytes each */
     size_t q_stride;
-    const float *deq;      /* dequantize(q): n_tok x cols, only when some weight takes the
+    const float *deq; /* dequantize(q): n_tok x cols, only when some weight takes the
                               generic path (NULL otherwise) */
     /* Q8_0 and Q8_K, for the SIMD tiles: int16 copies of the quants (n_tok x cols). */
     const int16_t *q16;
@@ -47,8 +47,13 @@ typedef struct {
 static inline void ox_kblock_scales_k4(const uint8_t *s, ox_kblock *k) {
     for (int j = 0; j < 8; j++) {
         int sc, m;
-        if (j < 4) { sc = s[j] & 63; m = s[j + 4] & 63; }
-        else { sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4); m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+        if (j < 4) {
+            sc = s[j] & 63;
+            m = s[j + 4] & 63;
+        } else {
+            sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+            m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
         k->sc[2 * j] = k->sc[2 * j + 1] = sc;
         k->mn[2 * j] = k->mn[2 * j + 1] = m;
     }
@@ -70,7 +75,10 @@ ox_tile_fn ox_simd_tile(ox_type t);
 /* ox_f16_to_f32 (quant.c) inlined for the hot loops: same algorithm, exact, inf/nan
  * kept; test_kernels compares the two on all 65536 halves. */
 static inline float ox_f16_fast(uint16_t h) {
-    union { uint32_t u; float f; } v = {(uint32_t)(h & 0x7fff) << 13};
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)(h & 0x7fff) << 13};
     v.f *= 0x1p112f; /* rebias the exponent; also normalizes subnormals exactly */
     if ((h & 0x7c00) == 0x7c00) v.u = 0x7f800000 | (uint32_t)(h & 0x3ff) << 13;
     v.u |= (uint32_t)(h & 0x8000) << 16;

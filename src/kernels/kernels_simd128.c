@@ -28,7 +28,7 @@ static inline void widen_q8_0(const uint8_t *blk, v128_t *w) {
 static inline void widen_q4_0(const uint8_t *blk, v128_t *w) {
     v128_t q = wasm_v128_load(blk + 2), eight = wasm_i8x16_splat(8);
     v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, wasm_i8x16_splat(0x0F)), eight); /* elements 0..15 */
-    v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), eight);                      /* elements 16..31 */
+    v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), eight);                     /* elements 16..31 */
     w[0] = wasm_i16x8_extend_low_i8x16(lo);
     w[1] = wasm_i16x8_extend_high_i8x16(lo);
     w[2] = wasm_i16x8_extend_low_i8x16(hi);
@@ -82,7 +82,8 @@ void ox_tile_f16(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) 
                 wasm_v128_store(wf + i + 4, f16x4_to_f32(wasm_u32x4_extend_high_u16x8(h)));
             }
             for (; i < n; i++) wf[i] = ox_f16_to_f32(row[c + i]);
-            for (int t = 0; t < a->n_tok; t++) y[(size_t)t * W->rows + r] += ox_dot_f32(wf, a->x + (size_t)t * a->cols + c, n);
+            for (int t = 0; t < a->n_tok; t++)
+                y[(size_t)t * W->rows + r] += ox_dot_f32(wf, a->x + (size_t)t * a->cols + c, n);
         }
     }
 }
@@ -133,15 +134,16 @@ static inline v128_t legacy_block_dot(const uint8_t *blk, const int16_t *a, cons
     }
 #endif
     v128_t w[4];
-    if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+    if (q4) widen_q4_0(blk, w);
+    else widen_q8_0(blk, w);
     return dot_block(w, a);
 }
 
 /* Tokens t..t+T-1 (T = 2..4, a constant once inlined) in the lanes of one vector per row: each
  * block widened once for all of them. A token's lane gets the same float operations whatever
  * T is (the padding lanes of a->dT and a->sT are zero). */
-static inline __attribute__((always_inline)) void
-legacy_pass(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q4, int t, const int T) {
+static inline __attribute__((always_inline)) void legacy_pass(const ox_matrix *W, const ox_act *a, int r0, int r1,
+                                                              float *y, int q4, int t, const int T) {
     const int nb = W->cols / OX_QK, cols = W->cols, rows = W->rows, tp = a->tok_pad;
     const size_t bb = q4 ? sizeof(ox_block_q4_0) : sizeof(ox_block_q8_0);
     const int16_t *a0 = a->q16 + (size_t)t * cols;
@@ -163,7 +165,8 @@ legacy_pass(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q
 #endif
             {
                 v128_t w[4];
-                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+                if (q4) widen_q4_0(blk, w);
+                else widen_q8_0(blk, w);
                 const int16_t *ab = a0 + b * OX_QK;
                 s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), T > 2 ? dot_block(w, ab + 2 * cols) : z,
                           T > 3 ? dot_block(w, ab + 3 * cols) : z);
@@ -179,7 +182,8 @@ legacy_pass(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q
 
 /* (always inlined: tile_q8_0 and tile_q4_0 each get their own code, q4 a constant; left to
  * clang, the 4-token Q4_0 pass ran 35-50 % slower with q4 a runtime branch in its loop) */
-static inline __attribute__((always_inline)) void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int q4) {
+static inline __attribute__((always_inline)) void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int r1,
+                                                              float *y, int q4) {
     const int nb = W->cols / OX_QK, cols = W->cols, rows = W->rows, tp = a->tok_pad;
     const size_t bb = q4 ? sizeof(ox_block_q4_0) : sizeof(ox_block_q8_0);
     int t = 0;
@@ -205,7 +209,9 @@ static inline __attribute__((always_inline)) void tile_legacy(const ox_matrix *W
                 v128_t s = hsum4(s0, s1, s2, s3);
                 if (Q4_UNSIGNED && q4) {
                     const int32_t *st = a->sT + t;
-                    v128_t sv = tp == 1 ? wasm_v128_load(st + b) : wasm_i32x4_make(st[b * tp], st[(b + 1) * tp], st[(b + 2) * tp], st[(b + 3) * tp]);
+                    v128_t sv = tp == 1
+                                    ? wasm_v128_load(st + b)
+                                    : wasm_i32x4_make(st[b * tp], st[(b + 1) * tp], st[(b + 2) * tp], st[(b + 3) * tp]);
                     s = wasm_i32x4_sub(s, wasm_i32x4_shl(sv, 3));
                 }
                 v128_t dw = f16x4_to_f32(legacy_d4(blk, bb));
@@ -267,7 +273,8 @@ static inline void unpack_q6_k_quants(const ox_block_q6_K *b, ox_kblock *k) {
         for (int l = 0; l < 32; l += 16) {
             v128_t ql0 = wasm_v128_load(b->ql + 64 * h + l), ql1 = wasm_v128_load(b->ql + 64 * h + 32 + l);
             v128_t qh = wasm_v128_load(b->qh + 32 * h + l);
-            v128_t q[4] = {wasm_v128_and(ql0, m4), wasm_v128_and(ql1, m4), wasm_u8x16_shr(ql0, 4), wasm_u8x16_shr(ql1, 4)};
+            v128_t q[4] = {wasm_v128_and(ql0, m4), wasm_v128_and(ql1, m4), wasm_u8x16_shr(ql0, 4),
+                           wasm_u8x16_shr(ql1, 4)};
             for (int j = 0; j < 4; j++) {
                 v128_t hi = wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(qh, 2 * j), m2), 4);
                 store_scaled(k, 128 * h + 32 * j + l, wasm_i8x16_sub(wasm_v128_or(q[j], hi), off));
@@ -283,23 +290,22 @@ static inline float kblock_dot(const ox_kblock *k, const int16_t *a, const ox_bl
         acc2 = wasm_i32x4_add(acc2, wasm_i32x4_dot_i16x8(wasm_v128_load(k->q + i + 8), wasm_v128_load(a + i + 8)));
     }
     acc = wasm_i32x4_add(acc, acc2);
-    int32_t isum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
-                   wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
+    int32_t isum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) + wasm_i32x4_extract_lane(acc, 2) +
+                   wasm_i32x4_extract_lane(acc, 3);
     float v = k->d * (float)isum;
     if (has_min) {
         v128_t bs0 = wasm_v128_load(ab->bsums), bs1 = wasm_v128_load(ab->bsums + 8);
-        v128_t m = wasm_i32x4_add(
-            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs0), wasm_v128_load(k->mn)),
-                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs0), wasm_v128_load(k->mn + 4))),
-            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs1), wasm_v128_load(k->mn + 8)),
-                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs1), wasm_v128_load(k->mn + 12))));
-        int32_t msum = wasm_i32x4_extract_lane(m, 0) + wasm_i32x4_extract_lane(m, 1) +
-                       wasm_i32x4_extract_lane(m, 2) + wasm_i32x4_extract_lane(m, 3);
+        v128_t m =
+            wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs0), wasm_v128_load(k->mn)),
+                                          wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs0), wasm_v128_load(k->mn + 4))),
+                           wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(bs1), wasm_v128_load(k->mn + 8)),
+                                          wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(bs1), wasm_v128_load(k->mn + 12))));
+        int32_t msum = wasm_i32x4_extract_lane(m, 0) + wasm_i32x4_extract_lane(m, 1) + wasm_i32x4_extract_lane(m, 2) +
+                       wasm_i32x4_extract_lane(m, 3);
         return ab->d * v - ab->d * (k->dmin * (float)msum);
     }
     return ab->d * v;
 }
-
 
 /* byte-wise (v >> n) & mask / (v << n) & mask with a 16-bit shift: the mask drops the bits
  * that crossed from the neighbouring byte */
@@ -363,9 +369,9 @@ static inline void quants_q6_k(const ox_block_q6_K *b, int h, int l, v128_t *q) 
  * mins) into the tokens' running sums, in the same float operations and order as the
  * SIMD128 dots (ab->d * (d * isum) - ab->d * (dmin * msum), summed block by block), so both
  * builds give the same logits: one token in a scalar, more in the lanes of *fv. */
-static inline __attribute__((always_inline)) void
-kfinish(const v128_t *acc, const v128_t *m, const ox_block_q8_K *const *ab, int b, const int T, float d, float dmin,
-        float *fs, v128_t *fv) {
+static inline __attribute__((always_inline)) void kfinish(const v128_t *acc, const v128_t *m,
+                                                          const ox_block_q8_K *const *ab, int b, const int T, float d,
+                                                          float dmin, float *fs, v128_t *fv) {
     if (T == 1) {
         float ad = ab[0][b].d, v = ad * (d * (float)hsum_i32(acc[0]));
         *fs += m ? v - ad * (dmin * (float)hsum_i32(m[0])) : v;
@@ -383,7 +389,10 @@ kfinish(const v128_t *acc, const v128_t *m, const ox_block_q8_K *const *ab, int 
 }
 
 static inline void kstore(const int T, float fs, v128_t fv, float *out) {
-    if (T == 1) { out[0] = fs; return; }
+    if (T == 1) {
+        out[0] = fs;
+        return;
+    }
     float l[4];
     wasm_v128_store(l, fv);
     for (int t = 0; t < T; t++) out[t] = l[t];
@@ -396,13 +405,13 @@ static inline void kstore(const int T, float fs, v128_t fv, float *out) {
     do {                                                                                                               \
         if (T == 1)                                                                                                    \
             for (int i = 0; i < (n); i++) step;                                                                        \
-        else                                                                                                           \
-            _Pragma("clang loop unroll(disable)") for (int i = 0; i < (n); i++) step;                                  \
+        else _Pragma("clang loop unroll(disable)") for (int i = 0; i < (n); i++) step;                                 \
     } while (0)
 
 /* Q4_K/Q5_K step i: sub-blocks 2i and 2i+1 of block b, each token's scaled sums into acc[t] */
-static inline __attribute__((always_inline)) void ksteps45(const uint8_t *qs, const uint8_t *qh, int i, const uint16_t *sc,
-                                                            const ox_block_q8_K *const *ab, int b, const int T, v128_t *acc) {
+static inline __attribute__((always_inline)) void ksteps45(const uint8_t *qs, const uint8_t *qh, int i,
+                                                           const uint16_t *sc, const ox_block_q8_K *const *ab, int b,
+                                                           const int T, v128_t *acc) {
     v128_t q[4];
     quants_k45(qs, qh, i, q);
     v128_t s0 = wasm_v128_load16_splat(sc + 2 * i), s1 = wasm_v128_load16_splat(sc + 2 * i + 1);
@@ -416,21 +425,23 @@ static inline __attribute__((always_inline)) void ksteps45(const uint8_t *qs, co
 
 /* Q6_K step (h, l): sub-blocks 8h + l/16 + {0, 2, 4, 6} of block b */
 static inline __attribute__((always_inline)) void ksteps6(const ox_block_q6_K *blk, int h, int l, const int16_t *sc,
-                                                           const ox_block_q8_K *const *ab, int b, const int T, v128_t *acc) {
+                                                          const ox_block_q8_K *const *ab, int b, const int T,
+                                                          v128_t *acc) {
     v128_t q[4], s[4];
     quants_q6_k(blk, h, l, q);
     for (int j = 0; j < 4; j++) s[j] = wasm_v128_load16_splat(sc + 8 * h + l / 16 + 2 * j);
     for (int t = 0; t < T; t++) {
         const int8_t *a8 = ab[t][b].qs + 128 * h + l;
-        v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[0], a8), s[0]), wasm_i32x4_dot_i16x8(rdot(q[1], a8 + 32), s[1]));
+        v128_t p =
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[0], a8), s[0]), wasm_i32x4_dot_i16x8(rdot(q[1], a8 + 32), s[1]));
         p = wasm_i32x4_add(p, wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(q[2], a8 + 64), s[2]),
                                              wasm_i32x4_dot_i16x8(rdot(q[3], a8 + 96), s[3])));
         acc[t] = wasm_i32x4_add(acc[t], p);
     }
 }
 
-static inline __attribute__((always_inline)) void
-ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void ktile45_pass(const uint8_t *row, int nb, size_t bb, int five,
+                                                               const ox_block_q8_K *const *ab, const int T, float *out) {
     float fs = 0;
     v128_t fv = wasm_f32x4_splat(0);
     for (int b = 0; b < nb; b++) {
@@ -443,7 +454,8 @@ ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_
         uint16_t sc[8] __attribute__((aligned(16)));
         wasm_v128_store(sc, wasm_u16x8_extend_low_u8x16(sm));
         v128_t mn = wasm_u16x8_extend_high_u8x16(sm); /* mn_j times bsums 2j and 2j+1 */
-        v128_t mn_lo = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3), mn_hi = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
+        v128_t mn_lo = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3),
+               mn_hi = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
         v128_t acc[KT];
         for (int t = 0; t < T; t++) acc[t] = wasm_i32x4_splat(0);
         KSTEPS(4, ksteps45(qs, qh, i, sc, ab, b, T, acc));
@@ -457,8 +469,8 @@ ktile45_pass(const uint8_t *row, int nb, size_t bb, int five, const ox_block_q8_
 }
 
 /* Q6_K: the -32 offset applied once per super-block and token as 32 * sum_j sc_j bsum_j */
-static inline __attribute__((always_inline)) void
-ktile6_pass(const uint8_t *row, int nb, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void ktile6_pass(const uint8_t *row, int nb,
+                                                              const ox_block_q8_K *const *ab, const int T, float *out) {
     float fs = 0;
     v128_t fv = wasm_f32x4_splat(0);
     for (int b = 0; b < nb; b++) {
@@ -482,13 +494,14 @@ ktile6_pass(const uint8_t *row, int nb, const ox_block_q8_K *const *ab, const in
 
 /* kind: 4 = Q4_K, 5 = Q5_K, 6 = Q6_K. Tokens in passes of 4, the rest in one pass of 1..3
  * (each pass length its own unrolled copy). */
-static inline __attribute__((always_inline)) void
-ktile_pass(const uint8_t *row, int nb, int kind, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void ktile_pass(const uint8_t *row, int nb, int kind,
+                                                             const ox_block_q8_K *const *ab, const int T, float *out) {
     if (kind == 6) ktile6_pass(row, nb, ab, T, out);
     else ktile45_pass(row, nb, kind == 5 ? sizeof(ox_block_q5_K) : sizeof(ox_block_q4_K), kind == 5, ab, T, out);
 }
 
-static inline __attribute__((always_inline)) void ktile(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y, int kind) {
+static inline __attribute__((always_inline)) void ktile(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y,
+                                                        int kind) {
     const int nb = W->cols / OX_QK_K;
     for (int t0 = 0; t0 < a->n_tok; t0 += KT) {
         const int T = a->n_tok - t0 < KT ? a->n_tok - t0 : KT;
@@ -510,7 +523,7 @@ static inline __attribute__((always_inline)) void ktile(const ox_matrix *W, cons
 static void ktile_q4_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 4); }
 static void ktile_q5_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 5); }
 static void ktile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, float *y) { ktile(W, a, r0, r1, y, 6); }
-#define OX_KTILE 1
+#define OX_KTILE             1
 #define OX_KTILE_Q6_K_UNPACK 8 /* measured: from 8 tokens, unpacking once per row wins */
 
 #else
@@ -520,7 +533,7 @@ static void ktile_q6_k(const ox_matrix *W, const ox_act *a, int r0, int r1, floa
  * and multiplied by their integer scales, so the whole super-block sum stays exact, as
  * quant.c's. A token gets the same operations whatever the number of tokens (T, a constant
  * once inlined): its result has the same bits as when it is decoded alone. */
-#define KD 4 /* tokens per direct pass */
+#define KD               4 /* tokens per direct pass */
 
 /* the products of 16 unsigned weight bytes (0..63) with the int16 activations, as i32x4
  * partial sums (dot32: of 2 x 16); with several tokens the widening of q is the same
@@ -542,9 +555,9 @@ static inline v128_t u8_group(v128_t v, int g) {
 /* Q4_K / Q5_K super-block . T tokens' Q8_K blocks (a[t], ab[t]):
  * ab->d * (d * sum sc_j (q . a)_j - dmin * sum mn_j bsum_j). (Summing the sub-blocks per
  * half, fewer sums live, measured no faster at 4 tokens and slower at 1.) */
-static inline __attribute__((always_inline)) void
-dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
-        const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales,
+                                                          const uint8_t *qs, const uint8_t *qh, const int16_t *const *a,
+                                                          const ox_block_q8_K *const *ab, const int T, float *out) {
     v128_t sm = scales_k4(scales), s[KD][8], sum[KD];
     for (int i = 0; i < 4; i++) {
         v128_t q[4];
@@ -564,14 +577,15 @@ dot_k45(const ox_f16 *d, const ox_f16 *dmin, const uint8_t *scales, const uint8_
         v128_t bs0 = wasm_v128_load(ab[t]->bsums), bs1 = wasm_v128_load(ab[t]->bsums + 8);
         v128_t m = wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs0), mn_lo),
                                   wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(bs1), mn_hi));
-        out[t] = ab[t]->d * (ox_f16_fast(*d) * (float)hsum_i32(sum[t])) - ab[t]->d * (ox_f16_fast(*dmin) * (float)hsum_i32(m));
+        out[t] = ab[t]->d * (ox_f16_fast(*d) * (float)hsum_i32(sum[t])) -
+                 ab[t]->d * (ox_f16_fast(*dmin) * (float)hsum_i32(m));
     }
 }
 
 /* Q6_K: the unsigned 6-bit quants (0..63) dotted per sub-block of 16, the -32 offset applied
  * once as 32 * sum sc_j bsum_j. Step (h, l) makes sub-blocks 8h + l/16 + {0, 2, 4, 6}. */
-static inline __attribute__((always_inline)) void
-dot_q6_k(const ox_block_q6_K *b, const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void dot_q6_k(const ox_block_q6_K *b, const int16_t *const *a,
+                                                           const ox_block_q8_K *const *ab, const int T, float *out) {
     v128_t sc = wasm_v128_load(b->scales);
     /* the scales in step order: bytes 4k..4k+3 = sub-blocks of step k */
     v128_t scs = wasm_i8x16_shuffle(sc, sc, 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
@@ -601,8 +615,8 @@ dot_q6_k(const ox_block_q6_K *b, const int16_t *const *a, const ox_block_q8_K *c
 }
 
 /* one super-block . T tokens (kind 4 = Q4_K, 5 = Q5_K, 6 = Q6_K) */
-static inline __attribute__((always_inline)) void
-kdot_t(const uint8_t *blk, int kind, const int16_t *const *a, const ox_block_q8_K *const *ab, const int T, float *out) {
+static inline __attribute__((always_inline)) void kdot_t(const uint8_t *blk, int kind, const int16_t *const *a,
+                                                         const ox_block_q8_K *const *ab, const int T, float *out) {
     const ox_block_q4_K *b4 = (const ox_block_q4_K *)blk;
     const ox_block_q5_K *b5 = (const ox_block_q5_K *)blk;
     if (kind == 6) dot_q6_k((const ox_block_q6_K *)blk, a, ab, T, out);
@@ -622,8 +636,8 @@ static float kdot_q6_k(const void *blk, const int16_t *a, const ox_block_q8_K *a
 
 /* Tokens t0..t0+T-1 (T = 2..KD) . one row of nb super-blocks, each token's super-blocks summed
  * in order from 0 as the one-token path sums them */
-static inline __attribute__((always_inline)) void
-krow_pass(const uint8_t *row, int nb, int kind, const ox_act *a, int t0, const int T, float *out) {
+static inline __attribute__((always_inline)) void krow_pass(const uint8_t *row, int nb, int kind, const ox_act *a,
+                                                            int t0, const int T, float *out) {
     const size_t bb = kind == 6 ? sizeof(ox_block_q6_K) : kind == 5 ? sizeof(ox_block_q5_K) : sizeof(ox_block_q4_K);
     float sum[KD] = {0};
     for (int b = 0; b < nb; b++) {
@@ -641,23 +655,28 @@ krow_pass(const uint8_t *row, int nb, int kind, const ox_act *a, int t0, const i
 }
 
 /* each pass length its own unrolled copy */
-static inline __attribute__((always_inline)) void krow(const uint8_t *row, int nb, int kind, const ox_act *a, int t0, int T, float *out) {
+static inline __attribute__((always_inline)) void krow(const uint8_t *row, int nb, int kind, const ox_act *a, int t0,
+                                                       int T, float *out) {
     switch (T) {
     case 4: krow_pass(row, nb, kind, a, t0, 4, out); break;
     case 3: krow_pass(row, nb, kind, a, t0, 3, out); break;
     default: krow_pass(row, nb, kind, a, t0, 2, out); break;
     }
 }
-static void krow_q4_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) { krow(row, nb, 4, a, t0, T, out); }
-static void krow_q5_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) { krow(row, nb, 5, a, t0, T, out); }
+static void krow_q4_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) {
+    krow(row, nb, 4, a, t0, T, out);
+}
+static void krow_q5_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) {
+    krow(row, nb, 5, a, t0, T, out);
+}
 /* Q6_K up to 3 (measured: 4 tokens' sums spill, slower than unpacking) */
 static void krow_q6_k(const uint8_t *row, int nb, const ox_act *a, int t0, int T, float *out) {
     if (T == 3) krow_pass(row, nb, 6, a, t0, 3, out);
     else krow_pass(row, nb, 6, a, t0, 2, out);
 }
-#define OX_KROW_MAX_K45 KD
+#define OX_KROW_MAX_K45  KD
 #define OX_KROW_MAX_Q6_K 3
-#define OX_KDOT_DIRECT 1
+#define OX_KDOT_DIRECT   1
 /* Q5_K's prefill too (4 tokens per direct row, the rest one), where it measured faster than
  * unpacking once per row (its unpacking is slow); Q4_K and Q6_K keep the unpacked int16 dots
  * there. */

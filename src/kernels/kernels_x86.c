@@ -49,7 +49,8 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
             for (int b = 0; b < nb; b++) {
                 const uint8_t *blk = row + b * bb;
                 __m256i w[2];
-                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+                if (q4) widen_q4_0(blk, w);
+                else widen_q8_0(blk, w);
                 const int16_t *ab = a0 + b * OX_QK;
                 __m128i s = hsum4(dot_block(w, ab), dot_block(w, ab + cols), dot_block(w, ab + 2 * cols),
                                   dot_block(w, ab + 3 * cols));
@@ -69,10 +70,11 @@ static inline void tile_legacy(const ox_matrix *W, const ox_act *a, int r0, int 
             for (int b = 0; b < nb; b++) {
                 const uint8_t *blk = row + b * bb;
                 __m256i w[2];
-                if (q4) widen_q4_0(blk, w); else widen_q8_0(blk, w);
+                if (q4) widen_q4_0(blk, w);
+                else widen_q8_0(blk, w);
                 float scale = ox_legacy_d(blk) * a->dT[(size_t)b * tp + t];
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot_block(w, at + b * OX_QK)),
-                                                       _mm256_set1_ps(scale)));
+                acc = _mm256_add_ps(
+                    acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot_block(w, at + b * OX_QK)), _mm256_set1_ps(scale)));
             }
             y[(size_t)t * rows + r] = hsumf(acc);
         }

@@ -26,25 +26,27 @@
 #else
 #define SPIN_ITERS 200000
 #endif
-#define TASK_BITS 22      /* a job has < 2^22 tasks; ox_pool_run splits larger counts */
-#define TASK_MASK ((1u << TASK_BITS) - 1)
+#define TASK_BITS          22 /* a job has < 2^22 tasks; ox_pool_run splits larger counts */
+#define TASK_MASK          ((1u << TASK_BITS) - 1)
 #define WORD(gen, n, next) ((uint64_t)(gen) << (2 * TASK_BITS) | (uint64_t)(n) << TASK_BITS | (uint64_t)(next))
-#define GEN(w) ((uint32_t)((w) >> (2 * TASK_BITS)))
+#define GEN(w)             ((uint32_t)((w) >> (2 * TASK_BITS)))
 
 static struct {
     int n_threads; /* including the caller */
     pthread_t th[POOL_MAX];
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    _Atomic uint64_t work;     /* see WORD() */
-    _Atomic int done;          /* tasks finished in the current job */
+    _Atomic uint64_t work; /* see WORD() */
+    _Atomic int done;      /* tasks finished in the current job */
     _Atomic(ox_task_fn) fn;
     _Atomic(void *) ctx;
-    _Atomic int base, total;   /* this job runs tasks base + i of total */
+    _Atomic int base, total; /* this job runs tasks base + i of total */
     _Atomic int stop;
     int sleeping_done; /* caller is waiting on done_cv (under mu) */
-} pool = {.n_threads = 1, .mu = PTHREAD_MUTEX_INITIALIZER,
-          .work_cv = PTHREAD_COND_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
+} pool = {.n_threads = 1,
+          .mu = PTHREAD_MUTEX_INITIALIZER,
+          .work_cv = PTHREAD_COND_INITIALIZER,
+          .done_cv = PTHREAD_COND_INITIALIZER};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,8 +64,7 @@ static void run_tasks(void) {
         void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
         int base = atomic_load_explicit(&pool.base, memory_order_relaxed);
         int total = atomic_load_explicit(&pool.total, memory_order_relaxed);
-        if (!atomic_compare_exchange_weak_explicit(&pool.work, &w, w + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
+        if (!atomic_compare_exchange_weak_explicit(&pool.work, &w, w + 1, memory_order_acq_rel, memory_order_acquire))
             continue;
         fn(ctx, base + i, total);
         if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1 == n) {
@@ -118,8 +119,7 @@ int ox_pool_init(int n_threads, ox_err *err) {
         if (rc) {
             pool.n_threads = i + 1;
             ox_pool_shutdown();
-            return ox_errf(err, OX_E_NOMEM, "cannot start pool thread %d of %d (%s)", i + 1,
-                           n_threads - 1, strerror(rc));
+            return ox_errf(err, OX_E_NOMEM, "cannot start pool thread %d of %d (%s)", i + 1, n_threads - 1, strerror(rc));
         }
         pool.n_threads = i + 2; /* so a failure above joins the ones already started */
     }
@@ -144,7 +144,10 @@ static void run_job(ox_task_fn fn, void *ctx, int base, int n, int total) {
 
     run_tasks();
     for (int spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n; spins++) {
-        if (spins < SPIN_ITERS) { cpu_relax(); continue; }
+        if (spins < SPIN_ITERS) {
+            cpu_relax();
+            continue;
+        }
         pthread_mutex_lock(&pool.mu);
         pool.sleeping_done = 1;
         while (atomic_load(&pool.done) < n) pthread_cond_wait(&pool.done_cv, &pool.mu);

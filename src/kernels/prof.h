@@ -16,7 +16,10 @@
 enum {
     OX_PROF_ACTQ = 32, /* quantizing matmul activations (slots 0..30: matmul by ox_type) */
     OX_PROF_POOL,      /* pool jobs other than matmul (attention) */
-    OX_PROF_NORM, OX_PROF_ROPE, OX_PROF_SOFTMAX, OX_PROF_GEGLU,
+    OX_PROF_NORM,
+    OX_PROF_ROPE,
+    OX_PROF_SOFTMAX,
+    OX_PROF_GEGLU,
     OX_PROF_SLOTS
 };
 

@@ -30,7 +30,11 @@ _Static_assert(sizeof(ox_block_q8_K) == 292, "q8_K block");
 
 /* ------------------------------------------------------------------ type facts */
 
-typedef struct { const char *name; size_t elems, bytes; ox_type vec_dot; } type_info;
+typedef struct {
+    const char *name;
+    size_t elems, bytes;
+    ox_type vec_dot;
+} type_info;
 
 static const type_info *info(ox_type t) {
     static const type_info tab[OX_TYPE_COUNT] = {
@@ -81,16 +85,23 @@ int ox_row_bytes(ox_type t, uint64_t n, uint64_t *out, ox_err *err) {
                        (unsigned long long)n, ti->name, ti->elems);
     uint64_t blocks = n / ti->elems;
     if (blocks > UINT64_MAX / ti->bytes)
-        return ox_errf(err, OX_E_RANGE, "row of %llu %s elements: size overflows",
-                       (unsigned long long)n, ti->name);
+        return ox_errf(err, OX_E_RANGE, "row of %llu %s elements: size overflows", (unsigned long long)n, ti->name);
     *out = blocks * ti->bytes;
     return 0;
 }
 
 /* ------------------------------------------------------------------ fp16 / bf16 */
 
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 float ox_f16_to_f32(ox_f16 h) {
     /* exponent/mantissa moved into f32 position, then * 2^112 rebiases the exponent (and
@@ -105,7 +116,7 @@ float ox_f16_to_f32(ox_f16 h) {
 ox_f16 ox_f32_to_f16(float f) {
     uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
     if (a > 0x7f800000) return (ox_f16)(sign | 0x7e00 | ((a >> 13) & 0x3ff)); /* nan stays nan */
-    if (a >= 0x477ff000) return (ox_f16)(sign | 0x7c00); /* rounds to >= 65536: inf */
+    if (a >= 0x477ff000) return (ox_f16)(sign | 0x7c00);                      /* rounds to >= 65536: inf */
     if (a < 0x38800000) {
         /* result is subnormal: round a * 2^24 to an integer, ties to even */
         if (a < 0x33000000) return (ox_f16)sign; /* below half the smallest subnormal */
@@ -224,7 +235,10 @@ static void deq_q8_1(const ox_block_q8_1 *b, float *y) {
 /* Integer values and per-16 scales of the K-quants, shared by dequantize and the dots:
  * element k = (q[k] * sc[k/16] - mn[k/16]) in units of (d, dmin). */
 static void q2_k_ints(const ox_block_q2_K *b, int8_t *q, int *sc, int *mn) {
-    for (int j = 0; j < 16; j++) { sc[j] = b->scales[j] & 0xF; mn[j] = b->scales[j] >> 4; }
+    for (int j = 0; j < 16; j++) {
+        sc[j] = b->scales[j] & 0xF;
+        mn[j] = b->scales[j] >> 4;
+    }
     for (int k = 0; k < 256; k++) {
         int half = k / 128, r = k % 128, shift = 2 * (r / 32), l = r % 32;
         q[k] = (int8_t)((b->qs[32 * half + l] >> shift) & 3);
@@ -242,8 +256,7 @@ static void q3_k_ints(const ox_block_q3_K *b, int8_t *q, int *sc) {
 }
 
 /* Q4_K/Q5_K: 8 sub-blocks of 32; sub-block 2i uses low nibbles of qs[32i..], 2i+1 high. */
-static void q45_k_ints(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, int8_t *q,
-                       int *sc, int *mn) {
+static void q45_k_ints(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, int8_t *q, int *sc, int *mn) {
     for (int j = 0; j < 8; j++) scale_min_k4(j, scales, &sc[j], &mn[j]);
     for (int k = 0; k < 256; k++) {
         int sub = k / 32, l = k % 32;
@@ -265,28 +278,32 @@ static void q6_k_ints(const ox_block_q6_K *b, int8_t *q) {
 }
 
 static void deq_q2_k(const ox_block_q2_K *b, float *y) {
-    int8_t q[256]; int sc[16], mn[16];
+    int8_t q[256];
+    int sc[16], mn[16];
     q2_k_ints(b, q, sc, mn);
     float d = F16(b->d), dmin = F16(b->dmin);
     for (int k = 0; k < 256; k++) y[k] = d * sc[k / 16] * q[k] - dmin * mn[k / 16];
 }
 
 static void deq_q3_k(const ox_block_q3_K *b, float *y) {
-    int8_t q[256]; int sc[16];
+    int8_t q[256];
+    int sc[16];
     q3_k_ints(b, q, sc);
     float d = F16(b->d);
     for (int k = 0; k < 256; k++) y[k] = d * sc[k / 16] * q[k];
 }
 
 static void deq_q4_k(const ox_block_q4_K *b, float *y) {
-    int8_t q[256]; int sc[8], mn[8];
+    int8_t q[256];
+    int sc[8], mn[8];
     q45_k_ints(b->scales, b->qs, NULL, q, sc, mn);
     float d = F16(b->d), dmin = F16(b->dmin);
     for (int k = 0; k < 256; k++) y[k] = d * sc[k / 32] * q[k] - dmin * mn[k / 32];
 }
 
 static void deq_q5_k(const ox_block_q5_K *b, float *y) {
-    int8_t q[256]; int sc[8], mn[8];
+    int8_t q[256];
+    int sc[8], mn[8];
     q45_k_ints(b->scales, b->qs, b->qh, q, sc, mn);
     float d = F16(b->d), dmin = F16(b->dmin);
     for (int k = 0; k < 256; k++) y[k] = d * sc[k / 32] * q[k] - dmin * mn[k / 32];
@@ -306,17 +323,29 @@ static void deq_q8_k(const ox_block_q8_K *b, float *y) {
 void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
     const uint8_t *p = src;
     size_t be = ox_type_block_elems(t), bb = ox_type_block_bytes(t);
-    if (t == OX_F32) { memcpy(dst, src, n * 4); return; }
+    if (t == OX_F32) {
+        memcpy(dst, src, n * 4);
+        return;
+    }
     if (t == OX_F16 || t == OX_BF16) { /* separate loops so each vectorizes */
         uint16_t h;
         if (t == OX_F16)
-            for (size_t i = 0; i < n; i++) { memcpy(&h, p + 2 * i, 2); dst[i] = ox_f16_to_f32(h); }
+            for (size_t i = 0; i < n; i++) {
+                memcpy(&h, p + 2 * i, 2);
+                dst[i] = ox_f16_to_f32(h);
+            }
         else
-            for (size_t i = 0; i < n; i++) { memcpy(&h, p + 2 * i, 2); dst[i] = ox_bf16_to_f32(h); }
+            for (size_t i = 0; i < n; i++) {
+                memcpy(&h, p + 2 * i, 2);
+                dst[i] = ox_bf16_to_f32(h);
+            }
         return;
     }
     if (!be) return;
-    if (ox_iq_type(t)) { ox_iq_dequantize_row(t, src, dst, n); return; }
+    if (ox_iq_type(t)) {
+        ox_iq_dequantize_row(t, src, dst, n);
+        return;
+    }
     for (size_t i = 0; i < n / be; i++, p += bb, dst += be) {
         switch (t) {
         case OX_Q4_0: deq_q4_0((const void *)p, dst); break;
@@ -342,15 +371,22 @@ void ox_dequantize_row(ox_type t, const void *src, float *dst, size_t n) {
 static float absmax(const float *x, int n, float *signed_max) {
     float amax = 0, max = 0;
     for (int j = 0; j < n; j++)
-        if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
     if (signed_max) *signed_max = max;
     return amax;
 }
 
 static void minmax(const float *x, int n, float *mn, float *mx) {
     float lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < n; j++) { lo = x[j] < lo ? x[j] : lo; hi = x[j] > hi ? x[j] : hi; }
-    *mn = lo; *mx = hi;
+    for (int j = 0; j < n; j++) {
+        lo = x[j] < lo ? x[j] : lo;
+        hi = x[j] > hi ? x[j] : hi;
+    }
+    *mn = lo;
+    *mx = hi;
 }
 
 /* 1/d as ggml computes it (0 for d = 0); also 0 where 1/d overflows (|d| < 2^-128), which
@@ -385,7 +421,10 @@ static void quant_q8_1(const float *x, ox_block_q8_1 *b) {
     float d = absmax(x, 32, NULL) / 127, id = inv_or_zero(d);
     int sum = 0;
     b->d = ox_f32_to_f16(d);
-    for (int j = 0; j < 32; j++) { b->qs[j] = round_q8(x[j] * id); sum += b->qs[j]; }
+    for (int j = 0; j < 32; j++) {
+        b->qs[j] = round_q8(x[j] * id);
+        sum += b->qs[j];
+    }
     b->s = ox_f32_to_f16(sum * d);
 }
 
@@ -472,7 +511,11 @@ static void quant_q8_k(const float *x, ox_block_q8_K *b) {
     float max, amax = absmax(x, 256, &max);
     memset(b->bsums, 0, sizeof b->bsums);
     float iscale = amax ? -127.f / max : 0;
-    if (!amax || isinf(iscale)) { b->d = 0; memset(b->qs, 0, sizeof b->qs); return; }
+    if (!amax || isinf(iscale)) {
+        b->d = 0;
+        memset(b->qs, 0, sizeof b->qs);
+        return;
+    }
     for (int j = 0; j < 256; j++) {
         int v = nearest_int(iscale * x[j]);
         b->qs[j] = (int8_t)(v < 127 ? v : 127);
@@ -486,8 +529,8 @@ static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v;
 /* Asymmetric K-quants (Q2_K, Q4_K, Q5_K): per sub-block of `sub` elements a scale and a
  * min (x ~ q*scale - min, q in [0, qmax]), both quantized to `sbits` bits against the
  * super-block d / dmin. Simple min/max fit: valid blocks, not ggml's optimal search. */
-static void fit_asym(const float *x, int nsub, int sub, int qmax, int smax, float *d, float *dmin,
-                     int *L, int *M, int8_t *q) {
+static void fit_asym(const float *x, int nsub, int sub, int qmax, int smax, float *d, float *dmin, int *L, int *M,
+                     int8_t *q) {
     float scale[16], mins[16], maxs = 0, maxm = 0;
     for (int s = 0; s < nsub; s++) {
         float mn, mx;
@@ -532,7 +575,9 @@ static void fit_sym(const float *x, int qlo, int qhi, int smax, float *d, int *L
 }
 
 static void quant_q2_k(const float *x, ox_block_q2_K *b) {
-    float d, dmin; int L[16], M[16]; int8_t q[256];
+    float d, dmin;
+    int L[16], M[16];
+    int8_t q[256];
     fit_asym(x, 16, 16, 3, 15, &d, &dmin, L, M, q);
     b->d = ox_f32_to_f16(d);
     b->dmin = ox_f32_to_f16(dmin);
@@ -545,7 +590,9 @@ static void quant_q2_k(const float *x, ox_block_q2_K *b) {
 }
 
 static void quant_q3_k(const float *x, ox_block_q3_K *b) {
-    float d; int L[16]; int8_t q[256];
+    float d;
+    int L[16];
+    int8_t q[256];
     fit_sym(x, -4, 3, 31, &d, L, q);
     b->d = ox_f32_to_f16(d);
     memset(b->scales, 0, sizeof b->scales);
@@ -564,9 +611,10 @@ static void quant_q3_k(const float *x, ox_block_q3_K *b) {
     }
 }
 
-static void quant_q45_k(const float *x, int qmax, ox_f16 *d16, ox_f16 *dmin16, uint8_t *scales,
-                        uint8_t *qs, uint8_t *qh) {
-    float d, dmin; int L[8], M[8]; int8_t q[256];
+static void quant_q45_k(const float *x, int qmax, ox_f16 *d16, ox_f16 *dmin16, uint8_t *scales, uint8_t *qs, uint8_t *qh) {
+    float d, dmin;
+    int L[8], M[8];
+    int8_t q[256];
     fit_asym(x, 8, 32, qmax, 63, &d, &dmin, L, M, q);
     *d16 = ox_f32_to_f16(d);
     *dmin16 = ox_f32_to_f16(dmin);
@@ -582,7 +630,9 @@ static void quant_q45_k(const float *x, int qmax, ox_f16 *d16, ox_f16 *dmin16, u
 }
 
 static void quant_q6_k(const float *x, ox_block_q6_K *b) {
-    float d; int L[16]; int8_t q[256];
+    float d;
+    int L[16];
+    int8_t q[256];
     fit_sym(x, -32, 31, 127, &d, L, q);
     b->d = ox_f32_to_f16(d);
     for (int j = 0; j < 16; j++) b->scales[j] = (int8_t)L[j];
@@ -599,7 +649,10 @@ static void quant_q6_k(const float *x, ox_block_q6_K *b) {
 
 int ox_quantize_row(ox_type t, const float *src, void *dst, size_t n) {
     size_t be = ox_type_block_elems(t), bb = ox_type_block_bytes(t);
-    if (t == OX_F32) { memcpy(dst, src, n * 4); return 0; }
+    if (t == OX_F32) {
+        memcpy(dst, src, n * 4);
+        return 0;
+    }
     if (t == OX_F16 || t == OX_BF16) {
         uint16_t *h = dst;
         for (size_t i = 0; i < n; i++) h[i] = t == OX_F16 ? ox_f32_to_f16(src[i]) : ox_f32_to_bf16(src[i]);
@@ -657,8 +710,7 @@ static float dot_q4_1(const ox_block_q4_1 *w, const ox_block_q8_1 *a, size_t nb)
     float sum = 0;
     for (size_t i = 0; i < nb; i++) {
         int s = 0;
-        for (int j = 0; j < 16; j++)
-            s += (w[i].qs[j] & 0xF) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
+        for (int j = 0; j < 16; j++) s += (w[i].qs[j] & 0xF) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
         sum += s * (F16(w[i].d) * F16(a[i].d)) + F16(w[i].m) * F16(a[i].s);
     }
     return sum;
@@ -716,7 +768,8 @@ static float dot_q8_1(const ox_block_q8_1 *w, const ox_block_q8_1 *a, size_t nb)
 static float dot_q2_k(const ox_block_q2_K *w, const ox_block_q8_K *a, size_t nb) {
     float sum = 0;
     for (size_t i = 0; i < nb; i++) {
-        int8_t q[256]; int sc[16], mn[16], isum = 0, msum = 0;
+        int8_t q[256];
+        int sc[16], mn[16], isum = 0, msum = 0;
         q2_k_ints(&w[i], q, sc, mn);
         for (int j = 0; j < 16; j++) {
             isum += sc[j] * isum8(q + 16 * j, a[i].qs + 16 * j, 16);
@@ -730,7 +783,8 @@ static float dot_q2_k(const ox_block_q2_K *w, const ox_block_q8_K *a, size_t nb)
 static float dot_q3_k(const ox_block_q3_K *w, const ox_block_q8_K *a, size_t nb) {
     float sum = 0;
     for (size_t i = 0; i < nb; i++) {
-        int8_t q[256]; int sc[16], isum = 0;
+        int8_t q[256];
+        int sc[16], isum = 0;
         q3_k_ints(&w[i], q, sc);
         for (int j = 0; j < 16; j++) isum += sc[j] * isum8(q + 16 * j, a[i].qs + 16 * j, 16);
         sum += a[i].d * F16(w[i].d) * isum;
@@ -738,9 +792,10 @@ static float dot_q3_k(const ox_block_q3_K *w, const ox_block_q8_K *a, size_t nb)
     return sum;
 }
 
-static float dot_q45_k(ox_f16 d, ox_f16 dmin, const uint8_t *scales, const uint8_t *qs,
-                       const uint8_t *qh, const ox_block_q8_K *a) {
-    int8_t q[256]; int sc[8], mn[8], isum = 0, msum = 0;
+static float dot_q45_k(ox_f16 d, ox_f16 dmin, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                       const ox_block_q8_K *a) {
+    int8_t q[256];
+    int sc[8], mn[8], isum = 0, msum = 0;
     q45_k_ints(scales, qs, qh, q, sc, mn);
     for (int j = 0; j < 8; j++) {
         isum += sc[j] * isum8(q + 32 * j, a->qs + 32 * j, 32);
@@ -752,7 +807,8 @@ static float dot_q45_k(ox_f16 d, ox_f16 dmin, const uint8_t *scales, const uint8
 static float dot_q6_k(const ox_block_q6_K *w, const ox_block_q8_K *a, size_t nb) {
     float sum = 0;
     for (size_t i = 0; i < nb; i++) {
-        int8_t q[256]; int isum = 0;
+        int8_t q[256];
+        int isum = 0;
         q6_k_ints(&w[i], q);
         for (int j = 0; j < 16; j++) isum += w[i].scales[j] * isum8(q + 16 * j, a[i].qs + 16 * j, 16);
         sum += a[i].d * F16(w[i].d) * isum;
@@ -771,8 +827,12 @@ float ox_vec_dot_ref(ox_type t, const void *w, const void *a, size_t n) {
     size_t nb = n / (ox_type_block_elems(t) ? ox_type_block_elems(t) : 1);
     float sum = 0;
     switch (t) {
-    case OX_F32: for (size_t i = 0; i < n; i++) sum += ((const float *)w)[i] * af[i]; return sum;
-    case OX_F16: for (size_t i = 0; i < n; i++) sum += F16(((const uint16_t *)w)[i]) * af[i]; return sum;
+    case OX_F32:
+        for (size_t i = 0; i < n; i++) sum += ((const float *)w)[i] * af[i];
+        return sum;
+    case OX_F16:
+        for (size_t i = 0; i < n; i++) sum += F16(((const uint16_t *)w)[i]) * af[i];
+        return sum;
     case OX_BF16:
         for (size_t i = 0; i < n; i++) sum += ox_bf16_to_f32(((const uint16_t *)w)[i]) * af[i];
         return sum;

@@ -20,11 +20,11 @@
 #include "kernels/blocks.h"
 
 /* Per-type facts. */
-const char *ox_type_name(ox_type t);      /* "Q4_K", ...; NULL if unknown/unsupported */
-int ox_type_known(int t);                 /* 1 if t is a type this engine can read */
-size_t ox_type_block_elems(ox_type t);    /* 1 for F32/F16/BF16, 32 or 256 otherwise */
+const char *ox_type_name(ox_type t);   /* "Q4_K", ...; NULL if unknown/unsupported */
+int ox_type_known(int t);              /* 1 if t is a type this engine can read */
+size_t ox_type_block_elems(ox_type t); /* 1 for F32/F16/BF16, 32 or 256 otherwise */
 size_t ox_type_block_bytes(ox_type t);
-ox_type ox_type_vec_dot(ox_type t);       /* activation format the dot uses */
+ox_type ox_type_vec_dot(ox_type t); /* activation format the dot uses */
 /* Bytes of a row of n elements; returns a negative OX_E_* code (and sets err) if the type
  * is unknown (UNSUPPORTED), n is not a multiple of the block size (FORMAT) or the size
  * overflows (RANGE). */

@@ -11,10 +11,10 @@
 struct ox_mtp {
     const ox_model *d;
     ox_session *s;
-    int src[2];              /* target cache read by drafter sliding [0] / full [1] layers */
+    int src[2]; /* target cache read by drafter sliding [0] / full [1] layers */
     int Hb, D, V;
     float *xh, *cur, *a, *q, *att, *o, *g, *u, *hn, *scores, *logits, *h;
-    uint8_t *stage;          /* one stored token_embd row of the target (tables on host) */
+    uint8_t *stage; /* one stored token_embd row of the target (tables on host) */
     ox_scratch ws;
 };
 
@@ -38,8 +38,10 @@ int ox_mtp_check(const ox_model *drafter, const ox_model *target, ox_err *err) {
     const ox_config *dc = &drafter->c, *tc = &target->c;
     if (!dc->assistant) return ox_errf(err, OX_E_CONFIG, "MTP drafter: the drafter model is not a gemma4-assistant");
     if (dc->backbone_hidden != tc->hidden || dc->vocab != tc->vocab)
-        return ox_errf(err, OX_E_CONFIG, "MTP drafter: it is made for a target of width %d and vocab %d, the target has "
-                       "width %d and vocab %d", dc->backbone_hidden, dc->vocab, tc->hidden, tc->vocab);
+        return ox_errf(err, OX_E_CONFIG,
+                       "MTP drafter: it is made for a target of width %d and vocab %d, the target has "
+                       "width %d and vocab %d",
+                       dc->backbone_hidden, dc->vocab, tc->hidden, tc->vocab);
     for (int l = 0; l < dc->n_layers; l++) {
         const ox_layer_cfg *lc = &dc->layers[l];
         int tl = last_layer_of_kind(tc, lc->full);
@@ -48,9 +50,10 @@ int ox_mtp_check(const ox_model *drafter, const ox_model *target, ox_err *err) {
                            lc->full ? "full" : "sliding");
         const ox_layer_cfg *tlc = &tc->layers[tl];
         if (lc->head_dim != tlc->head_dim || dc->n_heads % tlc->n_kv_heads)
-            return ox_errf(err, OX_E_CONFIG, "MTP drafter: layer %d (%d heads of %d) cannot read target layer %d's "
-                           "cache (%d KV heads of %d)", l, dc->n_heads, lc->head_dim, tl, tlc->n_kv_heads,
-                           tlc->head_dim);
+            return ox_errf(err, OX_E_CONFIG,
+                           "MTP drafter: layer %d (%d heads of %d) cannot read target layer %d's "
+                           "cache (%d KV heads of %d)",
+                           l, dc->n_heads, lc->head_dim, tl, tlc->n_kv_heads, tlc->head_dim);
     }
     return 0;
 }
@@ -113,7 +116,8 @@ static void attend(ox_mtp *t, const ox_layer_cfg *lc, int pos) {
     const ox_kv *kc = &t->s->kv[t->src[lc->full]];
     int nh = t->d->c.n_heads, hd = lc->head_dim, group = nh / kc->n_heads;
     int lo = lc->window > 0 && pos - lc->window + 1 > 0 ? pos - lc->window + 1 : 0, hi = pos - 1;
-    for (int h = 0; h < nh; h++) ox_kv_attend(kc, h / group, t->q + (size_t)h * hd, lo, hi, t->scores, t->att + (size_t)h * hd);
+    for (int h = 0; h < nh; h++)
+        ox_kv_attend(kc, h / group, t->q + (size_t)h * hd, lo, hi, t->scores, t->att + (size_t)h * hd);
 }
 
 static int layer(ox_mtp *t, int l, int pos, ox_err *err) {
@@ -143,7 +147,8 @@ static int layer(ox_mtp *t, int l, int pos, ox_err *err) {
 }
 
 int ox_mtp_step(ox_mtp *t, int token, int pos, const float *h_in, float *logits, float *h_out, ox_err *err) {
-    if (token < 0 || token >= t->V) return ox_errf(err, OX_E_RANGE, "MTP drafter: token %d outside the vocab (%d)", token, t->V);
+    if (token < 0 || token >= t->V)
+        return ox_errf(err, OX_E_RANGE, "MTP drafter: token %d outside the vocab (%d)", token, t->V);
     if (pos < 1 || pos > ox_session_pos(t->s))
         return ox_errf(err, OX_E_RANGE, "MTP drafter: position %d needs 1..%d (the target session's)", pos,
                        ox_session_pos(t->s));

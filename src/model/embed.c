@@ -10,7 +10,8 @@ int ox_embed(ox_model *m, const int32_t *tokens, int n, ox_pooling pooling, int 
         return ox_errf(err, OX_E_RANGE, "embed: pooling %d is not mean (0), last (1) or first (2)", (int)pooling);
     int H = ox_model_config(m)->hidden;
     size_t bytes;
-    if (ox_mul_size((size_t)n, (size_t)H * sizeof(float), &bytes)) return ox_errf(err, OX_E_RANGE, "embed: %d tokens overflow", n);
+    if (ox_mul_size((size_t)n, (size_t)H * sizeof(float), &bytes))
+        return ox_errf(err, OX_E_RANGE, "embed: %d tokens overflow", n);
     float *hidden = malloc(bytes);
     if (!hidden) return ox_errf(err, OX_E_NOMEM, "embed: out of memory for %d tokens (%zu bytes)", n, bytes);
     ox_session *s = ox_session_new(m, n, err);

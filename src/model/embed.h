@@ -11,9 +11,9 @@
 
 /* X(NAME, id, js name): how the token states become one vector. CLS: the first token's state
  * (BERT's [CLS] position; embed({pooling: 'cls'})). */
-#define OX_POOLINGS(X)                                                                           \
-    X(MEAN, 0, "mean") /* the mean over the tokens */                                            \
-    X(LAST, 1, "last") /* the last token's state */                                              \
+#define OX_POOLINGS(X)                                                                                                 \
+    X(MEAN, 0, "mean") /* the mean over the tokens */                                                                  \
+    X(LAST, 1, "last") /* the last token's state */                                                                    \
     X(CLS, 2, "cls")   /* the first token's state */
 #define OX_POOL_ENUM_(name, id, js) OX_POOL_##name = id,
 typedef enum { OX_POOLINGS(OX_POOL_ENUM_) } ox_pooling;

@@ -35,7 +35,8 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     ox_weight_sums w;
     TRY(ox_model_dry_walk(mf, opts, ub, &w, err));
     if (rq->kv_type < 0 || rq->kv_type >= OX_KV_N_TYPES)
-        return ox_errf(err, OX_E_RANGE, "memory estimate: KV type %d is not one of 0..%d", rq->kv_type, OX_KV_N_TYPES - 1);
+        return ox_errf(err, OX_E_RANGE, "memory estimate: KV type %d is not one of 0..%d", rq->kv_type,
+                       OX_KV_N_TYPES - 1);
     TRY(ox_kv_check(c, (ox_kv_type)rq->kv_type, err));
     uint64_t kv = ox_kv_bytes(c, ctx, (ox_kv_type)rq->kv_type);
     int tasks = rq->threads > 1 ? rq->threads : 1;
@@ -83,8 +84,10 @@ int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const o
         r.n_ctx = 1;
         TRY(ox_memory_estimate(mf, opts, &r, &e, err));
         human(need, sizeof need, e.total);
-        return ox_errf(err, OX_E_NOMEM, "the model needs %s even at a context of 1 (weights %llu bytes), more than the memory budget of %s",
-                       need, (unsigned long long)e.weights, have);
+        return ox_errf(
+            err, OX_E_NOMEM,
+            "the model needs %s even at a context of 1 (weights %llu bytes), more than the memory budget of %s", need,
+            (unsigned long long)e.weights, have);
     }
     if (!fit)
         return ox_errf(err, OX_E_NOMEM,

@@ -25,10 +25,10 @@
 #include "model/model.h"
 
 typedef struct ox_mem_request {
-    int n_ctx;          /* positions the session will hold; <= 0: the model's maximum */
-    int kv_type;        /* an ox_kv_type (model/kv.h) */
-    int threads;        /* the pool's threads: attention keeps one row of scores per task */
-    uint64_t runtime;   /* bytes in use before the load */
+    int n_ctx;        /* positions the session will hold; <= 0: the model's maximum */
+    int kv_type;      /* an ox_kv_type (model/kv.h) */
+    int threads;      /* the pool's threads: attention keeps one row of scores per task */
+    uint64_t runtime; /* bytes in use before the load */
 } ox_mem_request;
 
 typedef struct ox_mem_estimate {

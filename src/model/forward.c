@@ -23,24 +23,30 @@
 /* Activation buffers of one forward call, carved from the session's scratch. */
 typedef struct acts {
     float *x, *a, *q, *k, *v, *att, *o, *g, *u, *f;
-    float *ple, *ple_tok, *pg, *pu;                  /* PLE */
-    float *d1, *xe, *ye, *gu, *eact, *zr;            /* MoE */
-    int *sel, *tok_of, *slot_of;                     /* MoE routing */
+    float *ple, *ple_tok, *pg, *pu;       /* PLE */
+    float *d1, *xe, *ye, *gu, *eact, *zr; /* MoE */
+    int *sel, *tok_of, *slot_of;          /* MoE routing */
     float *selw;
-    float *scores;                                   /* attention, per task */
-    int32_t *uniq;                                   /* distinct tokens (PLE rows) */
-    uint8_t *stage;                                  /* one stored-format table row */
-    float *hn;                                       /* final normed hidden */
-    float *lz;                                       /* LoRA: A x per row */
-    float *lg;                                       /* GPU: the logits before their read-back */
-    ox_gpu *gpu;                                     /* the recording backend, or NULL: the CPU */
+    float *scores;  /* attention, per task */
+    int32_t *uniq;  /* distinct tokens (PLE rows) */
+    uint8_t *stage; /* one stored-format table row */
+    float *hn;      /* final normed hidden */
+    float *lz;      /* LoRA: A x per row */
+    float *lg;      /* GPU: the logits before their read-back */
+    ox_gpu *gpu;    /* the recording backend, or NULL: the CPU */
 } acts;
 
 /* regions: where each array starts (the GPU backend keeps one buffer per array) */
-typedef struct carve { uint8_t *base; size_t off; uint32_t regions[40]; int n_regions; } carve;
+typedef struct carve {
+    uint8_t *base;
+    size_t off;
+    uint32_t regions[40];
+    int n_regions;
+} carve;
 static void *take(carve *cv, size_t bytes) {
     void *p = cv->base ? cv->base + cv->off : NULL;
-    if (cv->n_regions < (int)(sizeof cv->regions / sizeof *cv->regions)) cv->regions[cv->n_regions++] = (uint32_t)cv->off;
+    if (cv->n_regions < (int)(sizeof cv->regions / sizeof *cv->regions))
+        cv->regions[cv->n_regions++] = (uint32_t)cv->off;
     cv->off += (bytes + 63) & ~(size_t)63;
     return p;
 }
@@ -172,10 +178,10 @@ static void op_copy(acts *A, float *y, const float *x, size_t n) {
 }
 
 typedef struct attn_job {
-    const float *q;      /* [n][nh*hd] */
-    float *out;          /* [n][nh*hd] */
-    const ox_kv *kv;     /* the layer's cache (model/kv.h) */
-    float *scores;       /* [tasks][kv_len] */
+    const float *q;  /* [n][nh*hd] */
+    float *out;      /* [n][nh*hd] */
+    const ox_kv *kv; /* the layer's cache (model/kv.h) */
+    float *scores;   /* [tasks][kv_len] */
     int n, pos, nh, hd, group, window, bidir, kv_len;
 } attn_job;
 
@@ -204,8 +210,8 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 /* Read one row of a host table and dequantize it to f32. */
-static int table_row(ox_model *m, const ox_tensor *t, size_t rb, int32_t row, uint64_t cols, uint8_t *stage,
-                     float *dst, ox_err *err) {
+static int table_row(ox_model *m, const ox_tensor *t, size_t rb, int32_t row, uint64_t cols, uint8_t *stage, float *dst,
+                     ox_err *err) {
     int rc = ox_tensor_read_rows(t, (uint64_t)row, 1, stage, err);
     if (rc) return rc;
     m->host_bytes += rb;
@@ -272,7 +278,6 @@ static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
     }
     return 0;
 }
-
 
 /* Expert e's block of `rows` rows in a stacked expert tensor: a view into the resident tensor,
  * or, when it stays on the host, the block fetched into the weight cache (pinned until the
@@ -408,8 +413,7 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
         op_rms(A, A->k, A->k, w->k_norm, n * nkv, hd, eps);
         op_rope(A, A->k, n, nkv, hd, s->pos, lc, c->rope_factor);
         op_rms(A, A->v, A->v, NULL, n * nkv, hd, eps);
-        if (A->gpu)
-            ox_gpu_kv_write(A->gpu, lc->kv_src, s->pos, n, A->k, A->v, kvw);
+        if (A->gpu) ox_gpu_kv_write(A->gpu, lc->kv_src, s->pos, n, A->k, A->v, kvw);
         else
             for (int t = 0; t < n; t++) ox_kv_write(kc, s->pos + t, A->k + (size_t)t * kvw, A->v + (size_t)t * kvw);
     }
@@ -419,7 +423,8 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
         int tasks = ox_pool_threads();
         if (tasks < 1) tasks = 1;
         if (tasks > n * nh) tasks = n * nh;
-        attn_job J = {A->q, A->att, kc, A->scores, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional, s->pos + n};
+        attn_job J = {A->q, A->att,   kc,         A->scores,        n,         s->pos, nh,
+                      hd,   nh / nkv, lc->window, c->bidirectional, s->pos + n};
         ox_pool_run(attn_task, &J, tasks);
     }
     TRY(op_matmul(s, A, &w->o, A->att, n, A->o, err));
@@ -484,7 +489,8 @@ static int fetch_layer(ox_model *m, int l, ox_wcache_mark *mk, ox_err *err) {
         host_mat *h = &w->host[i];
         if (h->experts) continue;
         size_t bytes = (size_t)h->M->rows * h->M->row_bytes;
-        h->M->data = (void *)ox_wcache_get(m->wc, ox_wcache_key(m, l, i, 0), 1, h->t, 0, (uint64_t)h->M->rows, bytes, err);
+        h->M->data =
+            (void *)ox_wcache_get(m->wc, ox_wcache_key(m, l, i, 0), 1, h->t, 0, (uint64_t)h->M->rows, bytes, err);
         if (!h->M->data) return err ? err->code : OX_E_IO;
     }
     return 0;
@@ -560,7 +566,8 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
             ox_gpu_read(A.gpu, hn + (size_t)first * H, (size_t)nout * H * sizeof(float), io->hidden + (size_t)first * H);
         TRY(ox_gpu_run(A.gpu, err));
     }
-    for (int i = 0; i < n; i++) s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
+    for (int i = 0; i < n; i++)
+        s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
     s->pos += n;
     return 0;
 }
@@ -601,4 +608,3 @@ int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
     }
     return 0;
 }
-

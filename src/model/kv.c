@@ -39,11 +39,14 @@ uint64_t ox_kv_bytes(const ox_config *c, int n_ctx, ox_kv_type t) {
 }
 
 int ox_kv_check(const ox_config *c, ox_kv_type t, ox_err *err) {
-    if ((int)t < 0 || (int)t >= OX_KV_N_TYPES) return ox_errf(err, OX_E_UNSUPPORTED, "kv.c: unknown KV type %d", (int)t);
+    if ((int)t < 0 || (int)t >= OX_KV_N_TYPES)
+        return ox_errf(err, OX_E_UNSUPPORTED, "kv.c: unknown KV type %d", (int)t);
     for (int l = 0; t == OX_KV_Q8_0 && l < c->n_layers; l++)
         if (c->layers[l].head_dim % OX_QK)
-            return ox_errf(err, OX_E_UNSUPPORTED, "kv.c: a q8_0 KV cache needs head widths that are multiples of %d "
-                           "(layer %d has %d)", OX_QK, l, c->layers[l].head_dim);
+            return ox_errf(err, OX_E_UNSUPPORTED,
+                           "kv.c: a q8_0 KV cache needs head widths that are multiples of %d "
+                           "(layer %d has %d)",
+                           OX_QK, l, c->layers[l].head_dim);
     return 0;
 }
 

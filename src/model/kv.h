@@ -17,18 +17,18 @@
 #include "base/err.h"
 #include "formats/config.h"
 
-#define OX_UBATCH 256 /* tokens per micro-batch of a long prompt: the most one forward writes at once */
+#define OX_UBATCH            256 /* tokens per micro-batch of a long prompt: the most one forward writes at once */
 /* Speculative decoding verifies the pending token and up to OX_GEN_DRAFT_MAX drafts in one
  * forward: a batch within one micro-batch, so the sliding rings' margin covers it. The memory
  * estimate counts the logits rows of OX_GEN_DRAFT_DEFAULT + 1 (decode/generate.c uses both). */
-#define OX_GEN_DRAFT_MAX 16
+#define OX_GEN_DRAFT_MAX     16
 /* the JS API drafts up to this many for greedy requests by default: prompt lookup's cost model never picks more (decode/draft_lookup.h) */
 #define OX_GEN_DRAFT_DEFAULT 3
 
 /* X(NAME, id, js name): the KV storage types (the JS option kvType takes the js names). */
-#define OX_KV_TYPES(X)       \
-    X(F32, 0, "f32")         \
-    X(F16, 1, "f16")         \
+#define OX_KV_TYPES(X)                                                                                                 \
+    X(F32, 0, "f32")                                                                                                   \
+    X(F16, 1, "f16")                                                                                                   \
     X(Q8_0, 2, "q8_0") /* blocks of 32 per head: f16 scale + 32 int8, 34 bytes */
 #define OX_KV_ENUM_(name, id, js) OX_KV_##name = id,
 typedef enum { OX_KV_TYPES(OX_KV_ENUM_) } ox_kv_type;
@@ -48,14 +48,14 @@ size_t ox_kv_row_bytes(ox_kv_type t, int n_heads, int hd);
 int ox_kv_check(const ox_config *c, ox_kv_type t, ox_err *err);
 
 typedef struct ox_kv {
-    uint8_t *k, *v;      /* [cap][row_bytes]: post-norm, post-RoPE K; post-norm V */
+    uint8_t *k, *v; /* [cap][row_bytes]: post-norm, post-RoPE K; post-norm V */
     ox_kv_type type;
     int n_heads, hd;
     size_t row_bytes, head_bytes;
-    int cap;             /* rows allocated */
-    int max_cap;         /* rows at most; on a ring, position p lives in row p % max_cap */
-    int ring, window;    /* window: keys a query sees (0: all) */
-    int lo;              /* lowest position still held: rows [lo, the session's position) are */
+    int cap;          /* rows allocated */
+    int max_cap;      /* rows at most; on a ring, position p lives in row p % max_cap */
+    int ring, window; /* window: keys a query sees (0: all) */
+    int lo;           /* lowest position still held: rows [lo, the session's position) are */
 } ox_kv;
 
 /* A cache for layer l of a session of n_ctx positions; allocates nothing yet. rings = 0 keeps

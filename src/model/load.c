@@ -24,20 +24,20 @@ enum role { ROLE_LINEAR, ROLE_KEEP_Q8, ROLE_STORED, ROLE_EXPERT };
 typedef struct loader {
     ox_model *m;
     int dry;
-    uint64_t total, done;   /* file bytes read (progress) */
+    uint64_t total, done; /* file bytes read (progress) */
     uint64_t resident;
-    int ws_tokens;          /* dry: size the matmul scratch for this many tokens (0: don't) */
-    size_t ws_bytes;        /* dry: the largest matmul scratch of one weight at ws_tokens */
+    int ws_tokens;             /* dry: size the matmul scratch for this many tokens (0: don't) */
+    size_t ws_bytes;           /* dry: the largest matmul scratch of one weight at ws_tokens */
     uint64_t host_table_bytes; /* dry: bytes of the tables read per row through the host */
-    int layer;              /* the layer being walked, -1 for the global tensors */
-    uint64_t streamed;      /* bytes left on the host (load option stream) */
-    uint64_t unit, max_unit; /* transit bytes: this layer's dense host matrices + one expert; the largest */
-    void *stage;            /* chunk staging for converted tensors */
+    int layer;                 /* the layer being walked, -1 for the global tensors */
+    uint64_t streamed;         /* bytes left on the host (load option stream) */
+    uint64_t unit, max_unit;   /* transit bytes: this layer's dense host matrices + one expert; the largest */
+    void *stage;               /* chunk staging for converted tensors */
     float *rowf;
     size_t stage_cap, rowf_cap;
-    struct read_job *jobs;  /* real pass: the reads, run in file order once every place is allocated */
+    struct read_job *jobs; /* real pass: the reads, run in file order once every place is allocated */
     int n_jobs, cap_jobs;
-    float **layer_scale;    /* real pass: each layer's layer_output_scale once read, or NULL */
+    float **layer_scale; /* real pass: each layer's layer_output_scale once read, or NULL */
     ox_err *err;
 } loader;
 
@@ -83,15 +83,13 @@ static int check_shape(const ox_tensor *t, int nd, const uint64_t *ne, ox_err *e
     char got[96], want[96];
     shape_str(got, sizeof got, t->n_dims, t->ne);
     shape_str(want, sizeof want, nd, ne);
-    return ox_errf(err, OX_E_CONFIG, "%s: tensor %s: shape %s disagrees with the config %s", fname_of(t),
-                   t->name, got, want);
+    return ox_errf(err, OX_E_CONFIG, "%s: tensor %s: shape %s disagrees with the config %s", fname_of(t), t->name, got,
+                   want);
 }
 
 static int is_float_type(ox_type t) { return t == OX_F32 || t == OX_F16 || t == OX_BF16; }
 
-static int weight_type_ok(ox_type t) {
-    return ox_type_known(t) && t != OX_Q8_1 && t != OX_Q8_K;
-}
+static int weight_type_ok(ox_type t) { return ox_type_known(t) && t != OX_Q8_1 && t != OX_Q8_K; }
 
 static ox_type target_type(const ox_model *m, ox_type stored, enum role role, uint64_t cols) {
     if (role == ROLE_STORED || !is_float_type(stored)) return stored;
@@ -144,8 +142,8 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
         for (uint64_t r = 0; convert && r < nr; r++) {
             ox_dequantize_row(t->type, (uint8_t *)ld->stage + r * src_rb, ld->rowf, (size_t)cols);
             if (ox_quantize_row(to, ld->rowf, out + r * dst_rb, (size_t)cols))
-                return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: cannot convert to %s", fname_of(t),
-                               t->name, ox_type_name(to));
+                return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: cannot convert to %s", fname_of(t), t->name,
+                               ox_type_name(to));
         }
         if ((rc = progress(ld, nr * src_rb))) return rc;
     }
@@ -249,7 +247,8 @@ static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, en
     if (rows > INT32_MAX || cols > INT32_MAX || rb > SIZE_MAX / rows)
         return ox_errf(ld->err, OX_E_CONFIG, "%s: tensor %s: too large", fname_of(t), name);
     uint64_t src_rb;
-    if (ox_row_bytes(t->type, cols, &src_rb, ld->err)) return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
+    if (ox_row_bytes(t->type, cols, &src_rb, ld->err))
+        return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
     if (on_host(ld, role)) { /* read per use as stored: a conversion per read would cost more than the read */
         if (to != t->type)
             return ox_errf(ld->err, OX_E_UNSUPPORTED,
@@ -269,8 +268,9 @@ static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, en
         return 0;
     }
     *M = (ox_matrix){to, (int)rows, (int)cols, (size_t)rb, track(ld->m, (size_t)(rows * rb))};
-    if (!M->data) return ox_errf(ld->err, OX_E_NOMEM, "out of memory: %llu bytes for tensor %s",
-                                 (unsigned long long)(rows * rb), name);
+    if (!M->data)
+        return ox_errf(ld->err, OX_E_NOMEM, "out of memory: %llu bytes for tensor %s", (unsigned long long)(rows * rb),
+                       name);
     return queue_read(ld, t, rows, cols, to, M->data);
 }
 
@@ -281,8 +281,8 @@ static int take_vec(loader *ld, const char *name, uint64_t n, int optional, floa
     int rc = check_shape(t, 1, &n, ld->err);
     if (rc) return rc;
     if (!weight_type_ok(t->type) || ox_type_block_elems(t->type) != 1)
-        return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported type %d for a vector", fname_of(t),
-                       name, (int)t->type);
+        return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported type %d for a vector", fname_of(t), name,
+                       (int)t->type);
     if (ld->dry) {
         ld->resident += n * sizeof(float);
         ld->total += n * ox_type_block_bytes(t->type);
@@ -302,8 +302,7 @@ static int check_table(loader *ld, const char *name, uint64_t cols, uint64_t row
     int rc = check_shape(t, 2, ne, ld->err);
     if (rc) return rc;
     if (!weight_type_ok(t->type))
-        return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported type %d", fname_of(t), name,
-                       (int)t->type);
+        return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: unsupported type %d", fname_of(t), name, (int)t->type);
     if (ox_row_bytes(t->type, cols, &rb, ld->err)) return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
     *out = t;
     *row_bytes = (size_t)rb;
@@ -381,8 +380,8 @@ static int walk(loader *ld) {
     TRY(take_vec(ld, "output_norm.weight", H, 0, &m->out_norm));
     if (c->ple_dim > 0) {
         uint64_t LP = (uint64_t)c->n_layers * (uint64_t)c->ple_dim;
-        if (ld->dry) TRY(check_table(ld, "per_layer_token_embd.weight", LP, (uint64_t)c->ple_vocab, &m->t_ple,
-                                     &m->ple_row_bytes));
+        if (ld->dry)
+            TRY(check_table(ld, "per_layer_token_embd.weight", LP, (uint64_t)c->ple_vocab, &m->t_ple, &m->ple_row_bytes));
         TRY(take_mat(ld, "per_layer_model_proj.weight", 2, (uint64_t[]){H, LP}, ROLE_KEEP_Q8, &m->ple_model_proj));
         TRY(take_vec(ld, "per_layer_proj_norm.weight", (uint64_t)c->ple_dim, 0, &m->ple_proj_norm));
     }
@@ -406,7 +405,8 @@ static int start_stream(ox_model *m, const loader *ld, ox_err *err) {
     if (m->opts.stream < OX_STREAM_NONE || m->opts.stream > OX_STREAM_ALL)
         return ox_errf(err, OX_E_RANGE, "stream %d is not one of none (0), experts (1), all (2)", (int)m->opts.stream);
     if (!ld->streamed)
-        return ox_errf(err, OX_E_RANGE, "stream experts: the model has no routed experts (stream 'all' streams its layers)");
+        return ox_errf(err, OX_E_RANGE,
+                       "stream experts: the model has no routed experts (stream 'all' streams its layers)");
     if (!m->opts.weight_cache)
         return ox_errf(err, OX_E_RANGE, "streamed weights need a weight cache size (at least %llu bytes, one layer's)",
                        (unsigned long long)ld->max_unit);
@@ -432,8 +432,9 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
     const ox_config *c = &m->c;
     if (check_config(c, err)) goto fail;
     if (c->assistant != !!m->opts.drafter) {
-        ox_errf(err, OX_E_CONFIG, c->assistant ? "%s: a gemma4-assistant MTP drafter, not a model: load it as the drafter"
-                                               : "%s: not a gemma4-assistant MTP drafter (architecture gemma4)",
+        ox_errf(err, OX_E_CONFIG,
+                c->assistant ? "%s: a gemma4-assistant MTP drafter, not a model: load it as the drafter"
+                             : "%s: not a gemma4-assistant MTP drafter (architecture gemma4)",
                 ox_files_describe(mf));
         goto fail;
     }
@@ -448,8 +449,7 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
     uint64_t need = ld.resident + (m->wc ? m->opts.weight_cache : 0);
     if (m->opts.max_resident && need > m->opts.max_resident) {
         ox_errf(err, OX_E_NOMEM, "the model needs %llu bytes resident (weights%s), more than the limit of %llu",
-                (unsigned long long)need, m->wc ? " and the weight cache" : "",
-                (unsigned long long)m->opts.max_resident);
+                (unsigned long long)need, m->wc ? " and the weight cache" : "", (unsigned long long)m->opts.max_resident);
         goto fail_ld;
     }
     m->weight_bytes = ld.resident;
@@ -490,8 +490,7 @@ int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws
     rc = walk(&ld);
     free(m.L);
     if (rc) return rc;
-    *out = (ox_weight_sums){ld.resident, ld.total, ld.host_table_bytes, ld.ws_bytes, m.embd_row_bytes,
-                            m.ple_row_bytes};
+    *out = (ox_weight_sums){ld.resident, ld.total, ld.host_table_bytes, ld.ws_bytes, m.embd_row_bytes, m.ple_row_bytes};
     return 0;
 }
 

@@ -11,10 +11,9 @@
 
 /* The patched linears by their GGUF names (tensors.c maps the HF ones to these). */
 static const char *const target_names[OX_LORA_N_TARGETS] = {
-    [OX_LORA_Q] = "attn_q.weight",        [OX_LORA_K] = "attn_k.weight",     [OX_LORA_V] = "attn_v.weight",
-    [OX_LORA_O] = "attn_output.weight",   [OX_LORA_GATE] = "ffn_gate.weight", [OX_LORA_UP] = "ffn_up.weight",
-    [OX_LORA_DOWN] = "ffn_down.weight",   [OX_LORA_PLE_GATE] = "inp_gate.weight",
-    [OX_LORA_PLE_PROJ] = "proj.weight",
+    [OX_LORA_Q] = "attn_q.weight",      [OX_LORA_K] = "attn_k.weight",          [OX_LORA_V] = "attn_v.weight",
+    [OX_LORA_O] = "attn_output.weight", [OX_LORA_GATE] = "ffn_gate.weight",     [OX_LORA_UP] = "ffn_up.weight",
+    [OX_LORA_DOWN] = "ffn_down.weight", [OX_LORA_PLE_GATE] = "inp_gate.weight", [OX_LORA_PLE_PROJ] = "proj.weight",
 };
 
 const char *ox_lora_target_name(ox_lora_target t) { return target_names[t]; }
@@ -32,8 +31,8 @@ int ox_lora_target_of(const char *name, int *l, ox_lora_target *t) {
 
 const ox_matrix *ox_lora_base(const ox_model *m, int l, ox_lora_target t) {
     const layer_w *w = &m->L[l];
-    const ox_matrix *mats[OX_LORA_N_TARGETS] = {&w->q, &w->k, &w->v, &w->o, &w->gate, &w->up, &w->down,
-                                                &w->ple_gate, &w->ple_proj};
+    const ox_matrix *mats[OX_LORA_N_TARGETS] = {&w->q,  &w->k,    &w->v,        &w->o,       &w->gate,
+                                                &w->up, &w->down, &w->ple_gate, &w->ple_proj};
     return mats[t]->rows > 0 ? mats[t] : NULL; /* by shape: a streamed matrix has data NULL between uses */
 }
 
@@ -108,8 +107,8 @@ static void module_add(const lora_module *md, float s, const float *x, int n, fl
     ox_pool_run(bt_task, &J, (md->out + chunk - 1) / chunk);
 }
 
-void ox_lora_add(const ox_model *m, int l, const ox_lora_target *t, int nt, const float *x, int n,
-                 float *const *ys, float *z) {
+void ox_lora_add(const ox_model *m, int l, const ox_lora_target *t, int nt, const float *x, int n, float *const *ys,
+                 float *z) {
     for (int k = 0; k < m->n_lora; k++) {
         if (m->lora[k].scale == 0.0f) continue;
         for (int i = 0; i < nt; i++) {

@@ -26,8 +26,16 @@
 #define OX_LORA_MAX 8 /* adapters attached at once */
 
 typedef enum {
-    OX_LORA_Q, OX_LORA_K, OX_LORA_V, OX_LORA_O, OX_LORA_GATE, OX_LORA_UP, OX_LORA_DOWN,
-    OX_LORA_PLE_GATE, OX_LORA_PLE_PROJ, OX_LORA_N_TARGETS
+    OX_LORA_Q,
+    OX_LORA_K,
+    OX_LORA_V,
+    OX_LORA_O,
+    OX_LORA_GATE,
+    OX_LORA_UP,
+    OX_LORA_DOWN,
+    OX_LORA_PLE_GATE,
+    OX_LORA_PLE_PROJ,
+    OX_LORA_N_TARGETS
 } ox_lora_target;
 
 /* The GGUF name of a target's weight ("attn_q.weight", ...). */
@@ -42,8 +50,8 @@ typedef struct ox_lora ox_lora;
 ox_lora *ox_lora_load(const ox_model *m, const int *files, int n_files, ox_err *err);
 /* Free an adapter; detach it first (ox_model_set_lora) if it is attached. */
 void ox_lora_free(ox_lora *a);
-int ox_lora_modules(const ox_lora *a);   /* patched linears */
-int ox_lora_skipped(const ox_lora *a);   /* modules of projections the model does not run */
+int ox_lora_modules(const ox_lora *a); /* patched linears */
+int ox_lora_skipped(const ox_lora *a); /* modules of projections the model does not run */
 int ox_lora_rank_max(const ox_lora *a);
 uint64_t ox_lora_bytes(const ox_lora *a); /* f32 weights held */
 
@@ -57,8 +65,8 @@ int ox_model_set_lora(ox_model *m, ox_lora *const *adapters, const float *scales
 /* The forward pass's hook, after the base matmul of targets t[0..nt) of layer l over n input
  * rows x [n][in]: ys[i][n][out] += the attached adapters' deltas. z: scratch of n * the largest
  * attached rank floats (ox_lora_scratch). No-op without adapters. */
-void ox_lora_add(const ox_model *m, int l, const ox_lora_target *t, int nt, const float *x, int n,
-                 float *const *ys, float *z);
+void ox_lora_add(const ox_model *m, int l, const ox_lora_target *t, int nt, const float *x, int n, float *const *ys,
+                 float *z);
 /* Floats of z the hook needs per input row (0 without adapters). */
 int ox_lora_scratch(const ox_model *m);
 

@@ -6,10 +6,10 @@
 #include "model/model_impl.h"
 
 typedef struct lora_module {
-    int r, in, out;   /* r = 0: no module for this (layer, target) */
-    float scale;      /* the format's alpha / r */
-    float *a;         /* [r][in] */
-    float *bt;        /* [r][out]: B transposed, so the update is r axpys over the output row */
+    int r, in, out; /* r = 0: no module for this (layer, target) */
+    float scale;    /* the format's alpha / r */
+    float *a;       /* [r][in] */
+    float *bt;      /* [r][out]: B transposed, so the update is r axpys over the output row */
 } lora_module;
 
 struct ox_lora {

@@ -23,7 +23,10 @@ typedef struct lora_src {
     uint64_t off, nbytes, ne0, ne1;
 } lora_src;
 
-typedef struct pair { lora_src ab[2]; int have; /* bit 0: A, bit 1: B */ } pair;
+typedef struct pair {
+    lora_src ab[2];
+    int have; /* bit 0: A, bit 1: B */
+} pair;
 
 typedef enum { SCALE_GGUF, SCALE_PEFT, SCALE_RSLORA } scale_rule;
 
@@ -41,7 +44,8 @@ static int put(reader *R, const char *name, int is_b, const lora_src *src) {
     if (ox_lora_target_of(name, &l, &t))
         return ox_errf(R->err, OX_E_UNSUPPORTED,
                        "%s: tensor %s: %s is not a linear LoRA can patch here (attn_q/k/v/output, ffn_gate/up/down, "
-                       "inp_gate, proj of a layer)", R->fname, src->name, name);
+                       "inp_gate, proj of a layer)",
+                       R->fname, src->name, name);
     if (l >= R->ad->m->c.n_layers)
         return ox_errf(R->err, OX_E_CONFIG, "%s: tensor %s: layer %d, the model has %d", R->fname, src->name, l,
                        R->ad->m->c.n_layers);
@@ -65,9 +69,11 @@ static int read_f32(const reader *R, const lora_src *s, float *dst) {
                        (unsigned long long)s->nbytes, (unsigned long long)s->ne1, (unsigned long long)rb);
     if (s->type == OX_F32) return ox_host_read(s->file, s->off, (size_t)s->nbytes, dst, R->err);
     uint8_t *stage = malloc((size_t)s->nbytes);
-    if (!stage) return ox_errf(R->err, OX_E_NOMEM, "%s: out of memory (%llu bytes)", R->fname, (unsigned long long)s->nbytes);
+    if (!stage)
+        return ox_errf(R->err, OX_E_NOMEM, "%s: out of memory (%llu bytes)", R->fname, (unsigned long long)s->nbytes);
     rc = ox_host_read(s->file, s->off, (size_t)s->nbytes, stage, R->err);
-    for (uint64_t i = 0; !rc && i < s->ne1; i++) ox_dequantize_row(s->type, stage + i * rb, dst + i * s->ne0, (size_t)s->ne0);
+    for (uint64_t i = 0; !rc && i < s->ne1; i++)
+        ox_dequantize_row(s->type, stage + i * rb, dst + i * s->ne0, (size_t)s->ne0);
     free(stage);
     return rc;
 }
@@ -79,16 +85,17 @@ static int fill_module(reader *R, lora_module *md, const pair *p, const ox_matri
         a->ne1 != b->ne0 || a->ne1 < 1 || a->ne1 > (uint64_t)W->cols)
         return ox_errf(R->err, OX_E_CONFIG,
                        "%s: tensors %s [%llu x %llu] and %s [%llu x %llu] are not A [r x %d] and B [%d x r] of the "
-                       "model's %d x %d weight", R->fname, a->name, (unsigned long long)a->ne1,
-                       (unsigned long long)a->ne0, b->name, (unsigned long long)b->ne1, (unsigned long long)b->ne0,
-                       W->cols, W->rows, W->rows, W->cols);
+                       "model's %d x %d weight",
+                       R->fname, a->name, (unsigned long long)a->ne1, (unsigned long long)a->ne0, b->name,
+                       (unsigned long long)b->ne1, (unsigned long long)b->ne0, W->cols, W->rows, W->rows, W->cols);
     int r = (int)a->ne1;
     if (cfg_r > 0 && r != cfg_r)
         return ox_errf(R->err, OX_E_CONFIG, "%s: tensor %s has rank %d, adapter_config.json says r = %d", R->fname,
                        a->name, r, cfg_r);
     md->r = r, md->in = W->cols, md->out = W->rows;
-    md->scale = rule == SCALE_GGUF ? (alpha != 0.0f ? alpha / (float)r : 1.0f)
-                : rule == SCALE_RSLORA ? alpha / sqrtf((float)r) : alpha / (float)r;
+    md->scale = rule == SCALE_GGUF     ? (alpha != 0.0f ? alpha / (float)r : 1.0f)
+                : rule == SCALE_RSLORA ? alpha / sqrtf((float)r)
+                                       : alpha / (float)r;
     size_t na, nb, bytes_a, bytes_b; /* r x in can pass 4 GiB of floats: wasm32's size_t */
     if (ox_mul_size((size_t)r, (size_t)md->in, &na) || ox_mul_size((size_t)r, (size_t)md->out, &nb) ||
         ox_mul_size(na, sizeof(float), &bytes_a) || ox_mul_size(nb, sizeof(float), &bytes_b))
@@ -98,8 +105,7 @@ static int fill_module(reader *R, lora_module *md, const pair *p, const ox_matri
     md->bt = malloc(bytes_b);
     float *bm = malloc(bytes_b);
     int rc = 0;
-    if (!md->a || !md->bt || !bm)
-        rc = ox_errf(R->err, OX_E_NOMEM, "%s: out of memory for %s", R->fname, a->name);
+    if (!md->a || !md->bt || !bm) rc = ox_errf(R->err, OX_E_NOMEM, "%s: out of memory for %s", R->fname, a->name);
     if (!rc) rc = read_f32(R, a, md->a);
     if (!rc) rc = read_f32(R, b, bm);
     for (int o = 0; !rc && o < md->out; o++)
@@ -129,8 +135,7 @@ static int finish(reader *R, scale_rule rule, float alpha, int cfg_r) {
             R->ad->n_modules++;
             if (R->ad->mod[i].r > R->ad->rank_max) R->ad->rank_max = R->ad->mod[i].r;
         }
-    if (!R->ad->n_modules && !R->ad->n_skipped)
-        return ox_errf(R->err, OX_E_FORMAT, "%s: no LoRA tensors", R->fname);
+    if (!R->ad->n_modules && !R->ad->n_skipped) return ox_errf(R->err, OX_E_FORMAT, "%s: no LoRA tensors", R->fname);
     return 0;
 }
 
@@ -144,9 +149,8 @@ static int ends_with(const char *s, const char *suf) {
 static int gguf_str_is(const ox_gguf *g, const char *key, const char *want, int code, ox_err *err) {
     const char *v = NULL;
     if (ox_gguf_get_str(g, key, &v, NULL) || strcmp(v, want))
-        return ox_errf(err, code, "%s: %s is %s%s%s, not \"%s\"%s", ox_gguf_name(g), key, v ? "\"" : "",
-                       v ? v : "absent", v ? "\"" : "", want,
-                       strcmp(key, "general.type") == 0 ? " (a model, not a LoRA adapter?)" : "");
+        return ox_errf(err, code, "%s: %s is %s%s%s, not \"%s\"%s", ox_gguf_name(g), key, v ? "\"" : "", v ? v : "absent",
+                       v ? "\"" : "", want, strcmp(key, "general.type") == 0 ? " (a model, not a LoRA adapter?)" : "");
     return 0;
 }
 
@@ -182,16 +186,23 @@ static int read_gguf(reader *R, int f) {
 static ox_json *read_json(int f, ox_err *err) {
     int64_t size = ox_host_size(f);
     if (size < 0 || size > CONFIG_MAX_BYTES)
-        return ox_errf(err, OX_E_FORMAT, "%s: %lld bytes is not an adapter config", ox_host_name(f), (long long)size), NULL;
+        return ox_errf(err, OX_E_FORMAT, "%s: %lld bytes is not an adapter config", ox_host_name(f), (long long)size),
+               NULL;
     char *text = malloc((size_t)size + 1);
     if (!text) return ox_errf(err, OX_E_NOMEM, "%s: out of memory", ox_host_name(f)), NULL;
-    ox_json *j = ox_host_read(f, 0, (size_t)size, text, err) ? NULL : ox_json_parse(text, (size_t)size, ox_host_name(f), err);
+    ox_json *j =
+        ox_host_read(f, 0, (size_t)size, text, err) ? NULL : ox_json_parse(text, (size_t)size, ox_host_name(f), err);
     free(text);
     return j;
 }
 
 /* The LoRA settings of adapter_config.json. */
-typedef struct peft_cfg { int r; float alpha; int rslora; int rank_pattern; } peft_cfg;
+typedef struct peft_cfg {
+    int r;
+    float alpha;
+    int rslora;
+    int rank_pattern;
+} peft_cfg;
 
 static int is_set(const ox_json *v) { /* a feature turned on: true, or a non-empty object */
     return ox_json_bool(v, 0) || (ox_json_type(v) == OX_JSON_OBJECT && ox_json_len(v) > 0);
@@ -245,20 +256,30 @@ static int read_peft(reader *R, int cfg_file, int st_file) {
             break;
         }
         int mapped = snprintf(hf, sizeof hf, "%.*s.weight", (int)(strlen(n) - strlen(sfx[0])), n) >= (int)sizeof hf
-                         ? -1 : ox_map_hf_name(hf, name, sizeof name);
+                         ? -1
+                         : ox_map_hf_name(hf, name, sizeof name);
         if (mapped < 0) {
             rc = ox_errf(R->err, OX_E_FORMAT, "%s: tensor name too long: %.60s...", R->fname, s->name);
             break;
         }
         if (mapped == 1) continue; /* vision/audio towers: not in a text model */
-        ox_type type = s->dtype == OX_ST_F32 ? OX_F32 : s->dtype == OX_ST_F16 ? OX_F16 : s->dtype == OX_ST_BF16 ? OX_BF16 : -1;
+        ox_type type = s->dtype == OX_ST_F32    ? OX_F32
+                       : s->dtype == OX_ST_F16  ? OX_F16
+                       : s->dtype == OX_ST_BF16 ? OX_BF16
+                                                : -1;
         if ((int)type < 0) {
             rc = ox_errf(R->err, OX_E_UNSUPPORTED, "%s: tensor %s: dtype %s (LoRA weights: F32, F16, BF16)", R->fname,
                          s->name, ox_st_dtype_name(s->dtype));
             break;
         }
-        lora_src src = {s->name, st_file, s->n_dims, type, s->offset, s->nbytes,
-                        s->n_dims == 2 ? s->shape[1] : 0, s->n_dims == 2 ? s->shape[0] : 0};
+        lora_src src = {s->name,
+                        st_file,
+                        s->n_dims,
+                        type,
+                        s->offset,
+                        s->nbytes,
+                        s->n_dims == 2 ? s->shape[1] : 0,
+                        s->n_dims == 2 ? s->shape[0] : 0};
         rc = put(R, name, is_b, &src);
     }
     if (!rc) rc = finish(R, pc.rslora ? SCALE_RSLORA : SCALE_PEFT, pc.alpha, pc.rank_pattern ? 0 : pc.r);
@@ -284,16 +305,18 @@ ox_lora *ox_lora_load(const ox_model *m, const int *files, int n_files, ox_err *
     }
     int ok = n_files == 1 ? gguf >= 0 : n_files == 2 && cfg >= 0 && st >= 0;
     if (!ok) {
-        ox_errf(err, OX_E_FORMAT, "LoRA adapter %s%s: expected one GGUF adapter, or adapter_config.json and "
-                "adapter_model.safetensors (%d files given)", n_files > 0 ? ox_host_name(files[0]) : "",
-                n_files > 1 ? ", ..." : "", n_files);
+        ox_errf(err, OX_E_FORMAT,
+                "LoRA adapter %s%s: expected one GGUF adapter, or adapter_config.json and "
+                "adapter_model.safetensors (%d files given)",
+                n_files > 0 ? ox_host_name(files[0]) : "", n_files > 1 ? ", ..." : "", n_files);
         return NULL;
     }
     size_t slots = (size_t)m->c.n_layers * OX_LORA_N_TARGETS;
     reader R = {calloc(1, sizeof(ox_lora)), calloc(slots, sizeof(pair)), ox_host_name(gguf >= 0 ? gguf : st), err};
     if (R.ad) R.ad->m = m, R.ad->mod = calloc(slots, sizeof(lora_module));
     int rc = !R.ad || !R.p || !R.ad->mod ? ox_errf(err, OX_E_NOMEM, "%s: out of memory", R.fname)
-             : gguf >= 0 ? read_gguf(&R, gguf) : read_peft(&R, cfg, st);
+             : gguf >= 0                 ? read_gguf(&R, gguf)
+                                         : read_peft(&R, cfg, st);
     free(R.p);
     if (rc) {
         ox_lora_free(R.ad);

@@ -17,10 +17,10 @@
 
 /* X(NAME, id, js name): what load does with bf16/f16/f32 linear weights (GGUF quant types
  * stay as stored). The JS option loadModel({quant}) takes the js names (js/shared/abi.js). */
-#define OX_QUANTS(X)                                                                             \
-    X(STORED, 0, "stored") /* as stored */                                                       \
-    X(BF16, 1, "bf16")     /* f32 -> bf16 */                                                     \
-    X(Q8, 2, "q8")         /* -> Q8_0 */                                                         \
+#define OX_QUANTS(X)                                                                                                   \
+    X(STORED, 0, "stored") /* as stored */                                                                             \
+    X(BF16, 1, "bf16")     /* f32 -> bf16 */                                                                           \
+    X(Q8, 2, "q8")         /* -> Q8_0 */                                                                               \
     X(Q4, 3, "q4")         /* -> Q4_0 (token_embd, per_layer_model_proj: Q8_0) */
 #define OX_QUANT_ENUM_(name, id, js) OX_QUANT_##name = id,
 typedef enum { OX_QUANTS(OX_QUANT_ENUM_) } ox_quant;
@@ -31,9 +31,9 @@ typedef int (*ox_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
 /* X(NAME, id, js name): which linear weights stay on the host and are read per use into the
  * weight cache (model/weights_cache.h). The JS option loadModel({streamWeights}) takes the js names. */
-#define OX_STREAMS(X)                                                                            \
-    X(NONE, 0, "none")       /* every weight resident */                                         \
-    X(EXPERTS, 1, "experts") /* the routed experts of MoE layers */                              \
+#define OX_STREAMS(X)                                                                                                  \
+    X(NONE, 0, "none")       /* every weight resident */                                                               \
+    X(EXPERTS, 1, "experts") /* the routed experts of MoE layers */                                                    \
     X(ALL, 2, "all")         /* every linear weight of the layers (token_embd, the PLE           \
                                 projection and the routers stay resident) */
 #define OX_STREAM_ENUM_(name, id, js) OX_STREAM_##name = id,
@@ -41,14 +41,14 @@ typedef enum { OX_STREAMS(OX_STREAM_ENUM_) } ox_stream;
 #undef OX_STREAM_ENUM_
 
 typedef struct ox_load_opts {
-    ox_quant quant;            /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
-    int tables_on_host;        /* token-embedding lookups read from the host too */
-    uint64_t max_resident;     /* 0 = no limit; else fail before allocating, saying how much is needed */
+    ox_quant quant;        /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
+    int tables_on_host;    /* token-embedding lookups read from the host too */
+    uint64_t max_resident; /* 0 = no limit; else fail before allocating, saying how much is needed */
     ox_progress_fn progress;
     void *progress_ud;
-    ox_stream stream;          /* weights left on the host; they must be stored in the format they run in */
-    uint64_t weight_cache;     /* bytes for streamed weights (cache + transit), >= one layer's */
-    int drafter;               /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
+    ox_stream stream;      /* weights left on the host; they must be stored in the format they run in */
+    uint64_t weight_cache; /* bytes for streamed weights (cache + transit), >= one layer's */
+    int drafter;           /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
                                   without it must not be one */
 } ox_load_opts;
 
@@ -61,10 +61,10 @@ const ox_config *ox_model_config(const ox_model *m);
 const ox_model_files *ox_model_files_of(const ox_model *m);
 
 typedef struct ox_model_stats {
-    uint64_t resident_bytes;   /* weights + caches held in memory */
-    uint64_t host_bytes_read;  /* table rows read through the host after load */
+    uint64_t resident_bytes;  /* weights + caches held in memory */
+    uint64_t host_bytes_read; /* table rows read through the host after load */
     uint64_t rows_fetched;
-    uint64_t stream_bytes;     /* streamed weights read through the host (cache misses) */
+    uint64_t stream_bytes; /* streamed weights read through the host (cache misses) */
     uint64_t stream_hits, stream_misses;
 } ox_model_stats;
 void ox_model_stats_get(const ox_model *m, ox_model_stats *st);
@@ -89,7 +89,7 @@ int ox_session_truncate(ox_session *s, int pos, ox_err *err);
  * token (its logits are needed): truncate to it and return its length (n >= 1); 0 when the
  * rings no longer hold the window before it (the prefix is run again). */
 int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err);
-ox_session *ox_session_clone(const ox_session *s, ox_err *err);  /* caches and tokens */
+ox_session *ox_session_clone(const ox_session *s, ox_err *err); /* caches and tokens */
 void ox_session_reset(ox_session *s);
 
 /* Run n >= 1 tokens at the session's position and append them to its caches.

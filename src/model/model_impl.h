@@ -11,7 +11,11 @@
 #include "model/weights_cache.h"
 #include "gpu/record.h"
 
-#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+#define TRY(x)                                                                                                         \
+    do {                                                                                                               \
+        int rc_ = (x);                                                                                                 \
+        if (rc_) return rc_;                                                                                           \
+    } while (0)
 
 /* A matrix left on the host (load option stream): *M has type and shape, data NULL except
  * while a forward uses it. experts > 0: a stacked expert tensor, fetched one expert's block
@@ -50,11 +54,14 @@ struct ox_model {
     void **allocs; /* every weight allocation, freed together */
     int n_allocs, cap_allocs;
     uint64_t weight_bytes, cache_bytes, host_bytes, rows_fetched;
-    ox_wcache *wc;  /* streamed weights (NULL: everything resident) */
-    struct { const ox_lora *a; float scale; } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
+    ox_wcache *wc; /* streamed weights (NULL: everything resident) */
+    struct {
+        const ox_lora *a;
+        float scale;
+    } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
     int n_lora;
-    ox_gpu *gpu;    /* the GPU backend the forward records into (model/gpu_attach.h), or NULL */
-    int gpu_only;   /* its matrices left wasm memory for the GPU (ox_model_gpu_release) */
+    ox_gpu *gpu;  /* the GPU backend the forward records into (model/gpu_attach.h), or NULL */
+    int gpu_only; /* its matrices left wasm memory for the GPU (ox_model_gpu_release) */
 };
 
 /* The cache key of block e (0 for a dense matrix) of layer l's host matrix i. */
@@ -67,19 +74,19 @@ struct ox_session {
     ox_model *m;
     int max_ctx, pos;
     ox_kv_type kv_type;
-    int rings;      /* sliding layers keep a ring of the window (else every position) */
-    ox_kv *kv;      /* per layer (model/kv.h); used only where !shared */
-    int32_t *toks;  /* [pos] the tokens in the caches, -1 where a soft embedding went in */
+    int rings;     /* sliding layers keep a ring of the window (else every position) */
+    ox_kv *kv;     /* per layer (model/kv.h); used only where !shared */
+    int32_t *toks; /* [pos] the tokens in the caches, -1 where a soft embedding went in */
     int toks_cap;
     ox_scratch ws, act;
 };
 
 /* What the loader's dry pass adds up (load.c), for the memory estimate (estimate.c). */
 typedef struct ox_weight_sums {
-    uint64_t resident;          /* weight bytes load allocates */
-    uint64_t file_bytes;        /* bytes load reads */
-    uint64_t host_table_bytes;  /* the tables whose rows stay on the host (PLE) */
-    size_t matmul_ws;           /* the largest matmul scratch at the ws_tokens asked for */
+    uint64_t resident;         /* weight bytes load allocates */
+    uint64_t file_bytes;       /* bytes load reads */
+    uint64_t host_table_bytes; /* the tables whose rows stay on the host (PLE) */
+    size_t matmul_ws;          /* the largest matmul scratch at the ws_tokens asked for */
     size_t embd_row_bytes, ple_row_bytes;
 } ox_weight_sums;
 int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws_tokens, ox_weight_sums *out,

@@ -84,8 +84,10 @@ int ox_session_truncate(ox_session *s, int pos, ox_err *err) {
     if (pos < 0 || pos > s->pos)
         return ox_errf(err, OX_E_RANGE, "truncate to %d: session is at position %d", pos, s->pos);
     if (!can_resume(s, pos))
-        return ox_errf(err, OX_E_STATE, "truncate to %d: the sliding-window KV caches no longer hold the %d "
-                       "positions before it (truncate to 0 and run the tokens again)", pos, s->m->c.sliding_window - 1);
+        return ox_errf(err, OX_E_STATE,
+                       "truncate to %d: the sliding-window KV caches no longer hold the %d "
+                       "positions before it (truncate to 0 and run the tokens again)",
+                       pos, s->m->c.sliding_window - 1);
     rewind_to(s, pos);
     return 0;
 }

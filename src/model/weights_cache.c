@@ -5,12 +5,12 @@
 
 #include <stdlib.h>
 
-#define MAX_PINS 64  /* entries in use at once: one layer's matrices plus one expert's */
+#define MAX_PINS 64 /* entries in use at once: one layer's matrices plus one expert's */
 
 typedef struct entry {
-    uint8_t *data;   /* NULL: not admitted */
+    uint8_t *data; /* NULL: not admitted */
     size_t bytes;
-    int prev, next;  /* LRU links (evictable entries only); -1 = none */
+    int prev, next; /* LRU links (evictable entries only); -1 = none */
     int pins;
     int sticky;
 } entry;
@@ -19,9 +19,9 @@ struct ox_wcache {
     uint64_t admit_cap, used; /* entries' bytes may not exceed admit_cap = cap - transit */
     entry *e;
     int n_keys;
-    int head, tail;           /* LRU: head = most recently used */
+    int head, tail; /* LRU: head = most recently used */
     int pin[MAX_PINS], n_pins;
-    uint8_t *transit;         /* allocated on first use */
+    uint8_t *transit; /* allocated on first use */
     size_t transit_cap, transit_used;
     ox_wcache_stats st;
 };

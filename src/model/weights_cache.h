@@ -38,7 +38,10 @@ typedef struct ox_wcache_stats {
 } ox_wcache_stats;
 
 /* A point to release back to: pins and transit space taken after it are given back. */
-typedef struct ox_wcache_mark { int pins; size_t transit; } ox_wcache_mark;
+typedef struct ox_wcache_mark {
+    int pins;
+    size_t transit;
+} ox_wcache_mark;
 
 /* n_keys: keys are 0 .. n_keys-1 (the caller numbers its blocks). cap >= transit, else RANGE. */
 ox_wcache *ox_wcache_new(uint64_t cap, uint64_t transit, int n_keys, ox_err *err);

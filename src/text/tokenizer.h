@@ -36,8 +36,8 @@ enum {
 };
 
 /* Encode flags. */
-#define OX_TOK_ADD_BOS 1 /* prepend the BOS token (if the vocabulary has one) */
-#define OX_TOK_SPECIAL 2 /* match control tokens (<bos>, <|turn>, ...) in the text */
+#define OX_TOK_ADD_BOS      1 /* prepend the BOS token (if the vocabulary has one) */
+#define OX_TOK_SPECIAL      2 /* match control tokens (<bos>, <|turn>, ...) in the text */
 /* Decode flags. */
 #define OX_TOK_SHOW_SPECIAL 1 /* control/unknown tokens decode to their text, not "" */
 
@@ -57,10 +57,10 @@ ox_tokenizer *ox_tokenizer_open(int file, ox_err *err);
 ox_tokenizer *ox_tokenizer_load(const struct ox_model_files *mf, ox_err *err);
 void ox_tokenizer_free(ox_tokenizer *t);
 
-int ox_tokenizer_vocab(const ox_tokenizer *t);   /* number of ids (max id + 1) */
-int ox_tokenizer_bos(const ox_tokenizer *t);     /* -1 if none */
-int ox_tokenizer_eos(const ox_tokenizer *t);     /* -1 if none */
-int ox_tokenizer_unk(const ox_tokenizer *t);     /* -1 if none */
+int ox_tokenizer_vocab(const ox_tokenizer *t); /* number of ids (max id + 1) */
+int ox_tokenizer_bos(const ox_tokenizer *t);   /* -1 if none */
+int ox_tokenizer_eos(const ox_tokenizer *t);   /* -1 if none */
+int ox_tokenizer_unk(const ox_tokenizer *t);   /* -1 if none */
 /* Id of an exact piece (vocabulary text, e.g. "<|turn>" or "▁the"), or -1. */
 int ox_tokenizer_find(const ox_tokenizer *t, const char *piece);
 /* Raw piece text of id (not NUL-terminated; *len set) and its type; NULL / 0 if id is out of range. */
@@ -70,14 +70,12 @@ int ox_token_type(const ox_tokenizer *t, int id);
 /* Encode len bytes of text. Writes at most cap ids to out (out may be NULL when cap is 0)
  * and returns the total number of ids (> cap means: call again with a larger buffer),
  * or a negative OX_E_* (allocation failure, or a count beyond INT32_MAX). */
-int ox_tokenize(const ox_tokenizer *t, const char *text, size_t len, int flags, int32_t *out, int cap,
-                ox_err *err);
+int ox_tokenize(const ox_tokenizer *t, const char *text, size_t len, int flags, int32_t *out, int cap, ox_err *err);
 
 /* Bytes a token decodes to (flags: OX_TOK_SHOW_SPECIAL). Writes at most cap bytes and
  * returns the full length, or OX_E_RANGE for an id out of range. */
 int ox_token_bytes(const ox_tokenizer *t, int id, int flags, char *out, int cap, ox_err *err);
 /* Concatenated bytes of n tokens; same return convention (length may exceed cap). */
-int64_t ox_detokenize(const ox_tokenizer *t, const int32_t *ids, int n, int flags, char *out, size_t cap,
-                      ox_err *err);
+int64_t ox_detokenize(const ox_tokenizer *t, const int32_t *ids, int n, int flags, char *out, size_t cap, ox_err *err);
 
 #endif

@@ -20,14 +20,18 @@ const char *ox_token_piece(const ox_tokenizer *t, int id, size_t *len) {
     return t->text ? t->text + t->tok[id].off : "";
 }
 
-int ox_token_type(const ox_tokenizer *t, int id) {
-    return id < 0 || id >= t->n_vocab ? 0 : t->tok[id].type;
-}
+int ox_token_type(const ox_tokenizer *t, int id) { return id < 0 || id >= t->n_vocab ? 0 : t->tok[id].type; }
 
 /* ---- encoding ---- */
 
-typedef struct { int32_t id, prev, next; uint32_t start, len; int32_t nomerge; } sym;
-typedef struct { uint32_t key, left, right, len; } cand; /* key: rank, or the score's order, best first */
+typedef struct {
+    int32_t id, prev, next;
+    uint32_t start, len;
+    int32_t nomerge;
+} sym;
+typedef struct {
+    uint32_t key, left, right, len;
+} cand; /* key: rank, or the score's order, best first */
 
 typedef struct {
     const ox_tokenizer *t;
@@ -53,7 +57,8 @@ static int utf8_len(const uint8_t *s, size_t n) {
     if (n < (size_t)need + 1) return 1;
     for (int k = 1; k <= need; k++)
         if ((s[k] & 0xC0) != 0x80) return 1;
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] > 0x8F))
         return 1;
     return need + 1;
 }
@@ -227,7 +232,8 @@ int ox_tokenize(const ox_tokenizer *t, const char *text, size_t len, int flags, 
     size_t seg = 0;
     for (size_t i = 0; i < len && !rc;) {
         size_t mlen = 0;
-        int id = t->trie_root[(uint8_t)text[i]] < 0 ? -1 : match_added(t, (const uint8_t *)text + i, len - i, special, &mlen);
+        int id =
+            t->trie_root[(uint8_t)text[i]] < 0 ? -1 : match_added(t, (const uint8_t *)text + i, len - i, special, &mlen);
         if (id < 0) {
             i++;
             continue;
@@ -275,7 +281,8 @@ int64_t ox_detokenize(const ox_tokenizer *t, const int32_t *ids, int n, int flag
     if (!out) cap = 0;
     for (int i = 0; i < n; i++) {
         size_t room = (uint64_t)total < cap ? cap - (size_t)total : 0;
-        int k = ox_token_bytes(t, ids[i], flags, out ? out + (room ? total : 0) : NULL, room > INT32_MAX ? INT32_MAX : (int)room, err);
+        int k = ox_token_bytes(t, ids[i], flags, out ? out + (room ? total : 0) : NULL,
+                               room > INT32_MAX ? INT32_MAX : (int)room, err);
         if (k < 0) return k;
         total += k;
     }

@@ -151,8 +151,7 @@ const merge_slot *ox_tok_merge(const ox_tokenizer *t, int a, int b) {
 
 /* Add merge "a b" with this rank; a repeated pair keeps the later rank (as HF's map does).
  * Pairs naming unknown pieces, or whose concatenation is no piece, can never apply: skipped. */
-static void merge_add(ox_tokenizer *t, const char *a, size_t na, const char *b, size_t nb, uint32_t rank,
-                      char *buf) {
+static void merge_add(ox_tokenizer *t, const char *a, size_t na, const char *b, size_t nb, uint32_t rank, char *buf) {
     int ia = ox_tok_find(t, a, na), ib = ox_tok_find(t, b, nb);
     if (ia < 0 || ib < 0) return;
     memcpy(buf, a, na);
@@ -166,7 +165,10 @@ static void merge_add(ox_tokenizer *t, const char *a, size_t na, const char *b, 
 }
 
 static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
 
 /* "<0xXX>" -> XX, else -1 */
@@ -213,7 +215,8 @@ ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
     if (ox_gguf_get_str(g, "tokenizer.ggml.model", &model, err)) return NULL;
     int spm = strcmp(model, "llama") == 0 || strcmp(model, "gemma") == 0;
     if (!spm && strcmp(model, "gemma4") != 0) {
-        ox_errf(err, OX_E_UNSUPPORTED, "%s: tokenizer model \"%s\" is not supported (gemma4, llama, gemma)", fname, model);
+        ox_errf(err, OX_E_UNSUPPORTED, "%s: tokenizer model \"%s\" is not supported (gemma4, llama, gemma)", fname,
+                model);
         return NULL;
     }
     if (ox_gguf_get_arr(g, "tokenizer.ggml.tokens", &toks, err)) return NULL;
@@ -223,16 +226,19 @@ ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
                 (unsigned long long)n, ox_gguf_type_name(toks->v.arr.type));
         return NULL;
     }
-    if (ox_gguf_find(g, "tokenizer.ggml.scores") && ox_gguf_get_arr(g, "tokenizer.ggml.scores", &scores, err)) return NULL;
+    if (ox_gguf_find(g, "tokenizer.ggml.scores") && ox_gguf_get_arr(g, "tokenizer.ggml.scores", &scores, err))
+        return NULL;
     if (ox_gguf_find(g, "tokenizer.ggml.token_type") && ox_gguf_get_arr(g, "tokenizer.ggml.token_type", &types, err))
         return NULL;
     if (!spm && ox_gguf_find(g, "tokenizer.ggml.merges") && ox_gguf_get_arr(g, "tokenizer.ggml.merges", &merges, err))
         return NULL;
-    const char *bad = scores && scores->v.arr.n != n ? "tokenizer.ggml.scores"
-                      : types && types->v.arr.n != n ? "tokenizer.ggml.token_type"
-                      : merges && merges->v.arr.type != OX_GGUF_STRING ? "tokenizer.ggml.merges" : NULL;
+    const char *bad = scores && scores->v.arr.n != n                   ? "tokenizer.ggml.scores"
+                      : types && types->v.arr.n != n                   ? "tokenizer.ggml.token_type"
+                      : merges && merges->v.arr.type != OX_GGUF_STRING ? "tokenizer.ggml.merges"
+                                                                       : NULL;
     if (bad) {
-        ox_errf(err, OX_E_FORMAT, "%s: %s does not match tokenizer.ggml.tokens (%llu)", fname, bad, (unsigned long long)n);
+        ox_errf(err, OX_E_FORMAT, "%s: %s does not match tokenizer.ggml.tokens (%llu)", fname, bad,
+                (unsigned long long)n);
         return NULL;
     }
     ox_tokenizer *t = tok_new((int)n, err);
@@ -283,7 +289,10 @@ ox_tokenizer *ox_tokenizer_from_gguf(const ox_gguf *g, ox_err *err) {
         goto fail;
     t->prefix = add_prefix ? PREFIX_EVERY : PREFIX_NONE; /* llama.cpp: after every matched token */
     t->byte_fallback = 1;
-    struct { const char *key, *piece; int *dst; } ids[] = {
+    struct {
+        const char *key, *piece;
+        int *dst;
+    } ids[] = {
         {"tokenizer.ggml.bos_token_id", "<bos>", &t->bos},
         {"tokenizer.ggml.eos_token_id", "<eos>", &t->eos},
         {"tokenizer.ggml.unknown_token_id", "<unk>", &t->unk},
@@ -339,8 +348,9 @@ static int json_normalizer(ox_tokenizer *t, const ox_json *nz, int *replace, con
         t->prefix = PREFIX_EVERY;
         return 0;
     }
-    return ox_errf(err, OX_E_UNSUPPORTED, "%s: normalizer %s is not supported (Replace \" \" -> \"\xE2\x96\x81\", Prepend)",
-                   fname, ox_json_str(ty) ? ox_json_str(ty) : "?");
+    return ox_errf(err, OX_E_UNSUPPORTED,
+                   "%s: normalizer %s is not supported (Replace \" \" -> \"\xE2\x96\x81\", Prepend)", fname,
+                   ox_json_str(ty) ? ox_json_str(ty) : "?");
 }
 
 /* Pre-tokenizers: Split on " " (a no-op once spaces are "▁"); Metaspace without split. */
@@ -357,13 +367,12 @@ static int json_pretokenizer(ox_tokenizer *t, const ox_json *pt, int *replace, c
         else t->prefix = json_str_is(scheme, "first") ? PREFIX_FIRST : PREFIX_EVERY;
         return 0;
     }
-    return ox_errf(err, OX_E_UNSUPPORTED, "%s: pre_tokenizer %s is not supported (Split on \" \", Metaspace without split)",
-                   fname, ox_json_str(ty) ? ox_json_str(ty) : "?");
+    return ox_errf(err, OX_E_UNSUPPORTED,
+                   "%s: pre_tokenizer %s is not supported (Split on \" \", Metaspace without split)", fname,
+                   ox_json_str(ty) ? ox_json_str(ty) : "?");
 }
 
-static int json_id(const ox_json *v, int64_t *id) {
-    return ox_json_int(v, id) && *id >= 0 && *id < MAX_VOCAB;
-}
+static int json_id(const ox_json *v, int64_t *id) { return ox_json_int(v, id) && *id >= 0 && *id < MAX_VOCAB; }
 
 ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_err *err) {
     const ox_json *model = ox_json_get(doc, "model"), *ty = ox_json_get(model, "type");
@@ -416,7 +425,8 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
         return NULL;
     }
     if ((uint64_t)max_id > (uint64_t)nv + na) { /* ids are dense; a stray huge id would only cost memory */
-        ox_errf(err, OX_E_FORMAT, "%s: token id %lld for %zu tokens: ids are not dense", fname, (long long)max_id, nv + na);
+        ox_errf(err, OX_E_FORMAT, "%s: token id %lld for %zu tokens: ids are not dense", fname, (long long)max_id,
+                nv + na);
         return NULL;
     }
     ox_tokenizer *t = tok_new((int)(max_id + 1), err);
@@ -427,7 +437,8 @@ ox_tokenizer *ox_tokenizer_from_json(const ox_json *doc, const char *fname, ox_e
         json_steps(t, ox_json_get(doc, "pre_tokenizer"), "pretokenizers", json_pretokenizer, &replace, fname, err))
         goto fail;
     if (!replace) {
-        ox_errf(err, OX_E_UNSUPPORTED, "%s: spaces are not mapped to \"\xE2\x96\x81\" (not a SentencePiece-style BPE)", fname);
+        ox_errf(err, OX_E_UNSUPPORTED, "%s: spaces are not mapped to \"\xE2\x96\x81\" (not a SentencePiece-style BPE)",
+                fname);
         goto fail;
     }
     for (size_t i = 0; i < nv; i++) {
@@ -512,7 +523,8 @@ static ox_tokenizer *open_json(int file, ox_err *err) {
         return NULL;
     }
     ox_tokenizer *t = NULL;
-    if (ox_host_read(file, 0, (size_t)size, buf, err) == 0) t = ox_tokenizer_from_json_text(buf, (size_t)size, name, err);
+    if (ox_host_read(file, 0, (size_t)size, buf, err) == 0)
+        t = ox_tokenizer_from_json_text(buf, (size_t)size, name, err);
     free(buf);
     return t;
 }

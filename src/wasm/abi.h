@@ -21,9 +21,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "base/err.h"         /* OX_ERR_CODES */
-#include "decode/generate.h"   /* OX_GEN_STATUSES */
-#include "model/model.h"      /* OX_QUANTS; model/kv.h: OX_KV_TYPES */
+#include "base/err.h"        /* OX_ERR_CODES */
+#include "decode/generate.h" /* OX_GEN_STATUSES */
+#include "model/model.h"     /* OX_QUANTS; model/kv.h: OX_KV_TYPES */
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
@@ -41,16 +41,16 @@ typedef struct ox_wasm_gen ox_wasm_gen;
 /* ---- records: X(field, meaning); JS names are the camelCase of the field ---- */
 
 /* ox_wasm_stats: counters of the engine, all since load unless said otherwise. */
-#define OX_WASM_STATS(X)                                                                        \
-    X(resident_bytes, "weights + KV caches held in wasm memory")                                \
-    X(host_bytes_read, "table rows (PLE, host-side embeddings) read through the host since load") \
-    X(rows_fetched, "table rows read since load")                                               \
-    X(host_read_calls, "host read calls, all files, since start (load included)")               \
-    X(host_bytes_read_all, "bytes read through the host, all files, since start")              \
-    X(heap_bytes, "bytes malloc holds for the engine now (everything: weights, caches, scratch)") \
-    X(wasm_bytes, "the wasm memory's size")                                                     \
-    X(stream_bytes, "streamed weights (streamWeights) read through the host since load")       \
-    X(stream_hits, "streamed-weight fetches served by the weight cache")                       \
+#define OX_WASM_STATS(X)                                                                                               \
+    X(resident_bytes, "weights + KV caches held in wasm memory")                                                       \
+    X(host_bytes_read, "table rows (PLE, host-side embeddings) read through the host since load")                      \
+    X(rows_fetched, "table rows read since load")                                                                      \
+    X(host_read_calls, "host read calls, all files, since start (load included)")                                      \
+    X(host_bytes_read_all, "bytes read through the host, all files, since start")                                      \
+    X(heap_bytes, "bytes malloc holds for the engine now (everything: weights, caches, scratch)")                      \
+    X(wasm_bytes, "the wasm memory's size")                                                                            \
+    X(stream_bytes, "streamed weights (streamWeights) read through the host since load")                               \
+    X(stream_hits, "streamed-weight fetches served by the weight cache")                                               \
     X(stream_misses, "streamed-weight fetches read through the host")
 
 /* ox_wasm_gen_new's parameters, and the generation options of the JS API: each row is
@@ -62,35 +62,36 @@ typedef struct ox_wasm_gen ox_wasm_gen;
  * worker fills it). tools/gen_abi.mjs writes js/shared/abi.js genOptions from the rows with a
  * js name; js/main/options.js checks them, the worker copies them into the record. NaN = the
  * C default (ox_gen_defaults). Adding a sampling option: one row here and its use in C. */
-#define OX_WASM_GEN_PARAMS(X)                                                                   \
-    X(temperature, sampler.temperature, F, 0, _, "temperature", "<= 0: greedy")                \
-    X(top_k, sampler.top_k, I, 0, _, "topK", "<= 0 or >= vocab: off; 1: greedy")               \
-    X(top_p, sampler.top_p, F, _, _, "topP", "in (0, 1]; 1: off")                               \
-    X(min_p, sampler.min_p, F, _, _, "minP", "in [0, 1]; 0: off")                               \
-    X(repetition_penalty, sampler.repetition_penalty, F, _, _, "repetitionPenalty", "> 0; 1: off") \
-    X(frequency_penalty, sampler.frequency_penalty, F, _, _, "frequencyPenalty", "0: off")     \
-    X(presence_penalty, sampler.presence_penalty, F, _, _, "presencePenalty", "0: off")        \
-    X(penalty_window, sampler.penalty_window, I, 0, _, "penaltyWindow",                        \
-      "penalties see the last N tokens, prompt included; <= 0: all")                           \
-    X(seed, sampler.seed, S, 0, _, "seed", "required: an integer from 0 to 2^53-1")             \
-    X(max_tokens, max_tokens, I, 0, _, "maxTokens", "tokens output at most; <= 0: none")        \
-    X(eos, use_eos, B, _, _, "", "1: the model's eos ids stop generation (besides stop_ids); 0: only stop_ids") \
-    X(include_special, show_special, B, _, _, "includeSpecial", "1: a control token's bytes are its text") \
-    X(bias_ids, sampler.bias_ids, P, _, _, "", "pointer to n_bias int32 token ids (logit bias), or 0") \
-    X(bias, sampler.bias, P, _, _, "", "pointer to n_bias f32 values added to those logits, or 0") \
-    X(n_bias, sampler.n_bias, I, _, _, "", "entries in bias_ids / bias")                        \
-    X(stop_ids, stop_ids, P, _, _, "", "pointer to n_stop int32 token ids that stop generation, or 0") \
-    X(n_stop, n_stop, I, _, _, "", "entries in stop_ids")                                       \
-    X(grammar, filter, S, _, _, "", "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0") \
-    X(n_grammar, filter, S, _, _, "", "bytes of grammar")                                       \
-    X(draft_tokens, draft_tokens, I, 1, OX_GEN_DRAFT_MAX, "speculative.draftTokens",            \
-      "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off")    \
-    X(mtp, drafter, S, _, _, "", "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead") \
-    X(draft_p_min, draft_p_min, F, 0, 1, "speculative.minProbability",                         \
-      "MTP: a draft ends before a token the drafter gives less than this probability")          \
-    X(draft_fixed, draft_fixed, B, _, _, "speculative.fixedLength",                             \
-      "1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)") \
-    X(logprobs, logprobs, I, 0, OX_GEN_TOP_MAX, "logprobs",                                     \
+#define OX_WASM_GEN_PARAMS(X)                                                                                          \
+    X(temperature, sampler.temperature, F, 0, _, "temperature", "<= 0: greedy")                                        \
+    X(top_k, sampler.top_k, I, 0, _, "topK", "<= 0 or >= vocab: off; 1: greedy")                                       \
+    X(top_p, sampler.top_p, F, _, _, "topP", "in (0, 1]; 1: off")                                                      \
+    X(min_p, sampler.min_p, F, _, _, "minP", "in [0, 1]; 0: off")                                                      \
+    X(repetition_penalty, sampler.repetition_penalty, F, _, _, "repetitionPenalty", "> 0; 1: off")                     \
+    X(frequency_penalty, sampler.frequency_penalty, F, _, _, "frequencyPenalty", "0: off")                             \
+    X(presence_penalty, sampler.presence_penalty, F, _, _, "presencePenalty", "0: off")                                \
+    X(penalty_window, sampler.penalty_window, I, 0, _, "penaltyWindow",                                                \
+      "penalties see the last N tokens, prompt included; <= 0: all")                                                   \
+    X(seed, sampler.seed, S, 0, _, "seed", "required: an integer from 0 to 2^53-1")                                    \
+    X(max_tokens, max_tokens, I, 0, _, "maxTokens", "tokens output at most; <= 0: none")                               \
+    X(eos, use_eos, B, _, _, "", "1: the model's eos ids stop generation (besides stop_ids); 0: only stop_ids")        \
+    X(include_special, show_special, B, _, _, "includeSpecial", "1: a control token's bytes are its text")             \
+    X(bias_ids, sampler.bias_ids, P, _, _, "", "pointer to n_bias int32 token ids (logit bias), or 0")                 \
+    X(bias, sampler.bias, P, _, _, "", "pointer to n_bias f32 values added to those logits, or 0")                     \
+    X(n_bias, sampler.n_bias, I, _, _, "", "entries in bias_ids / bias")                                               \
+    X(stop_ids, stop_ids, P, _, _, "", "pointer to n_stop int32 token ids that stop generation, or 0")                 \
+    X(n_stop, n_stop, I, _, _, "", "entries in stop_ids")                                                              \
+    X(grammar, filter, S, _, _, "",                                                                                    \
+      "pointer to n_grammar bytes of GBNF (decode/grammar.h) constraining the output, or 0")                           \
+    X(n_grammar, filter, S, _, _, "", "bytes of grammar")                                                              \
+    X(draft_tokens, draft_tokens, I, 1, OX_GEN_DRAFT_MAX, "speculative.draftTokens",                                   \
+      "speculative decoding with prompt-lookup drafts of at most this many tokens; 0: off")                            \
+    X(mtp, drafter, S, _, _, "", "1: the drafts come from the engine's MTP drafter (ox_wasm_load_drafter) instead")    \
+    X(draft_p_min, draft_p_min, F, 0, 1, "speculative.minProbability",                                                 \
+      "MTP: a draft ends before a token the drafter gives less than this probability")                                 \
+    X(draft_fixed, draft_fixed, B, _, _, "speculative.fixedLength",                                                    \
+      "1: every prompt-lookup draft is draft_tokens long (measuring; else chosen by expected gain)")                   \
+    X(logprobs, logprobs, I, 0, OX_GEN_TOP_MAX, "logprobs",                                                            \
       "-1: off; 0..20: each token's log-probability and that many alternatives")
 
 /* The load options of the JS API that reach C (ox_wasm_load, ox_wasm_estimate, ox_wasm_session_new):
@@ -99,13 +100,13 @@ typedef struct ox_wasm_gen ox_wasm_gen;
  * flag; js: loadModel()'s option. js/shared/abi.js loadOptions; js/main/options.js checks them.
  * Unset: the first name of a list, 0 (off / no limit / the model's maximum), and for
  * weight_cache with a stream mode OX_WASM_WEIGHT_CACHE_DEFAULT. */
-#define OX_WASM_LOAD_OPTIONS(X)                                                                 \
-    X(quant, E, OX_QUANTS, _, "quant", "precision of bf16/f16/f32 weights in memory")           \
-    X(tables_on_host, B, _, _, "tablesOnHost", "token-embedding rows read from the host too")  \
-    X(max_resident, I, 0, _, "maxResident", "bytes of weights at most; 0: no limit")           \
-    X(stream, E, OX_STREAMS, _, "streamWeights", "which linear weights stay on the host")      \
-    X(weight_cache, I, 1, _, "weightCache", "bytes for the streamed weights")                  \
-    X(kv_type, E, OX_KV_TYPES, _, "kvType", "how K and V rows are stored")                      \
+#define OX_WASM_LOAD_OPTIONS(X)                                                                                        \
+    X(quant, E, OX_QUANTS, _, "quant", "precision of bf16/f16/f32 weights in memory")                                  \
+    X(tables_on_host, B, _, _, "tablesOnHost", "token-embedding rows read from the host too")                          \
+    X(max_resident, I, 0, _, "maxResident", "bytes of weights at most; 0: no limit")                                   \
+    X(stream, E, OX_STREAMS, _, "streamWeights", "which linear weights stay on the host")                              \
+    X(weight_cache, I, 1, _, "weightCache", "bytes for the streamed weights")                                          \
+    X(kv_type, E, OX_KV_TYPES, _, "kvType", "how K and V rows are stored")                                             \
     X(max_ctx, I, 0, _, "maxContext", "positions of the session; 0: the model's maximum")
 #define OX_WASM_WEIGHT_CACHE_DEFAULT 536870912 /* bytes for streamed weights when the option is unset */
 
@@ -114,32 +115,32 @@ typedef struct ox_wasm_gen ox_wasm_gen;
 #define OX_WASM_PREFILL_CHUNK 256
 
 /* ox_wasm_gen_out: what the last ox_wasm_gen_step produced (the status is its return). */
-#define OX_WASM_GEN_OUT(X)                                                                      \
-    X(token, "the token id, -1 if none (STOP: the stop id, which is not output)")             \
-    X(bytes, "pointer to the token's bytes (UTF-8, may split a character); valid until the next step") \
-    X(n_bytes, "number of bytes")                                                               \
-    X(generated, "tokens output so far")                                                        \
-    X(decoded, "forwards run by steps so far (a verify batch counts once)")                    \
-    X(pos, "session position (tokens in the KV cache)")                                         \
-    X(drafted, "tokens proposed by the drafter so far")                                         \
-    X(accepted, "drafted tokens kept so far")                                                   \
-    X(logprob, "with logprobs: log p(token) under the model")                                   \
-    X(n_top, "with logprobs: alternatives listed")                                              \
-    X(top_ids, "pointer to n_top int32 token ids, likeliest first")                             \
+#define OX_WASM_GEN_OUT(X)                                                                                             \
+    X(token, "the token id, -1 if none (STOP: the stop id, which is not output)")                                      \
+    X(bytes, "pointer to the token's bytes (UTF-8, may split a character); valid until the next step")                 \
+    X(n_bytes, "number of bytes")                                                                                      \
+    X(generated, "tokens output so far")                                                                               \
+    X(decoded, "forwards run by steps so far (a verify batch counts once)")                                            \
+    X(pos, "session position (tokens in the KV cache)")                                                                \
+    X(drafted, "tokens proposed by the drafter so far")                                                                \
+    X(accepted, "drafted tokens kept so far")                                                                          \
+    X(logprob, "with logprobs: log p(token) under the model")                                                          \
+    X(n_top, "with logprobs: alternatives listed")                                                                     \
+    X(top_ids, "pointer to n_top int32 token ids, likeliest first")                                                    \
     X(top_logprobs, "pointer to n_top f32 log-probabilities")
 
 /* ox_wasm_estimate's output (model/estimate.h), bytes unless said otherwise. */
-#define OX_WASM_ESTIMATE(X)                                                                     \
-    X(weights, "resident weights")                                                              \
-    X(embeddings_on_host, "table rows read through the host (PLE): not resident, not in total") \
-    X(weight_cache, "the streamed weights' cache bound (0: everything resident)")               \
-    X(kv, "KV caches at the context")                                                           \
-    X(scratch, "activations and matmul scratch of a prefill micro-batch, token list, one generation") \
-    X(runtime, "in use before the load: the module, stacks, parsed headers, tokenizer")        \
-    X(total, "weights + weight_cache + kv + scratch + runtime")                                 \
-    X(file_bytes, "bytes the load reads")                                                       \
+#define OX_WASM_ESTIMATE(X)                                                                                            \
+    X(weights, "resident weights")                                                                                     \
+    X(embeddings_on_host, "table rows read through the host (PLE): not resident, not in total")                        \
+    X(weight_cache, "the streamed weights' cache bound (0: everything resident)")                                      \
+    X(kv, "KV caches at the context")                                                                                  \
+    X(scratch, "activations and matmul scratch of a prefill micro-batch, token list, one generation")                  \
+    X(runtime, "in use before the load: the module, stacks, parsed headers, tokenizer")                                \
+    X(total, "weights + weight_cache + kv + scratch + runtime")                                                        \
+    X(file_bytes, "bytes the load reads")                                                                              \
     X(context, "positions (the fitted context with fit)")
-#define OX_WASM_COUNT_(field, what) +1
+#define OX_WASM_COUNT_(field, what)                           +1
 #define OX_WASM_GP_COUNT_(field, dst, kind, lo, hi, js, what) +1
 enum {
     OX_WASM_N_STATS = 0 OX_WASM_STATS(OX_WASM_COUNT_),
@@ -150,10 +151,10 @@ enum {
 #undef OX_WASM_COUNT_
 #undef OX_WASM_GP_COUNT_
 /* Field indices: OX_WASM_STAT_resident_bytes, OX_WASM_GP_seed, OX_WASM_GO_token, ... */
-#define OX_WASM_STAT_(f, w) OX_WASM_STAT_##f,
+#define OX_WASM_STAT_(f, w)                      OX_WASM_STAT_##f,
 #define OX_WASM_GP_(f, dst, kind, lo, hi, js, w) OX_WASM_GP_##f,
-#define OX_WASM_GO_(f, w) OX_WASM_GO_##f,
-#define OX_WASM_EST_(f, w) OX_WASM_EST_##f,
+#define OX_WASM_GO_(f, w)                        OX_WASM_GO_##f,
+#define OX_WASM_EST_(f, w)                       OX_WASM_EST_##f,
 enum { OX_WASM_STATS(OX_WASM_STAT_) };
 enum { OX_WASM_ESTIMATE(OX_WASM_EST_) };
 enum { OX_WASM_GEN_PARAMS(OX_WASM_GP_) };
@@ -211,8 +212,7 @@ OX_EXPORT int ox_wasm_stats(const ox_wasm_engine *e, double *out);
 
 /* Encode len bytes of UTF-8 (special: match control tokens such as <|turn> in the text).
  * Returns the number of ids (> cap: call again with a larger buffer) or < 0. */
-OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out,
-                               int cap);
+OX_EXPORT int ox_wasm_tokenize(const ox_wasm_engine *e, const char *text, int len, int special, int32_t *out, int cap);
 /* Bytes of one token (control tokens: none, unless show_special). Same return convention. */
 OX_EXPORT int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, char *out, int cap);
 

@@ -32,7 +32,7 @@ struct ox_wasm_engine {
 struct ox_wasm_gen {
     ox_gen *g;
     const ox_session *s;
-    ox_grammar *grammar;     /* the output's constraint, or NULL */
+    ox_grammar *grammar; /* the output's constraint, or NULL */
     double out[OX_WASM_N_GEN_OUT];
 };
 
@@ -68,8 +68,12 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
         ox_errf(&last, OX_E_NOMEM, "out of memory for the engine");
         return NULL;
     }
-    ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .max_resident = (uint64_t)max_resident,
-                      .progress = progress, .stream = (ox_stream)stream, .weight_cache = (uint64_t)weight_cache};
+    ox_load_opts o = {.quant = (ox_quant)quant,
+                      .tables_on_host = tables_on_host,
+                      .max_resident = (uint64_t)max_resident,
+                      .progress = progress,
+                      .stream = (ox_stream)stream,
+                      .weight_cache = (uint64_t)weight_cache};
     if (!(e->core = ox_engine_load(files, n_files, &o, 0, &last))) free(e), e = NULL;
     else ox_engine_set_abort(e->core, js_aborted, NULL);
     return e;
@@ -92,7 +96,9 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     int rc = tok ? 0 : last.code;
     ox_mem_estimate e;
     if (!rc) {
-        ox_load_opts o = {.quant = (ox_quant)quant, .tables_on_host = tables_on_host, .stream = (ox_stream)stream,
+        ox_load_opts o = {.quant = (ox_quant)quant,
+                          .tables_on_host = tables_on_host,
+                          .stream = (ox_stream)stream,
                           .weight_cache = (uint64_t)weight_cache};
         ox_mem_request rq = {n_ctx, kv_type, ox_pool_threads(), in_use()};
         rc = ox_memory_budget(mf, &o, &rq, (uint64_t)budget, fit, &e, &last);
@@ -218,10 +224,11 @@ static int gen_params(const double *r, ox_gen_params *p) {
     /* every row of OX_WASM_GEN_PARAMS by its kind; S rows are set here (seed) or by the caller */
 #define GP_F(f, dst) p->dst = (float)r[OX_WASM_GP_##f]
 #define GP_I(f, dst) p->dst = (int)r[OX_WASM_GP_##f]
-#define GP_B GP_I
+#define GP_B         GP_I
 #define GP_P(f, dst) p->dst = (void *)(uintptr_t)r[OX_WASM_GP_##f]
 #define GP_S(f, dst) (void)0
-#define GP_SET_(f, dst, kind, lo, hi, js, w) if (!isnan(r[OX_WASM_GP_##f])) GP_##kind(f, dst);
+#define GP_SET_(f, dst, kind, lo, hi, js, w)                                                                           \
+    if (!isnan(r[OX_WASM_GP_##f])) GP_##kind(f, dst);
     OX_WASM_GEN_PARAMS(GP_SET_)
 #undef GP_SET_
 #undef GP_F
@@ -284,7 +291,9 @@ API void ox_wasm_gen_free(ox_wasm_gen *g) {
 API const double *ox_wasm_gen_out(const ox_wasm_gen *g) { return g->out; }
 API int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n) { return ox_gen_start(g->g, prompt, n, &last); }
 API int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n) { return ox_gen_prefill(g->g, max_n, &last); }
-API int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask) { return ox_gen_soft(g->g, soft, mask, &last); }
+API int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask) {
+    return ox_gen_soft(g->g, soft, mask, &last);
+}
 
 API int ox_wasm_gen_step(ox_wasm_gen *g) {
     ox_gen_token t;
@@ -319,8 +328,9 @@ API const char *ox_wasm_json_schema_grammar(const char *json, int n, int tools, 
     free(gbnf);
     gbnf = NULL;
     last = (ox_err){0};
-    int mode = tools ? OX_SCHEMA_TOOL_CALLS | (after_name ? OX_SCHEMA_AFTER_NAME : 0) | (parallel ? OX_SCHEMA_PARALLEL : 0)
-                     : OX_SCHEMA_JSON;
+    int mode = tools
+                   ? OX_SCHEMA_TOOL_CALLS | (after_name ? OX_SCHEMA_AFTER_NAME : 0) | (parallel ? OX_SCHEMA_PARALLEL : 0)
+                   : OX_SCHEMA_JSON;
     if (n < 0) {
         ox_errf(&last, OX_E_RANGE, "JSON schema: %d bytes", n);
         return NULL;

@@ -17,13 +17,13 @@ typedef struct {
 } wtensor;
 
 struct ox_gguf_writer {
-    ox_strbuf kv;         /* serialized key/value section */
+    ox_strbuf kv; /* serialized key/value section */
     uint64_t n_kv;
     char **keys;
     wtensor *t;
     int n_t, cap_t;
     uint32_t alignment;
-    ox_err err;           /* first error of an add call, reported by the write */
+    ox_err err; /* first error of an add call, reported by the write */
 };
 
 ox_gguf_writer *ox_gguf_writer_new(void) {
@@ -50,7 +50,10 @@ static int w_fail(ox_gguf_writer *w, int code, const char *what, const char *nam
 static void put(ox_gguf_writer *w, const void *p, size_t n) { ox_sb_append(&w->kv, p, n); }
 static void put_u32(ox_gguf_writer *w, uint32_t v) { put(w, &v, 4); }
 static void put_u64(ox_gguf_writer *w, uint64_t v) { put(w, &v, 8); }
-static void put_str(ox_gguf_writer *w, const char *s, uint64_t n) { put_u64(w, n); put(w, s, (size_t)n); }
+static void put_str(ox_gguf_writer *w, const char *s, uint64_t n) {
+    put_u64(w, n);
+    put(w, s, (size_t)n);
+}
 
 static int put_value(ox_gguf_writer *w, const ox_gguf_value *v, const char *key, int depth) {
     if ((unsigned)v->type >= OX_GGUF_TYPE_COUNT) return w_fail(w, OX_E_FORMAT, "bad value type for key", key);
@@ -99,13 +102,13 @@ int ox_gguf_w_value(ox_gguf_writer *w, const char *key, const ox_gguf_value *v) 
     return put_value(w, v, key, 0);
 }
 
-#define W_SCALAR(fn, T, tag, field)                                              \
-    int fn(ox_gguf_writer *w, const char *key, T x) {                            \
-        ox_gguf_value v;                                                         \
-        memset(&v, 0, sizeof v);                                                 \
-        v.type = tag;                                                            \
-        v.v.field = x;                                                           \
-        return ox_gguf_w_value(w, key, &v);                                      \
+#define W_SCALAR(fn, T, tag, field)                                                                                    \
+    int fn(ox_gguf_writer *w, const char *key, T x) {                                                                  \
+        ox_gguf_value v;                                                                                               \
+        memset(&v, 0, sizeof v);                                                                                       \
+        v.type = tag;                                                                                                  \
+        v.v.field = x;                                                                                                 \
+        return ox_gguf_w_value(w, key, &v);                                                                            \
     }
 W_SCALAR(ox_gguf_w_u32, uint32_t, OX_GGUF_U32, u32)
 W_SCALAR(ox_gguf_w_i32, int32_t, OX_GGUF_I32, i32)
@@ -160,14 +163,16 @@ int ox_gguf_w_tensor(ox_gguf_writer *w, const char *name, ox_type type, int n_di
                      const void *data, ox_err *err) {
     if (n_dims < 1 || n_dims > OX_GGUF_MAX_DIMS)
         return ox_errf(err, OX_E_RANGE, "GGUF writer: tensor %s: %d dimensions", name, n_dims);
-    if (strlen(name) >= OX_GGUF_MAX_NAME) return ox_errf(err, OX_E_RANGE, "GGUF writer: tensor name too long: %s", name);
+    if (strlen(name) >= OX_GGUF_MAX_NAME)
+        return ox_errf(err, OX_E_RANGE, "GGUF writer: tensor name too long: %s", name);
     for (int i = 0; i < w->n_t; i++)
         if (strcmp(w->t[i].name, name) == 0) return ox_errf(err, OX_E_RANGE, "GGUF writer: duplicate tensor %s", name);
     wtensor t = {NULL, type, n_dims, {1, 1, 1, 1}, data, 0, 0};
     uint64_t rows = 1;
     for (int d = 0; d < n_dims; d++) {
         t.ne[d] = ne[d];
-        if (d && ne[d] && rows > UINT64_MAX / ne[d]) return ox_errf(err, OX_E_RANGE, "GGUF writer: tensor %s too big", name);
+        if (d && ne[d] && rows > UINT64_MAX / ne[d])
+            return ox_errf(err, OX_E_RANGE, "GGUF writer: tensor %s too big", name);
         if (d) rows *= ne[d];
     }
     uint64_t row;
@@ -229,14 +234,16 @@ int ox_gguf_w_write_file(ox_gguf_writer *w, FILE *f, const char *fname, ox_gguf_
         wtensor *t = &w->t[i];
         long long before = ftello(f);
         if (t->data) {
-            if (fwrite(t->data, 1, (size_t)t->nbytes, f) != t->nbytes) rc = ox_errf(err, OX_E_IO, "%s: write failed", fname);
+            if (fwrite(t->data, 1, (size_t)t->nbytes, f) != t->nbytes)
+                rc = ox_errf(err, OX_E_IO, "%s: write failed", fname);
         } else if (!fill) {
             rc = ox_errf(err, OX_E_STATE, "%s: tensor %s has no data and no fill callback", fname, t->name);
         } else if ((rc = fill(ud, i, f, err)) == 0 && before >= 0 && ftello(f) - before != (long long)t->nbytes) {
             rc = ox_errf(err, OX_E_STATE, "%s: fill callback wrote %lld bytes for tensor %s, expected %llu", fname,
                          ftello(f) - before, t->name, (unsigned long long)t->nbytes);
         }
-        if (!rc && write_pad(f, (t->nbytes + a - 1) / a * a - t->nbytes)) rc = ox_errf(err, OX_E_IO, "%s: write failed", fname);
+        if (!rc && write_pad(f, (t->nbytes + a - 1) / a * a - t->nbytes))
+            rc = ox_errf(err, OX_E_IO, "%s: write failed", fname);
     }
     return rc;
 }

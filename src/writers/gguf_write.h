@@ -34,7 +34,6 @@ int ox_gguf_w_tensor(ox_gguf_writer *w, const char *name, ox_type type, int n_di
                      const void *data, ox_err *err);
 /* Write the file. fill may be NULL when every tensor has a data pointer. */
 int ox_gguf_w_write(ox_gguf_writer *w, const char *path, ox_gguf_fill_fn fill, void *ud, ox_err *err);
-int ox_gguf_w_write_file(ox_gguf_writer *w, FILE *f, const char *fname, ox_gguf_fill_fn fill, void *ud,
-                         ox_err *err);
+int ox_gguf_w_write_file(ox_gguf_writer *w, FILE *f, const char *fname, ox_gguf_fill_fn fill, void *ud, ox_err *err);
 
 #endif

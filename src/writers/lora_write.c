@@ -15,7 +15,7 @@
 
 /* The HF module of each target (model/lora.h order), under model.language_model.layers.N. */
 static const char *const hf_module[OX_LORA_N_TARGETS] = {
-    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",     "self_attn.o_proj",     "mlp.gate_proj",
     "mlp.up_proj",      "mlp.down_proj",    "per_layer_input_gate", "per_layer_projection",
 };
 
@@ -53,7 +53,10 @@ static void *make(const ox_lora_spec *a, int l, int t, int is_b, int rows, int c
     return p;
 }
 
-typedef struct made { void *data[2 * OX_LORA_N_TARGETS * 256]; int n; } made;
+typedef struct made {
+    void *data[2 * OX_LORA_N_TARGETS * 256];
+    int n;
+} made;
 
 /* Calls emit(ud, l, t, is_b, rows, cols, data) for every tensor of the spec, A before B. */
 typedef int (*emit_fn)(void *ud, int l, int t, int is_b, int rows, int cols, const void *data, ox_err *err);
@@ -63,7 +66,8 @@ typedef int (*emit_fn)(void *ud, int l, int t, int is_b, int rows, int cols, con
 static int each_tensor(const ox_config *c, const ox_lora_spec *a, int gguf, made *mk, emit_fn emit, void *ud,
                        ox_err *err) {
     if (a->rank < 1 || (a->type != OX_F32 && a->type != OX_F16 && a->type != OX_BF16))
-        return ox_errf(err, OX_E_RANGE, "lora_write: rank %d / type %d (rank >= 1; F32, F16, BF16)", a->rank, (int)a->type);
+        return ox_errf(err, OX_E_RANGE, "lora_write: rank %d / type %d (rank >= 1; F32, F16, BF16)", a->rank,
+                       (int)a->type);
     int layers = a->layers > 0 && a->layers < c->n_layers ? a->layers : c->n_layers;
     for (int l = 0; l < layers; l++)
         for (int t = 0; t < OX_LORA_N_TARGETS; t++) {
@@ -129,11 +133,14 @@ static int write_config(const ox_lora_spec *a, const char *dir, ox_err *err) {
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
     FILE *f = fopen(path, "wb");
     if (!f) return ox_errf(err, OX_E_IO, "%s: cannot create", path);
-    fprintf(f, "{\n  \"peft_type\": \"LORA\",\n  \"r\": %d,\n  \"lora_alpha\": %.9g,\n  \"use_rslora\": %s,\n"
-               "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"target_modules\": [",
+    fprintf(f,
+            "{\n  \"peft_type\": \"LORA\",\n  \"r\": %d,\n  \"lora_alpha\": %.9g,\n  \"use_rslora\": %s,\n"
+            "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"target_modules\": [",
             a->rank, (double)a->alpha, a->rslora ? "true" : "false");
     for (int t = 0, k = 0; t < OX_LORA_N_TARGETS; t++)
-        if (a->targets >> t & 1) fprintf(f, "%s\"%s\"", k++ ? ", " : "", strrchr(hf_module[t], '.') ? strrchr(hf_module[t], '.') + 1 : hf_module[t]);
+        if (a->targets >> t & 1)
+            fprintf(f, "%s\"%s\"", k++ ? ", " : "",
+                    strrchr(hf_module[t], '.') ? strrchr(hf_module[t], '.') + 1 : hf_module[t]);
     fprintf(f, "]\n}\n");
     return fclose(f) ? ox_errf(err, OX_E_IO, "%s: write failed", path) : 0;
 }

@@ -12,13 +12,13 @@
 
 typedef struct ox_lora_spec {
     int rank;
-    float alpha;       /* GGUF adapter.lora.alpha / PEFT lora_alpha */
-    int rslora;        /* PEFT use_rslora */
-    float std;         /* of the A and B values */
+    float alpha; /* GGUF adapter.lora.alpha / PEFT lora_alpha */
+    int rslora;  /* PEFT use_rslora */
+    float std;   /* of the A and B values */
     uint32_t seed;
-    unsigned targets;  /* bit (1 << ox_lora_target) per patched linear (model/lora.h order) */
-    ox_type type;      /* F32, F16 or BF16 */
-    int layers;        /* patch layers [0, layers) only; 0 = all */
+    unsigned targets; /* bit (1 << ox_lora_target) per patched linear (model/lora.h order) */
+    ox_type type;     /* F32, F16 or BF16 */
+    int layers;       /* patch layers [0, layers) only; 0 = all */
 } ox_lora_spec;
 
 #define OX_LORA_ALL_TARGETS 0x1ffu

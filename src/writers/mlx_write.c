@@ -60,7 +60,12 @@ void ox_mlx_dequantize_row(ox_mlx_q q, ox_st_dtype sdt, const uint32_t *w, const
 
 enum part { P_COPY, P_VALUES, P_SCALES, P_BIASES, P_REF };
 
-typedef struct { int file; const ox_st_tensor *src; enum part part; ox_mlx_q q; } out_t;
+typedef struct {
+    int file;
+    const ox_st_tensor *src;
+    enum part part;
+    ox_mlx_q q;
+} out_t;
 
 typedef struct {
     out_t *out;
@@ -197,7 +202,10 @@ int ox_mlx_write(const char *const *src, int n_src, const char *out_dir, const c
     for (int i = 0; i < n_src && !rc; i++) {
         const char *b = base_of(src[i]);
         if (ends(b, ".safetensors")) {
-            if ((files[n_files] = ox_host_open_path(src[i], err)) < 0) { rc = err ? err->code : OX_E_IO; break; }
+            if ((files[n_files] = ox_host_open_path(src[i], err)) < 0) {
+                rc = err ? err->code : OX_E_IO;
+                break;
+            }
             n_files++;
             if (!(st[n_st] = ox_st_open(files[n_files - 1], err))) rc = err ? err->code : OX_E_FORMAT;
             else n_st++;
@@ -223,7 +231,10 @@ int ox_mlx_write(const char *const *src, int n_src, const char *out_dir, const c
             char module[512];
             snprintf(module, sizeof module, "%.*s", (int)(strlen(t->name) > 7 ? strlen(t->name) - 7 : 0), t->name);
             ox_mlx_q q = o->override_suffix && ends(module, o->override_suffix) ? o->override_q : o->q;
-            if (no[0] + 3 >= 4 * 1024 * (n_st + 1)) { rc = ox_errf(err, OX_E_RANGE, "mlx: too many tensors"); break; }
+            if (no[0] + 3 >= 4 * 1024 * (n_st + 1)) {
+                rc = ox_errf(err, OX_E_RANGE, "mlx: too many tensors");
+                break;
+            }
             if (!is_quantized(t, q)) {
                 for (int k = 0; k < 1 + (ref_dir != NULL) && !rc; k++) {
                     jobs[k].out[no[k]++] = (out_t){files[s], t, P_COPY, q};
@@ -260,7 +271,8 @@ int ox_mlx_write(const char *const *src, int n_src, const char *out_dir, const c
     }
     char path[4096];
     if (!rc) rc = ox_st_w_meta(w[0], "format", "mlx", err);
-    if (!rc) snprintf(path, sizeof path, "%s/model.safetensors", out_dir), rc = ox_st_w_write(w[0], path, fill, &jobs[0], err);
+    if (!rc)
+        snprintf(path, sizeof path, "%s/model.safetensors", out_dir), rc = ox_st_w_write(w[0], path, fill, &jobs[0], err);
     if (!rc && ref_dir) rc = ox_st_w_meta(w[1], "format", "pt", err);
     if (!rc && ref_dir)
         snprintf(path, sizeof path, "%s/model.safetensors", ref_dir), rc = ox_st_w_write(w[1], path, fill, &jobs[1], err);

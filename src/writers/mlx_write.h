@@ -18,7 +18,7 @@ typedef struct ox_mlx_write_opts {
     ox_mlx_q q;                  /* the defaults */
     const char *override_suffix; /* modules whose path ends so get override_q (a per-module entry) */
     ox_mlx_q override_q;
-    ox_st_dtype scale_dtype;     /* BF16 (mlx-lm's for bf16 models) or F16 */
+    ox_st_dtype scale_dtype; /* BF16 (mlx-lm's for bf16 models) or F16 */
 } ox_mlx_write_opts;
 
 /* One row: cols values (cols % q.group == 0) -> packed words w (cols * bits / 32), scales and

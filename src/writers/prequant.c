@@ -23,7 +23,11 @@ ox_type ox_prequant_type(const ox_tensor *t, int q4) {
     return OX_Q8_0;
 }
 
-typedef struct { const ox_tensor *src; ox_type type; int part; /* 0 values / plain, 1 scales */ } out_t;
+typedef struct {
+    const ox_tensor *src;
+    ox_type type;
+    int part; /* 0 values / plain, 1 scales */
+} out_t;
 
 typedef struct {
     out_t *out;
@@ -61,7 +65,8 @@ static int fill(void *ud, int i, FILE *f, ox_err *err) {
         if ((rc = ox_tensor_read_rows(t, r0, nr, j->raw, err))) return rc;
         for (size_t r = 0; r < nr; r++) ox_dequantize_row(t->type, j->raw + r * rb, j->f + r * n, (size_t)n);
         if (o->type == OX_F32) {
-            if (fwrite(j->f, sizeof(float), nr * n, f) != nr * n) return ox_errf(err, OX_E_IO, "quantize: write failed");
+            if (fwrite(j->f, sizeof(float), nr * n, f) != nr * n)
+                return ox_errf(err, OX_E_IO, "quantize: write failed");
         } else {
             if ((rc = grow((void **)&j->blocks, &j->cap_blocks, nr * nb * bb, err))) return rc;
             if (ox_quantize_row(o->type, j->f, j->blocks, nr * (size_t)n))

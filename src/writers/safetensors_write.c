@@ -37,7 +37,8 @@ void ox_st_writer_free(ox_st_writer *w) {
 
 int ox_st_w_meta(ox_st_writer *w, const char *key, const char *value, ox_err *err) {
     for (int i = 0; i < w->n_meta; i++)
-        if (strcmp(w->mk[i], key) == 0) return ox_errf(err, OX_E_RANGE, "safetensors writer: duplicate metadata key %s", key);
+        if (strcmp(w->mk[i], key) == 0)
+            return ox_errf(err, OX_E_RANGE, "safetensors writer: duplicate metadata key %s", key);
     char **mk = realloc(w->mk, (size_t)(w->n_meta + 1) * sizeof *mk);
     if (mk) w->mk = mk;
     char **mv = mk ? realloc(w->mv, (size_t)(w->n_meta + 1) * sizeof *mv) : NULL;
@@ -55,7 +56,8 @@ int ox_st_w_tensor(ox_st_writer *w, const char *name, ox_st_dtype dtype, int n_d
     if ((unsigned)dtype >= OX_ST_DTYPE_COUNT || n_dims < 0 || n_dims > OX_ST_MAX_DIMS || strcmp(name, "__metadata__") == 0)
         return ox_errf(err, OX_E_RANGE, "safetensors writer: tensor %s: bad dtype, rank or name", name);
     for (int i = 0; i < w->n_t; i++)
-        if (strcmp(w->t[i].name, name) == 0) return ox_errf(err, OX_E_RANGE, "safetensors writer: duplicate tensor %s", name);
+        if (strcmp(w->t[i].name, name) == 0)
+            return ox_errf(err, OX_E_RANGE, "safetensors writer: duplicate tensor %s", name);
     wtensor t;
     memset(&t, 0, sizeof t);
     t.dtype = dtype, t.n_dims = n_dims, t.data = data;
@@ -97,7 +99,8 @@ int ox_st_w_write(ox_st_writer *w, const char *path, ox_st_fill_fn fill, void *u
         ox_sb_json_str(&h, t->name, strlen(t->name));
         ox_sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ox_st_dtype_name(t->dtype));
         for (int d = 0; d < t->n_dims; d++) ox_sb_printf(&h, d ? ",%llu" : "%llu", (unsigned long long)t->shape[d]);
-        ox_sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + t->nbytes));
+        ox_sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                     (unsigned long long)(off + t->nbytes));
         off += t->nbytes;
     }
     ox_sb_append(&h, "}", 1);
@@ -113,13 +116,15 @@ int ox_st_w_write(ox_st_writer *w, const char *path, ox_st_fill_fn fill, void *u
     }
     uint64_t hlen = h.len;
     int rc = 0;
-    if (fwrite(&hlen, 8, 1, f) != 1 || fwrite(h.s, 1, h.len, f) != h.len) rc = ox_errf(err, OX_E_IO, "%s: write failed", path);
+    if (fwrite(&hlen, 8, 1, f) != 1 || fwrite(h.s, 1, h.len, f) != h.len)
+        rc = ox_errf(err, OX_E_IO, "%s: write failed", path);
     ox_sb_free(&h);
     for (int i = 0; !rc && i < w->n_t; i++) {
         const wtensor *t = &w->t[i];
         long long before = ftello(f);
         if (t->data) {
-            if (fwrite(t->data, 1, (size_t)t->nbytes, f) != t->nbytes) rc = ox_errf(err, OX_E_IO, "%s: write failed", path);
+            if (fwrite(t->data, 1, (size_t)t->nbytes, f) != t->nbytes)
+                rc = ox_errf(err, OX_E_IO, "%s: write failed", path);
         } else if (!fill) {
             rc = ox_errf(err, OX_E_STATE, "%s: tensor %s has no data and no fill callback", path, t->name);
         } else if ((rc = fill(ud, i, f, err)) == 0 && before >= 0 && ftello(f) - before != (long long)t->nbytes) {

@@ -25,11 +25,33 @@
 /* ------------------------------------------------------------------ presets */
 
 static const ox_synth base_tiny = {
-    .hidden = 256, .layers = 6, .heads = 4, .kv_heads = 2, .head_dim = 64, .global_head_dim = 128,
-    .ffn = 512, .double_wide = 1, .ple = 64, .vocab = 1024, .user_tokens = 128, .swa_period = 3,
-    .kv_shared = 3, .window = 16, .ctx = 4096, .rope_base = 1e6f, .rope_base_swa = 1e4f,
-    .partial_rotary = 0.25f, .softcap = 30.0f, .eps = 1e-6f, .std = 0.08f, .branch_gain = 1.0f,
-    .qk_norm_scale = 1.0f, .seed = 1234, .type = OX_F32, .embd_type = OX_F32, .ple_type = OX_F32,
+    .hidden = 256,
+    .layers = 6,
+    .heads = 4,
+    .kv_heads = 2,
+    .head_dim = 64,
+    .global_head_dim = 128,
+    .ffn = 512,
+    .double_wide = 1,
+    .ple = 64,
+    .vocab = 1024,
+    .user_tokens = 128,
+    .swa_period = 3,
+    .kv_shared = 3,
+    .window = 16,
+    .ctx = 4096,
+    .rope_base = 1e6f,
+    .rope_base_swa = 1e4f,
+    .partial_rotary = 0.25f,
+    .softcap = 30.0f,
+    .eps = 1e-6f,
+    .std = 0.08f,
+    .branch_gain = 1.0f,
+    .qk_norm_scale = 1.0f,
+    .seed = 1234,
+    .type = OX_F32,
+    .embd_type = OX_F32,
+    .ple_type = OX_F32,
     .ple_proj_type = OX_F32,
 };
 
@@ -65,7 +87,8 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
     if (s->head_dim % 2 || s->global_head_dim % 2) return ox_errf(err, OX_E_CONFIG, "synth: head dims must be even");
     if (s->heads % s->kv_heads || (s->k_eq_v && (s->global_kv_heads <= 0 || s->heads % s->global_kv_heads)))
         return ox_errf(err, OX_E_CONFIG, "synth: query heads must be a multiple of the KV heads");
-    if (s->kv_shared < 0 || s->kv_shared >= s->layers) return ox_errf(err, OX_E_CONFIG, "synth: kv_shared must be in [0, layers)");
+    if (s->kv_shared < 0 || s->kv_shared >= s->layers)
+        return ox_errf(err, OX_E_CONFIG, "synth: kv_shared must be in [0, layers)");
     if (s->kv_shared > 0) { /* llama.cpp: shared sliding layers read n_kv-2, shared full layers n_kv-1 */
         int nkv = s->layers - s->kv_shared, any_s = 0, any_f = 0;
         for (int l = nkv; l < s->layers; l++) any_f |= synth_is_full(s, l), any_s |= !synth_is_full(s, l);
@@ -75,23 +98,28 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
             return ox_errf(err, OX_E_CONFIG, "synth: KV-shared full layers need layer %d (n_kv-1) full", nkv - 1);
     }
     if (s->assistant_of && (s->ple || s->kv_shared || s->moe || s->k_eq_v || s->assistant_of == s->hidden))
-        return ox_errf(err, OX_E_CONFIG, "synth: a drafter has no PLE, KV sharing, experts or k_eq_v, and a width "
-                       "other than its target's (%d)", s->assistant_of);
+        return ox_errf(err, OX_E_CONFIG,
+                       "synth: a drafter has no PLE, KV sharing, experts or k_eq_v, and a width "
+                       "other than its target's (%d)",
+                       s->assistant_of);
     if (s->moe && (s->n_experts <= 0 || s->top_k <= 0 || s->top_k > s->n_experts || s->moe_ffn <= 0))
         return ox_errf(err, OX_E_CONFIG, "synth: bad MoE shape (experts %d, top-k %d, width %d)", s->n_experts,
                        s->top_k, s->moe_ffn);
     if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens)
-        return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab, 7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens);
+        return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab,
+                       7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens);
     if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type) ||
         !ox_type_known(s->ple_proj_type))
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: unknown weight type");
     return 0;
 }
 
-
 int ox_synth_type_from_name(const char *name) {
-    static const struct { const char *n; ox_type t; } tab[] = {
-        {"f32", OX_F32}, {"f16", OX_F16}, {"bf16", OX_BF16}, {"q8_0", OX_Q8_0}, {"q4_0", OX_Q4_0},
+    static const struct {
+        const char *n;
+        ox_type t;
+    } tab[] = {
+        {"f32", OX_F32},   {"f16", OX_F16},   {"bf16", OX_BF16}, {"q8_0", OX_Q8_0}, {"q4_0", OX_Q4_0},
         {"q4_1", OX_Q4_1}, {"q5_0", OX_Q5_0}, {"q5_1", OX_Q5_1}, {"q2_k", OX_Q2_K}, {"q3_k", OX_Q3_K},
         {"q4_k", OX_Q4_K}, {"q5_k", OX_Q5_K}, {"q6_k", OX_Q6_K},
     };

@@ -19,38 +19,38 @@
 
 typedef struct ox_synth {
     int hidden, layers, heads, kv_heads, head_dim, global_head_dim;
-    int ffn, double_wide;      /* intermediate size; doubled on KV-shared layers if double_wide */
-    int ple;                   /* per-layer embedding width P, 0 = none */
-    int vocab, user_tokens;    /* trailing USER_DEFINED <unusedN> block */
-    int swa_period;            /* layer l is full attention when l % period == period - 1 */
+    int ffn, double_wide;   /* intermediate size; doubled on KV-shared layers if double_wide */
+    int ple;                /* per-layer embedding width P, 0 = none */
+    int vocab, user_tokens; /* trailing USER_DEFINED <unusedN> block */
+    int swa_period;         /* layer l is full attention when l % period == period - 1 */
     int kv_shared, window, ctx;
     int k_eq_v, global_kv_heads; /* full layers: no attn_v, global_kv_heads KV heads */
     int moe, n_experts, top_k, moe_ffn;
-    int bidirectional;         /* HF config use_bidirectional_attention "all" (GGUF: no key) */
-    int all_byte_tokens;       /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
-    int chat_tokens;           /* Gemma 4's tool and thinking control tokens, before the user block */
+    int bidirectional;   /* HF config use_bidirectional_attention "all" (GGUF: no key) */
+    int all_byte_tokens; /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
+    int chat_tokens;     /* Gemma 4's tool and thinking control tokens, before the user block */
     float rope_base, rope_base_swa, partial_rotary, softcap, eps;
     float std, branch_gain, qk_norm_scale;
     uint32_t seed;
-    ox_type type;              /* 2-D weights (norms, scales, router stay F32) */
-    ox_type embd_type;         /* token_embd */
-    ox_type ple_type;          /* per_layer_token_embd (read per row, never quantized on load) */
-    ox_type ple_proj_type;     /* per_layer_model_proj (q4 on load keeps it and token_embd Q8_0) */
-    int bf16_values;           /* round every value to bf16 precision first (so an F32/quantized
+    ox_type type;           /* 2-D weights (norms, scales, router stay F32) */
+    ox_type embd_type;      /* token_embd */
+    ox_type ple_type;       /* per_layer_token_embd (read per row, never quantized on load) */
+    ox_type ple_proj_type;  /* per_layer_model_proj (q4 on load keeps it and token_embd Q8_0) */
+    int bf16_values;        /* round every value to bf16 precision first (so an F32/quantized
                                   GGUF matches a bf16 HF checkpoint, norms included) */
-    const char *values_dir;    /* trained weights instead of generated ones: <dir>/<GGUF name>.f32,
+    const char *values_dir; /* trained weights instead of generated ones: <dir>/<GGUF name>.f32,
                                   each the tensor's raw little-endian f32 values, rows in order
                                   (rope_freqs still comes from the config) */
-    const char *vocab_path;    /* a trained vocab instead of the made-up one (format: synth.c,
+    const char *vocab_path; /* a trained vocab instead of the made-up one (format: synth.c,
                                   read_vocab); its token count must equal vocab */
-    int assistant_of;          /* > 0: a gemma4-assistant (MTP drafter) for a target of this hidden
+    int assistant_of;       /* > 0: a gemma4-assistant (MTP drafter) for a target of this hidden
                                   size: queries only, no PLE, no KV sharing (synth.c, drafter plan) */
-    int agree;                 /* drafter: the pre-projection passes the target's token embedding
+    int agree;              /* drafter: the pre-projection passes the target's token embedding
                                   through, so with the target's seed it predicts what a target
                                   whose residual stays near its input embedding predicts */
-    int by_name;               /* GGUF: tensor data in name order (llama-quantize's is its own, HF
+    int by_name;            /* GGUF: tensor data in name order (llama-quantize's is its own, HF
                                   checkpoints sort by name), not the order the loader walks them */
-    const char *widen;         /* a trained GGUF to widen (ox_synth_widen_base): its weights and
+    const char *widen;      /* a trained GGUF to widen (ox_synth_widen_base): its weights and
                                   vocab, zero-padded to hidden/ffn, and layers past its own that
                                   add nothing to the residual */
 } ox_synth;

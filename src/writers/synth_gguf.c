@@ -29,7 +29,6 @@ static uint32_t file_type_of(ox_type t) { /* llama_ftype */
     }
 }
 
-
 static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v, float eps) {
     const char *A = s->assistant_of ? "gemma4-assistant." : "gemma4.";
     char k[128];
@@ -42,7 +41,10 @@ static int put_meta(ox_gguf_writer *w, const ox_synth *s, const vocab *v, float 
     }
     rc |= ox_gguf_w_str(w, "general.type", "model");
     char name[96];
-    snprintf(name, sizeof name, "%s-gemma4-%dL-%d", s->values_dir ? "oxinfer-trained" : s->widen ? "oxinfer-widened" : "synthetic",
+    snprintf(name, sizeof name, "%s-gemma4-%dL-%d",
+             s->values_dir ? "oxinfer-trained"
+             : s->widen    ? "oxinfer-widened"
+                           : "synthetic",
              L, s->hidden);
     rc |= ox_gguf_w_str(w, "general.name", name);
     rc |= ox_gguf_w_u32(w, "general.file_type", file_type_of(s->type));
@@ -125,8 +127,7 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
         goto done;
     }
     int n = 0;
-    for (int i = 0; i < p.n; i++)
-        x.t[n++] = &p.t[i];
+    for (int i = 0; i < p.n; i++) x.t[n++] = &p.t[i];
     if (s->by_name) qsort(x.t, (size_t)n, sizeof *x.t, by_name);
     for (int i = 0; i < n; i++) {
         x.type[i] = x.t[i]->type;

@@ -37,8 +37,8 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
                     "  \"tie_word_embeddings\": true,\n  \"text_config\": {\n");
     ox_sb_printf(b, "    \"model_type\": \"gemma4_text\", \"torch_dtype\": \"%s\",\n",
                  dtype == OX_BF16 ? "bfloat16" : "float32");
-    ox_sb_printf(b, "    \"vocab_size\": %d, \"hidden_size\": %d, \"intermediate_size\": %d,\n", s->vocab,
-                 s->hidden, s->ffn);
+    ox_sb_printf(b, "    \"vocab_size\": %d, \"hidden_size\": %d, \"intermediate_size\": %d,\n", s->vocab, s->hidden,
+                 s->ffn);
     ox_sb_printf(b, "    \"num_hidden_layers\": %d, \"num_attention_heads\": %d, \"num_key_value_heads\": %d,\n",
                  s->layers, s->heads, s->kv_heads);
     if (s->k_eq_v) ox_sb_printf(b, "    \"num_global_key_value_heads\": %d,\n", s->global_kv_heads);
@@ -48,9 +48,10 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
     ox_sb_printf(b, "    \"layer_types\": [");
     for (int l = 0; l < s->layers; l++)
         ox_sb_printf(b, "%s\"%s\"", l ? ", " : "", synth_is_full(s, l) ? "full_attention" : "sliding_attention");
-    ox_sb_printf(b, "],\n    \"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
-                    "\"rope_theta\": %s}, \"full_attention\": {\"rope_type\": \"proportional\", "
-                    "\"partial_rotary_factor\": %s, \"rope_theta\": %s}},\n",
+    ox_sb_printf(b,
+                 "],\n    \"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
+                 "\"rope_theta\": %s}, \"full_attention\": {\"rope_type\": \"proportional\", "
+                 "\"partial_rotary_factor\": %s, \"rope_theta\": %s}},\n",
                  json_float(f1, sizeof f1, s->rope_base_swa), json_float(f2, sizeof f2, s->partial_rotary),
                  json_float(f3, sizeof f3, s->rope_base));
     ox_sb_printf(b, "    \"rms_norm_eps\": %s, \"hidden_activation\": \"gelu_pytorch_tanh\",\n",
@@ -59,8 +60,7 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
         ox_sb_printf(b, "    \"final_logit_softcapping\": %s,\n", json_float(f1, sizeof f1, s->softcap));
     else ox_sb_printf(b, "    \"final_logit_softcapping\": null,\n");
     ox_sb_printf(b, "    \"tie_word_embeddings\": true, \"attention_bias\": false,\n");
-    ox_sb_printf(b, "    \"hidden_size_per_layer_input\": %d, \"vocab_size_per_layer_input\": %d,\n", s->ple,
-                 s->vocab);
+    ox_sb_printf(b, "    \"hidden_size_per_layer_input\": %d, \"vocab_size_per_layer_input\": %d,\n", s->ple, s->vocab);
     ox_sb_printf(b, "    \"num_kv_shared_layers\": %d, \"attention_k_eq_v\": %s, \"use_double_wide_mlp\": %s,\n",
                  s->kv_shared, s->k_eq_v ? "true" : "false", s->double_wide ? "true" : "false");
     ox_sb_printf(b, "    \"enable_moe_block\": %s", s->moe ? "true" : "false");
@@ -81,20 +81,30 @@ static void tokenizer_json(const vocab *v, ox_strbuf *b) {
         if (v->type[i] != TOK_CONTROL && v->type[i] != TOK_UNKNOWN && v->type[i] != TOK_USER) continue;
         ox_sb_printf(b, "%s\n {\"id\": %d, \"content\": ", first ? "" : ",", i);
         ox_sb_json_str(b, v->tok[i], strlen(v->tok[i]));
-        ox_sb_printf(b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
-                        "\"special\": %s}", v->type[i] == TOK_USER ? "false" : "true");
+        ox_sb_printf(b,
+                     ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
+                     "\"special\": %s}",
+                     v->type[i] == TOK_USER ? "false" : "true");
         first = 0;
     }
-    ox_sb_printf(b, "],\n\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"" SPACE "\"},\n"
-                    "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", \"invert\": false},\n"
-                    "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}}, "
-                    "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], \"pair\": [{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}}, "
-                    "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}}], "
-                    "\"special_tokens\": {\"<bos>\": {\"id\": \"<bos>\", \"ids\": [2], \"tokens\": [\"<bos>\"]}}},\n"
-                    "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"" SPACE "\"}, "
-                    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},\n"
-                    "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\", \"continuing_subword_prefix\": null, "
-                    "\"end_of_word_suffix\": null, \"fuse_unk\": true, \"byte_fallback\": true, \"ignore_merges\": false,\n\"vocab\": {");
+    ox_sb_printf(b,
+                 "],\n\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"" SPACE
+                 "\"},\n"
+                 "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+                 "\"MergedWithPrevious\", \"invert\": false},\n"
+                 "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
+                 "\"<bos>\", \"type_id\": 0}}, "
+                 "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], \"pair\": [{\"SpecialToken\": {\"id\": \"<bos>\", "
+                 "\"type_id\": 0}}, "
+                 "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}}], "
+                 "\"special_tokens\": {\"<bos>\": {\"id\": \"<bos>\", \"ids\": [2], \"tokens\": [\"<bos>\"]}}},\n"
+                 "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+                 "{\"String\": \"" SPACE "\"}, "
+                 "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},\n"
+                 "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\", "
+                 "\"continuing_subword_prefix\": null, "
+                 "\"end_of_word_suffix\": null, \"fuse_unk\": true, \"byte_fallback\": true, \"ignore_merges\": "
+                 "false,\n\"vocab\": {");
     for (int i = 0; i < v->n; i++) {
         ox_sb_printf(b, "%s\n", i ? "," : "");
         ox_sb_json_str(b, v->tok[i], strlen(v->tok[i]));
@@ -112,11 +122,11 @@ static void tokenizer_json(const vocab *v, ox_strbuf *b) {
     ox_sb_printf(b, "]}}\n");
 }
 
-
 int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_shards, ox_err *err) {
     int rc = ox_synth_check(s, err);
     if (rc) return rc;
-    if (dtype != OX_F32 && dtype != OX_BF16) return ox_errf(err, OX_E_UNSUPPORTED, "synth: HF dtype must be F32 or BF16");
+    if (dtype != OX_F32 && dtype != OX_BF16)
+        return ox_errf(err, OX_E_UNSUPPORTED, "synth: HF dtype must be F32 or BF16");
     if (s->widen) return ox_errf(err, OX_E_UNSUPPORTED, "synth: --widen writes GGUF only");
     if (n_shards < 1 || n_shards > 99) return ox_errf(err, OX_E_RANGE, "synth: shards must be in 1..99");
     vocab v;

@@ -18,9 +18,15 @@
 
 static inline int synth_is_full(const ox_synth *s, int l) { return l % s->swa_period == s->swa_period - 1; }
 static inline int synth_is_shared(const ox_synth *s, int l) { return l >= s->layers - s->kv_shared; }
-static inline int synth_head_dim(const ox_synth *s, int l) { return synth_is_full(s, l) ? s->global_head_dim : s->head_dim; }
-static inline int synth_kv_heads(const ox_synth *s, int l) { return s->k_eq_v && synth_is_full(s, l) ? s->global_kv_heads : s->kv_heads; }
-static inline int synth_ffn(const ox_synth *s, int l) { return s->ffn * (s->double_wide && synth_is_shared(s, l) ? 2 : 1); }
+static inline int synth_head_dim(const ox_synth *s, int l) {
+    return synth_is_full(s, l) ? s->global_head_dim : s->head_dim;
+}
+static inline int synth_kv_heads(const ox_synth *s, int l) {
+    return s->k_eq_v && synth_is_full(s, l) ? s->global_kv_heads : s->kv_heads;
+}
+static inline int synth_ffn(const ox_synth *s, int l) {
+    return s->ffn * (s->double_wide && synth_is_shared(s, l) ? 2 : 1);
+}
 
 static inline uint64_t synth_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -34,15 +40,18 @@ enum { K_WEIGHT, K_NORM, K_ROPE, K_EYE }; /* K_EYE: row r is the unit vector e_r
 enum { IN_BOTH, GGUF_ONLY };
 
 typedef struct ptensor {
-    char name[64];   /* GGUF name: the key of the values */
-    char hf[96];     /* HF name without "model.language_model." */
+    char name[64]; /* GGUF name: the key of the values */
+    char hf[96];   /* HF name without "model.language_model." */
     int n_dims, kind, where;
     uint64_t ne[3];
-    ox_type type;    /* GGUF type */
+    ox_type type; /* GGUF type */
     float mean, sd;
 } ptensor;
 
-typedef struct plan { ptensor *t; int n, cap; } plan;
+typedef struct plan {
+    ptensor *t;
+    int n, cap;
+} plan;
 
 /* The plan of s (the drafter's with assistant_of); its tensors in p->t (the caller frees). */
 int synth_build_plan(const ox_synth *s, plan *p, ox_err *err);
@@ -51,13 +60,13 @@ int synth_build_plan(const ox_synth *s, plan *p, ox_err *err);
 
 typedef struct writer_ctx {
     const ox_synth *s;
-    const ptensor **t;   /* tensors in write order */
-    ox_type *type;       /* their output types */
+    const ptensor **t; /* tensors in write order */
+    ox_type *type;     /* their output types */
     float *f;
     uint8_t *out;
     size_t f_cap, out_cap;
-    float *vals;         /* the current tensor's values from values_dir or the widened source */
-    ox_widen *widen;     /* s->widen, open */
+    float *vals;     /* the current tensor's values from values_dir or the widened source */
+    ox_widen *widen; /* s->widen, open */
 } writer_ctx;
 
 /* Tensor x->t[i]'s bytes, generated (or read) and encoded as x->type[i], into fp. */

@@ -39,7 +39,7 @@ static void build_drafter_plan(const ox_synth *s, plan *p) {
     uint64_t H = (uint64_t)s->hidden, V = (uint64_t)s->vocab, Hb = (uint64_t)s->assistant_of;
     float sd = s->std, bg = s->branch_gain, qk = s->qk_norm_scale;
     ptensor *t;
-#define W(n, h, c, r) wmat(p, n, h, c, r, sd, s->type)
+#define W(n, h, c, r)      wmat(p, n, h, c, r, sd, s->type)
 #define N(n, h, len, m, d) add(p, n, h, K_NORM, 1, len, 1, 1, m, d)
     t = W("token_embd.weight", "embed_tokens.weight", H, V);
     t->type = fit_type(s->embd_type, H);
@@ -56,7 +56,7 @@ static void build_drafter_plan(const ox_synth *s, plan *p) {
     for (int l = 0; l < s->layers; l++) {
         uint64_t hd = (uint64_t)synth_head_dim(s, l), nh = (uint64_t)s->heads, I = (uint64_t)synth_ffn(s, l);
         char g[64], h[96];
-#define G(x) (snprintf(g, sizeof g, "blk.%d.%s", l, x), g)
+#define G(x)  (snprintf(g, sizeof g, "blk.%d.%s", l, x), g)
 #define HF(x) (snprintf(h, sizeof h, "layers.%d.%s", l, x), h)
         N(G("attn_norm.weight"), HF("input_layernorm.weight"), H, 1, 0.1f);
         W(G("attn_q.weight"), HF("self_attn.q_proj.weight"), H, nh * hd);
@@ -89,7 +89,7 @@ int synth_build_plan(const ox_synth *s, plan *p, ox_err *err) {
     uint64_t H = (uint64_t)s->hidden, V = (uint64_t)s->vocab, P = (uint64_t)s->ple, L = (uint64_t)s->layers;
     float sd = s->std, bg = s->branch_gain, qk = s->qk_norm_scale;
     ptensor *t;
-#define W(n, h, c, r) wmat(p, n, h, c, r, sd, s->type)
+#define W(n, h, c, r)      wmat(p, n, h, c, r, sd, s->type)
 #define N(n, h, len, m, d) add(p, n, h, K_NORM, 1, len, 1, 1, m, d)
     t = W("token_embd.weight", "embed_tokens.weight", H, V);
     t->type = fit_type(s->embd_type, H);
@@ -108,7 +108,7 @@ int synth_build_plan(const ox_synth *s, plan *p, ox_err *err) {
         uint64_t I = (uint64_t)synth_ffn(s, l);
         int sh = synth_is_shared(s, l);
         char g[64], h[96];
-#define G(x) (snprintf(g, sizeof g, "blk.%d.%s", l, x), g)
+#define G(x)  (snprintf(g, sizeof g, "blk.%d.%s", l, x), g)
 #define HF(x) (snprintf(h, sizeof h, "layers.%d.%s", l, x), h)
         N(G("attn_norm.weight"), HF("input_layernorm.weight"), H, 1, 0.1f);
         W(G("attn_q.weight"), HF("self_attn.q_proj.weight"), H, nh * hd);

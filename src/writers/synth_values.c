@@ -47,7 +47,7 @@ typedef struct gen_job {
     const ptensor *t;
     ox_type type;
     uint64_t key, r0, nr, row_bytes;
-    float *f;       /* [tasks][ne0] */
+    float *f;          /* [tasks][ne0] */
     const float *vals; /* the whole tensor from values_dir, or NULL: generate */
     uint8_t *out;
     int bad;
@@ -63,8 +63,6 @@ static void gen_task(void *ctx, int task, int n_tasks) {
         if (ox_quantize_row(J->type, f, J->out + r * J->row_bytes, (size_t)J->t->ne[0])) J->bad = 1;
     }
 }
-
-
 
 #define GEN_CHUNK (4u << 20)
 

@@ -75,8 +75,9 @@ static int add_merge(vocab *v, const char *a, const char *b, int n_bpe, char *ou
     return push(v, out, TOK_NORMAL);
 }
 
-static const char *const chat_specials[] = {"<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
-                                            "<tool_response|>", "<|\"|>", "<|think|>", "<|channel>", "<channel|>"};
+static const char *const chat_specials[] = {"<|tool>",          "<tool|>",          "<|tool_call>", "<tool_call|>",
+                                            "<|tool_response>", "<tool_response|>", "<|\"|>",       "<|think|>",
+                                            "<|channel>",       "<channel|>"};
 #define N_CHAT_SPECIALS ((int)(sizeof chat_specials / sizeof *chat_specials))
 
 static int vocab_alloc(vocab *v, int N) {
@@ -126,7 +127,8 @@ static int read_vocab(const ox_synth *s, vocab *v, ox_err *err) {
         if (sscanf(line, "t %d %511s", &type, a) == 2 && !unhex(a, pa, sizeof pa)) {
             if (v->n >= N) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: more than %d tokens", path, line_no, N);
             else if (has(v, pa)) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: token %s twice", path, line_no, pa);
-            else if (type < TOK_NORMAL || type > TOK_BYTE) rc = ox_errf(err, OX_E_FORMAT, "%s:%d: bad type %d", path, line_no, type);
+            else if (type < TOK_NORMAL || type > TOK_BYTE)
+                rc = ox_errf(err, OX_E_FORMAT, "%s:%d: bad type %d", path, line_no, type);
             else if (push(v, pa, type)) rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
             if (!rc && v->byte_first < 0 && !strcmp(pa, "<0x00>")) v->byte_first = v->n - 1;
         } else if (sscanf(line, "m %511s %511s", a, b) == 2 && !unhex(a, pa, sizeof pa) && !unhex(b, pb, sizeof pb)) {
@@ -157,13 +159,14 @@ static int read_vocab(const ox_synth *s, vocab *v, ox_err *err) {
 /* The vocab of a GGUF (a widened model's source): tokens, types, scores and merges as stored. */
 static int vocab_from_gguf(const ox_gguf *g, int N, vocab *v, ox_err *err) {
     const ox_gguf_value *tok, *type, *merges, *score = ox_gguf_find(g, "tokenizer.ggml.scores");
-    if (ox_gguf_get_arr(g, "tokenizer.ggml.tokens", &tok, err) || ox_gguf_get_arr(g, "tokenizer.ggml.token_type", &type, err) ||
+    if (ox_gguf_get_arr(g, "tokenizer.ggml.tokens", &tok, err) ||
+        ox_gguf_get_arr(g, "tokenizer.ggml.token_type", &type, err) ||
         ox_gguf_get_arr(g, "tokenizer.ggml.merges", &merges, err))
         return err ? err->code : OX_E_MISSING;
     const char *name = ox_gguf_name(g);
     if (tok->v.arr.n != (uint64_t)N || type->v.arr.n != (uint64_t)N || merges->v.arr.n > (uint64_t)N)
-        return ox_errf(err, OX_E_FORMAT, "%s: %llu tokens and %llu types for a vocab of %d (and at most as many merges)", name,
-                       (unsigned long long)tok->v.arr.n, (unsigned long long)type->v.arr.n, N);
+        return ox_errf(err, OX_E_FORMAT, "%s: %llu tokens and %llu types for a vocab of %d (and at most as many merges)",
+                       name, (unsigned long long)tok->v.arr.n, (unsigned long long)type->v.arr.n, N);
     if (vocab_alloc(v, N)) {
         synth_vocab_free(v);
         return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the vocab");
@@ -186,7 +189,8 @@ static int vocab_from_gguf(const ox_gguf *g, int N, vocab *v, ox_err *err) {
     for (uint64_t i = 0; !rc && i < merges->v.arr.n; i++) {
         const ox_gguf_str *m = ox_gguf_arr_str(merges, i);
         if (!m || !(v->merges[v->n_merges] = malloc(m->len + 1))) {
-            rc = ox_errf(err, m ? OX_E_NOMEM : OX_E_FORMAT, "%s: merge %llu is malformed (or out of memory)", name, (unsigned long long)i);
+            rc = ox_errf(err, m ? OX_E_NOMEM : OX_E_FORMAT, "%s: merge %llu is malformed (or out of memory)", name,
+                         (unsigned long long)i);
             break;
         }
         memcpy(v->merges[v->n_merges++], m->s, m->len + 1);

@@ -14,9 +14,9 @@ struct ox_widen {
     int file;
     ox_model_files *mf;
     const ox_config *c;
-    int hidden;         /* D, the widened width */
-    float scale;        /* sqrt(d / D) */
-    uint8_t *row;       /* one source row as stored */
+    int hidden;   /* D, the widened width */
+    float scale;  /* sqrt(d / D) */
+    uint8_t *row; /* one source row as stored */
     size_t row_cap;
 };
 
@@ -39,17 +39,21 @@ static int open_src(const char *src, int *file, ox_model_files **mf, ox_err *err
         return err ? err->code : OX_E_FORMAT;
     }
     const ox_config *c = ox_files_config(*mf);
-    const char *why = c->ple_dim ? "per-layer embeddings" : c->moe ? "experts" : c->n_kv_shared ? "KV-shared layers"
-                      : c->k_eq_v ? "k_eq_v layers" : c->assistant ? "a drafter" : !swa_period_of(c) ? "an irregular layer pattern"
-                      : NULL;
+    const char *why = c->ple_dim          ? "per-layer embeddings"
+                      : c->moe            ? "experts"
+                      : c->n_kv_shared    ? "KV-shared layers"
+                      : c->k_eq_v         ? "k_eq_v layers"
+                      : c->assistant      ? "a drafter"
+                      : !swa_period_of(c) ? "an irregular layer pattern"
+                                          : NULL;
     if (!why && !ox_files_gguf(*mf)) why = "no GGUF vocabulary";
     for (int l = 0; !why && l < c->n_layers; l++)
         if (c->layers[l].ffn != c->intermediate) why = "per-layer FFN widths";
     if (why) {
         ox_files_free(*mf);
         ox_host_close(*file);
-        return ox_errf(err, OX_E_UNSUPPORTED, "synth: --widen %s: the source has %s (a plain dense gemma4 GGUF is needed)",
-                       src, why);
+        return ox_errf(err, OX_E_UNSUPPORTED,
+                       "synth: --widen %s: the source has %s (a plain dense gemma4 GGUF is needed)", src, why);
     }
     return 0;
 }
@@ -86,12 +90,15 @@ ox_widen *ox_widen_open(const ox_synth *s, ox_err *err) {
     w->c = ox_files_config(w->mf);
     const ox_config *c = w->c;
     int same = s->vocab == c->vocab && s->heads == c->n_heads && s->kv_heads == c->n_kv_heads &&
-               s->head_dim == c->head_dim && s->global_head_dim == c->global_head_dim && s->window == c->sliding_window &&
-               s->swa_period == swa_period_of(c) && !s->ple && !s->kv_shared && !s->k_eq_v && !s->moe && !s->assistant_of;
+               s->head_dim == c->head_dim && s->global_head_dim == c->global_head_dim &&
+               s->window == c->sliding_window && s->swa_period == swa_period_of(c) && !s->ple && !s->kv_shared &&
+               !s->k_eq_v && !s->moe && !s->assistant_of;
     if (!same || s->hidden < c->hidden || s->ffn < c->intermediate || s->layers < c->n_layers) {
-        ox_errf(err, OX_E_CONFIG,
-                "synth: --widen %s keeps the source's vocab, attention shapes and layer pattern and takes hidden >= %d, "
-                "ffn >= %d, layers >= %d", s->widen, c->hidden, c->intermediate, c->n_layers);
+        ox_errf(
+            err, OX_E_CONFIG,
+            "synth: --widen %s keeps the source's vocab, attention shapes and layer pattern and takes hidden >= %d, "
+            "ffn >= %d, layers >= %d",
+            s->widen, c->hidden, c->intermediate, c->n_layers);
         ox_widen_close(w);
         return NULL;
     }

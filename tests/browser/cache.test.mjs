@@ -65,14 +65,20 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const downloads = () => server.log.filter((l) => l.url === '/m/model.gguf' && (l.range === null || /^bytes=\d+-$/.test(l.range))).map((l) => l.range);
+const downloads = () =>
+  server.log
+    .filter((l) => l.url === '/m/model.gguf' && (l.range === null || /^bytes=\d+-$/.test(l.range)))
+    .map((l) => l.range);
 
 test('OPFS: a download cut mid-body resumes with Range in the next load', { timeout: T }, async () => {
   server.files.set('/m/model.gguf', { bytes, etag: '"v1"' });
   server.plan.dropAfter = 2_000_000;
   const first = await page.evaluate(async () => {
     const m = await ox.loadModel('/m/model.gguf', { threads: 2, cache: { retries: 0 } });
-    const error = await m.download.then(() => null, (e) => `${e.code}: ${e.message}`);
+    const error = await m.download.then(
+      () => null,
+      (e) => `${e.code}: ${e.message}`,
+    );
     const t = await tokens(m);
     await m.unload();
     return { error, tokens: t, build: m.build, list: await ox.listCachedModels() };
@@ -90,7 +96,11 @@ test('OPFS: a download cut mid-body resumes with Range in the next load', { time
   server.log.length = 0;
   const second = await page.evaluate(async (sha256) => {
     const events = [];
-    const m = await ox.loadModel('/m/model.gguf', { threads: 2, cache: { sha256 }, onProgress: (e) => e.phase === 'download' && events.push(e) });
+    const m = await ox.loadModel('/m/model.gguf', {
+      threads: 2,
+      cache: { sha256 },
+      onProgress: (e) => e.phase === 'download' && events.push(e),
+    });
     await m.download;
     const t = await tokens(m);
     await m.unload();
@@ -112,7 +122,10 @@ test('OPFS: a download cut mid-body resumes with Range in the next load', { time
     return t;
   });
   assert.deepEqual(third, reference);
-  assert.deepEqual(server.log.map((l) => l.range), ['bytes=0-1']);
+  assert.deepEqual(
+    server.log.map((l) => l.range),
+    ['bytes=0-1'],
+  );
   assert.deepEqual(page.errors, []);
 });
 
@@ -139,37 +152,48 @@ test('OPFS: generation while the download runs gives the tokens of the finished 
 test('OPFS: list and delete', { timeout: T }, async () => {
   const r = await page.evaluate(async () => {
     const before = (await ox.listCachedModels()).map((e) => [new URL(e.url).pathname, e.complete]);
-    const deleted = [await ox.deleteCachedModel('/m/model.gguf'), await ox.deleteCachedModel('/slow/model.gguf'), await ox.deleteCachedModel('/m/model.gguf')];
+    const deleted = [
+      await ox.deleteCachedModel('/m/model.gguf'),
+      await ox.deleteCachedModel('/slow/model.gguf'),
+      await ox.deleteCachedModel('/m/model.gguf'),
+    ];
     return { before, deleted, after: await ox.listCachedModels(), entries: await opfsEntries() };
   });
-  assert.deepEqual(r.before, [['/m/model.gguf', true], ['/slow/model.gguf', true]]);
+  assert.deepEqual(r.before, [
+    ['/m/model.gguf', true],
+    ['/slow/model.gguf', true],
+  ]);
   assert.deepEqual(r.deleted, [true, true, false]);
   assert.deepEqual(r.after, []);
   assert.deepEqual(r.entries, []);
 });
 
-test('OPFS without cross-origin isolation: the single-threaded build reads the cache during the download too', { timeout: T }, async () => {
-  plain.files.set('/slow/model.gguf', { bytes, etag: '"p1"' });
-  plain.plan.slow = 16 << 10;
-  const p = await browser.newPage();
-  const errors = [];
-  collectErrors(p, errors);
-  await p.goto(plain.url + '/');
-  await p.waitForFunction(() => window.ready, null, { timeout: T });
-  const r = await p.evaluate(async () => {
-    let finished = false;
-    const m = await ox.loadModel('/slow/model.gguf', { cache: true });
-    m.download.then(() => (finished = true));
-    const t = await tokens(m);
-    const during = !finished;
-    await m.download;
-    await m.unload();
-    const list = await ox.listCachedModels();
-    await ox.deleteCachedModel('/slow/model.gguf');
-    return { t, during, build: m.build, isolated: crossOriginIsolated, complete: list[0]?.complete };
-  });
-  await p.close();
-  assert.deepEqual({ ...r, t: null }, { t: null, during: true, build: 'st', isolated: false, complete: true });
-  assert.deepEqual(r.t, reference);
-  assert.deepEqual(errors, []);
-});
+test(
+  'OPFS without cross-origin isolation: the single-threaded build reads the cache during the download too',
+  { timeout: T },
+  async () => {
+    plain.files.set('/slow/model.gguf', { bytes, etag: '"p1"' });
+    plain.plan.slow = 16 << 10;
+    const p = await browser.newPage();
+    const errors = [];
+    collectErrors(p, errors);
+    await p.goto(plain.url + '/');
+    await p.waitForFunction(() => window.ready, null, { timeout: T });
+    const r = await p.evaluate(async () => {
+      let finished = false;
+      const m = await ox.loadModel('/slow/model.gguf', { cache: true });
+      m.download.then(() => (finished = true));
+      const t = await tokens(m);
+      const during = !finished;
+      await m.download;
+      await m.unload();
+      const list = await ox.listCachedModels();
+      await ox.deleteCachedModel('/slow/model.gguf');
+      return { t, during, build: m.build, isolated: crossOriginIsolated, complete: list[0]?.complete };
+    });
+    await p.close();
+    assert.deepEqual({ ...r, t: null }, { t: null, during: true, build: 'st', isolated: false, complete: true });
+    assert.deepEqual(r.t, reference);
+    assert.deepEqual(errors, []);
+  },
+);

@@ -35,7 +35,8 @@ before(async () => {
       '/plain.html': page('<script>window.oxinferIsolation = Promise.resolve(false)</script>'),
       '/coi.html': page('<script src="/coi-serviceworker.js"></script>'),
       '/coi-cl.html': page('<script src="/coi-serviceworker.js" data-coep="credentialless"></script>'),
-      '/probe.html': '<!doctype html><meta charset="utf-8"><script src="/coi-serviceworker.js"></script><script>window.oxinferIsolation.then(async (isolated) => { window.probe = { isolated, controlled: !!navigator.serviceWorker.controller, registrations: (await navigator.serviceWorker.getRegistrations()).length, loads: performance.getEntriesByType("navigation")[0].type }; });</script>',
+      '/probe.html':
+        '<!doctype html><meta charset="utf-8"><script src="/coi-serviceworker.js"></script><script>window.oxinferIsolation.then(async (isolated) => { window.probe = { isolated, controlled: !!navigator.serviceWorker.controller, registrations: (await navigator.serviceWorker.getRegistrations()).length, loads: performance.getEntriesByType("navigation")[0].type }; });</script>',
     },
     aliases: { '/coi-serviceworker.js': 'js/main/coi-serviceworker.js' },
   });
@@ -60,7 +61,9 @@ async function open(path) {
   // a later visit: the worker answers the first request already, no reload
   await p.goto(server.url + path);
   await p.waitForFunction(() => window.result, null, { timeout: T });
-  r.next = await p.evaluate(() => window.result.then((x) => ({ crossOriginIsolated: x.crossOriginIsolated, loads: x.loads })));
+  r.next = await p.evaluate(() =>
+    window.result.then((x) => ({ crossOriginIsolated: x.crossOriginIsolated, loads: x.loads })),
+  );
   const headers = (await ctx.request.get(server.url + path)).headers();
   await ctx.close();
   return { ...r, errors: p.errors, headers };
@@ -76,42 +79,65 @@ test('without the service worker: not isolated, single-threaded', { timeout: T }
   assert.equal(plain.tokens.length, 8);
 });
 
-for (const [path, label] of [['/coi.html', 'require-corp'], ['/coi-cl.html', 'credentialless']]) {
-  test(`with coi-serviceworker.js (${label}): isolated after one reload, threaded, same tokens`, { timeout: T }, async () => {
-    const r = await open(path);
-    assert.equal(r.isolated, true);
-    assert.equal(r.crossOriginIsolated, true);
-    assert.equal(r.controlled, true);
-    assert.equal(r.loads, 'reload', 'the page reloaded once');
-    assert.deepEqual(r.next, { crossOriginIsolated: true, loads: 'navigate' });
-    assert.equal(r.build, 'mt');
-    assert.equal(r.threads, 2);
-    assert.deepEqual(r.tokens, plain.tokens);
-    assert.deepEqual(r.errors, []);
-  });
+for (const [path, label] of [
+  ['/coi.html', 'require-corp'],
+  ['/coi-cl.html', 'credentialless'],
+]) {
+  test(
+    `with coi-serviceworker.js (${label}): isolated after one reload, threaded, same tokens`,
+    { timeout: T },
+    async () => {
+      const r = await open(path);
+      assert.equal(r.isolated, true);
+      assert.equal(r.crossOriginIsolated, true);
+      assert.equal(r.controlled, true);
+      assert.equal(r.loads, 'reload', 'the page reloaded once');
+      assert.deepEqual(r.next, { crossOriginIsolated: true, loads: 'navigate' });
+      assert.equal(r.build, 'mt');
+      assert.equal(r.threads, 2);
+      assert.deepEqual(r.tokens, plain.tokens);
+      assert.deepEqual(r.errors, []);
+    },
+  );
 }
 
-test('the service worker can be removed: ?nocoi unregisters it and reloads once uncontrolled; oxinferUnregisterIsolation() too', { timeout: T }, async () => {
-  const ctx = await browser.newContext();
-  const p = await ctx.newPage();
-  const errors = [];
-  collectErrors(p, errors);
-  const state = async (path) => {
-    await p.goto(server.url + path);
-    await p.waitForFunction(() => window.probe, null, { timeout: T });
-    return p.evaluate(() => window.probe);
-  };
-  const on = await state('/probe.html');
-  assert.deepEqual(on, { isolated: true, controlled: true, registrations: 1, loads: 'reload' }, 'registered, isolated after one reload');
-  const off = await state('/probe.html?nocoi');
-  assert.deepEqual(off, { isolated: false, controlled: false, registrations: 0, loads: 'reload' }, 'unregistered, reloaded once, not controlled');
-  const later = await state('/probe.html?nocoi');
-  assert.deepEqual(later, { isolated: false, controlled: false, registrations: 0, loads: 'navigate' }, 'stays off without another reload');
-  // the function: registered again by a plain visit, then removed from the page
-  assert.equal((await state('/probe.html')).registrations, 1);
-  assert.equal(await p.evaluate(() => window.oxinferUnregisterIsolation()), true);
-  assert.equal(await p.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).length), 0);
-  assert.equal(await p.evaluate(() => window.oxinferUnregisterIsolation()), false, 'nothing left to remove');
-  assert.deepEqual(errors, []);
-  await ctx.close();
-});
+test(
+  'the service worker can be removed: ?nocoi unregisters it and reloads once uncontrolled; oxinferUnregisterIsolation() too',
+  { timeout: T },
+  async () => {
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    const errors = [];
+    collectErrors(p, errors);
+    const state = async (path) => {
+      await p.goto(server.url + path);
+      await p.waitForFunction(() => window.probe, null, { timeout: T });
+      return p.evaluate(() => window.probe);
+    };
+    const on = await state('/probe.html');
+    assert.deepEqual(
+      on,
+      { isolated: true, controlled: true, registrations: 1, loads: 'reload' },
+      'registered, isolated after one reload',
+    );
+    const off = await state('/probe.html?nocoi');
+    assert.deepEqual(
+      off,
+      { isolated: false, controlled: false, registrations: 0, loads: 'reload' },
+      'unregistered, reloaded once, not controlled',
+    );
+    const later = await state('/probe.html?nocoi');
+    assert.deepEqual(
+      later,
+      { isolated: false, controlled: false, registrations: 0, loads: 'navigate' },
+      'stays off without another reload',
+    );
+    // the function: registered again by a plain visit, then removed from the page
+    assert.equal((await state('/probe.html')).registrations, 1);
+    assert.equal(await p.evaluate(() => window.oxinferUnregisterIsolation()), true);
+    assert.equal(await p.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).length), 0);
+    assert.equal(await p.evaluate(() => window.oxinferUnregisterIsolation()), false, 'nothing left to remove');
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  },
+);

@@ -48,7 +48,11 @@ after(async () => {
 });
 
 async function generate({ isolate, csp }) {
-  const server = await startCacheServer({ isolate, pages: { '/run.html': page }, headers: csp ? { 'Content-Security-Policy': STRICT_CSP } : {} });
+  const server = await startCacheServer({
+    isolate,
+    pages: { '/run.html': page },
+    headers: csp ? { 'Content-Security-Policy': STRICT_CSP } : {},
+  });
   servers.push(server);
   server.files.set('/models/model.gguf', { bytes, etag: '"m"' });
   const ctx = await browser.newContext();
@@ -56,23 +60,35 @@ async function generate({ isolate, csp }) {
   const errors = [];
   collectErrors(p, errors);
   await p.goto(server.url + '/run.html');
-  if (csp) assert.equal((await ctx.request.get(server.url + '/dist/oxinfer-mt.worker.js')).headers()['content-security-policy'], STRICT_CSP, 'worker scripts carry the policy');
+  if (csp)
+    assert.equal(
+      (await ctx.request.get(server.url + '/dist/oxinfer-mt.worker.js')).headers()['content-security-policy'],
+      STRICT_CSP,
+      'worker scripts carry the policy',
+    );
   await p.waitForFunction(() => window.result, null, { timeout: T });
   const r = await p.evaluate(() => window.result);
   await ctx.close();
   return { ...r, errors };
 }
 
-for (const [isolate, build] of [[true, 'mt'], [false, 'st']]) {
-  test(`a strict CSP without 'unsafe-eval' or blob: (${build} build): the engine loads and generates the same tokens`, { timeout: T }, async () => {
-    const plain = await generate({ isolate, csp: false });
-    assert.equal(plain.error, undefined, plain.error);
-    const strict = await generate({ isolate, csp: true });
-    assert.equal(strict.error, undefined, `${strict.error}\n${strict.errors.join('\n')}`);
-    assert.equal(strict.build, build);
-    assert.equal(strict.tokens.length, 8);
-    assert.deepEqual(strict.tokens, plain.tokens);
-    assert.deepEqual(strict.violations, [], 'nothing was blocked');
-    assert.deepEqual(strict.errors, []);
-  });
+for (const [isolate, build] of [
+  [true, 'mt'],
+  [false, 'st'],
+]) {
+  test(
+    `a strict CSP without 'unsafe-eval' or blob: (${build} build): the engine loads and generates the same tokens`,
+    { timeout: T },
+    async () => {
+      const plain = await generate({ isolate, csp: false });
+      assert.equal(plain.error, undefined, plain.error);
+      const strict = await generate({ isolate, csp: true });
+      assert.equal(strict.error, undefined, `${strict.error}\n${strict.errors.join('\n')}`);
+      assert.equal(strict.build, build);
+      assert.equal(strict.tokens.length, 8);
+      assert.deepEqual(strict.tokens, plain.tokens);
+      assert.deepEqual(strict.violations, [], 'nothing was blocked');
+      assert.deepEqual(strict.errors, []);
+    },
+  );
 }

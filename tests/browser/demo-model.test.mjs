@@ -17,7 +17,8 @@ let model, dir;
 
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 << 20 });
-  if (r.error || r.status !== 0) throw new Error(`${cmd} ${args.slice(0, 3).join(' ')}: ${r.error?.message ?? r.stderr}`);
+  if (r.error || r.status !== 0)
+    throw new Error(`${cmd} ${args.slice(0, 3).join(' ')}: ${r.error?.message ?? r.stderr}`);
   return r.stdout;
 }
 
@@ -34,7 +35,8 @@ after(async () => {
 
 async function answer(question) {
   let text = '';
-  for await (const c of model.chat([{ role: 'user', content: question }], { temperature: 0, maxTokens: 160 })) if (!c.stats && !c.thinking) text += c.text;
+  for await (const c of model.chat([{ role: 'user', content: question }], { temperature: 0, maxTokens: 160 }))
+    if (!c.stats && !c.thinking) text += c.text;
   return text.trim();
 }
 
@@ -42,30 +44,44 @@ test('the demo model is a Gemma 4 model with the Gemma 4 control tokens', () => 
   const i = model.info;
   assert.equal(i.vocab, 1024);
   assert.ok(i.layers >= 2, `layers ${i.layers}`);
-  for (const k of ['bos', 'turnEnd', 'channelOpen', 'channelClose']) assert.ok(i[k] >= 0, `${k} token present (${i[k]})`);
+  for (const k of ['bos', 'turnEnd', 'channelOpen', 'channelClose'])
+    assert.ok(i[k] >= 0, `${k} token present (${i[k]})`);
 });
 
 test('its logits match the float64 C reference', async () => {
   const bin = path.join(dir, 'refcheck');
-  run('cc', ['-O2', '-Isrc', '-Itests/c', 'tools/train_demo/refcheck.c', path.join(ROOT, 'build', 'liboxcore.a'), '-lm', '-lpthread', '-o', bin]);
+  run('cc', [
+    '-O2',
+    '-Isrc',
+    '-Itests/c',
+    'tools/train_demo/refcheck.c',
+    path.join(ROOT, 'build', 'liboxcore.a'),
+    '-lm',
+    '-lpthread',
+    '-o',
+    bin,
+  ]);
   const prompt = await model.renderChat([{ role: 'user', content: 'Tell me a story about a fox.' }]);
   const tokens = await model.tokenize(prompt + 'Once upon a time, there was a');
   const ref = JSON.parse(run(bin, [MODEL, tokens.join(',')]));
   const got = await model.logits(tokens, { all: true });
   assert.equal(got.length, ref.logits.length, 'same shape');
-  let maxd = 0, agree = 0;
+  let maxd = 0,
+    agree = 0;
   for (let i = 0; i < got.length; i++) maxd = Math.max(maxd, Math.abs(got[i] - ref.logits[i]));
   for (let p = 0; p < tokens.length; p++) {
     const row = (a) => Array.prototype.slice.call(a, p * ref.vocab, (p + 1) * ref.vocab);
     const am = (r) => r.indexOf(Math.max(...r));
     agree += am(row(got)) === am(row(ref.logits));
   }
-  console.log(`demo model vs float64 reference: ${tokens.length} positions, max |logit diff| ${maxd.toExponential(2)}, argmax agrees at ${agree}/${tokens.length}`);
+  console.log(
+    `demo model vs float64 reference: ${tokens.length} positions, max |logit diff| ${maxd.toExponential(2)}, argmax agrees at ${agree}/${tokens.length}`,
+  );
   assert.ok(maxd < 2e-3, `max |logit difference| ${maxd}`);
   assert.equal(agree, tokens.length, 'the same greedy token at every position');
 });
 
-test('greedy answers are English made of the generator\'s words, and right on simple questions', async () => {
+test("greedy answers are English made of the generator's words, and right on simple questions", async () => {
   const dict = new Set(JSON.parse(run('python3', ['tools/train_demo/corpus.py', '--words'])));
   const story = await answer('Tell me a story about a cat.');
   const words = story.toLowerCase().match(/[a-z']+/g) ?? [];

@@ -40,11 +40,28 @@ before(async () => {
   requireDist();
   dir = tmpDir('gpu-browser');
   const bytes = fs.readFileSync(synth(dir, { preset: 'tiny', type: 'f32' }));
-  server = await startCacheServer({ isolate: true, pages: { '/gpu.html': `<!doctype html><meta charset="utf-8">${IMPORT_MAP}${run}` } });
+  server = await startCacheServer({
+    isolate: true,
+    pages: { '/gpu.html': `<!doctype html><meta charset="utf-8">${IMPORT_MAP}${run}` },
+  });
   server.files.set('/models/model.gguf', { bytes, etag: '"m"' });
-  plain = await startCacheServer({ isolate: false, pages: { '/gpu.html': `<!doctype html><meta charset="utf-8">${IMPORT_MAP}${run}` } });
+  plain = await startCacheServer({
+    isolate: false,
+    pages: { '/gpu.html': `<!doctype html><meta charset="utf-8">${IMPORT_MAP}${run}` },
+  });
   plain.files.set('/models/model.gguf', { bytes, etag: '"m"' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--enable-unsafe-webgpu', '--enable-webgpu-developer-features', '--disable-background-networking', '--no-first-run'] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--enable-unsafe-webgpu',
+      '--enable-webgpu-developer-features',
+      '--disable-background-networking',
+      '--no-first-run',
+    ],
+  });
 });
 
 after(async () => {
@@ -65,19 +82,28 @@ async function open(srv) {
   return { ...r, errors: p.errors };
 }
 
-test('Chromium, isolated page: the GPU forward equals the CPU engine; auto stays on the CPU', { timeout: T, skip: !haveChromium() && 'no Chromium' }, async (t) => {
-  const r = await open(server);
-  if (r.error?.code === 'UNSUPPORTED' && /adapter|navigator\.gpu/.test(r.error.message)) return t.skip(`no WebGPU adapter in this Chromium: ${r.error.message}`);
-  assert.equal(r.error, undefined, JSON.stringify(r.error));
-  t.diagnostic(`${r.adapter}: max |dlogit| ${r.maxAbs} over ${r.n / 1024} positions (${r.build})`);
-  assert.equal(r.crossOriginIsolated, true);
-  assert.deepEqual(r.backends, ['cpu', 'webgpu', 'cpu']);
-  assert.ok(r.maxAbs < 1e-3, String(r.maxAbs));
-});
+test(
+  'Chromium, isolated page: the GPU forward equals the CPU engine; auto stays on the CPU',
+  { timeout: T, skip: !haveChromium() && 'no Chromium' },
+  async (t) => {
+    const r = await open(server);
+    if (r.error?.code === 'UNSUPPORTED' && /adapter|navigator\.gpu/.test(r.error.message))
+      return t.skip(`no WebGPU adapter in this Chromium: ${r.error.message}`);
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    t.diagnostic(`${r.adapter}: max |dlogit| ${r.maxAbs} over ${r.n / 1024} positions (${r.build})`);
+    assert.equal(r.crossOriginIsolated, true);
+    assert.deepEqual(r.backends, ['cpu', 'webgpu', 'cpu']);
+    assert.ok(r.maxAbs < 1e-3, String(r.maxAbs));
+  },
+);
 
-test('Chromium, page not isolated: backend webgpu is UNSUPPORTED, saying why', { timeout: T, skip: !haveChromium() && 'no Chromium' }, async () => {
-  const r = await open(plain);
-  assert.equal(r.crossOriginIsolated, false);
-  assert.equal(r.error?.code, 'UNSUPPORTED');
-  assert.match(r.error.message, /SharedArrayBuffer|crossOriginIsolated/);
-});
+test(
+  'Chromium, page not isolated: backend webgpu is UNSUPPORTED, saying why',
+  { timeout: T, skip: !haveChromium() && 'no Chromium' },
+  async () => {
+    const r = await open(plain);
+    assert.equal(r.crossOriginIsolated, false);
+    assert.equal(r.error?.code, 'UNSUPPORTED');
+    assert.match(r.error.message, /SharedArrayBuffer|crossOriginIsolated/);
+  },
+);

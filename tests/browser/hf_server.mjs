@@ -23,7 +23,10 @@ function listen(handler) {
   const s = http.createServer(handler);
   return new Promise((resolve, reject) => {
     s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { s.url = `http://127.0.0.1:${s.address().port}`; resolve(s); });
+    s.listen(0, '127.0.0.1', () => {
+      s.url = `http://127.0.0.1:${s.address().port}`;
+      resolve(s);
+    });
   });
 }
 
@@ -44,23 +47,50 @@ export async function startHfServer(files, { slowMs = 15, sliceBytes = 256 << 10
   const cdn = await listen((req, res) => {
     const url = new URL(req.url, 'http://x');
     log.push(`cdn ${req.method} ${url.pathname}${req.headers.range ? ` ${req.headers.range}` : ''}`);
-    if (req.method === 'OPTIONS') { res.writeHead(204, CORS); return res.end(); }
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, CORS);
+      return res.end();
+    }
     const etag = url.pathname.replace(/^\/blobs\//, '');
     const file = blobs.get(etag);
-    if (!file) { res.writeHead(404, { ...CORS, 'Content-Type': 'text/plain' }); return res.end('Entry not found'); }
+    if (!file) {
+      res.writeHead(404, { ...CORS, 'Content-Type': 'text/plain' });
+      return res.end('Entry not found');
+    }
     const size = fs.statSync(file).size;
     const range = parseRange(req.headers.range, size);
-    const head = { ...CORS, ETag: `"${etag}"`, 'Accept-Ranges': 'bytes', 'Content-Type': 'application/octet-stream', 'Cache-Control': 'no-store' };
-    if (range === 'bad') { res.writeHead(416, { ...head, 'Content-Range': `bytes */${size}` }); return res.end(); }
+    const head = {
+      ...CORS,
+      ETag: `"${etag}"`,
+      'Accept-Ranges': 'bytes',
+      'Content-Type': 'application/octet-stream',
+      'Cache-Control': 'no-store',
+    };
+    if (range === 'bad') {
+      res.writeHead(416, { ...head, 'Content-Range': `bytes */${size}` });
+      return res.end();
+    }
     const [start, end] = range || [0, size - 1];
-    res.writeHead(range ? 206 : 200, { ...head, 'Content-Length': end - start + 1, ...(range ? { 'Content-Range': `bytes ${start}-${end}/${size}` } : {}) });
+    res.writeHead(range ? 206 : 200, {
+      ...head,
+      'Content-Length': end - start + 1,
+      ...(range ? { 'Content-Range': `bytes ${start}-${end}/${size}` } : {}),
+    });
     if (req.method === 'HEAD') return res.end();
     const fd = fs.openSync(file, 'r');
-    let pos = start, closed = false;
-    res.on('close', () => { closed = true; });
+    let pos = start,
+      closed = false;
+    res.on('close', () => {
+      closed = true;
+    });
     const pump = () => {
-      if (closed || pos > end) { fs.closeSync(fd); if (!closed) res.end(); return; }
-      const n = Math.min(sliceBytes, end - pos + 1), buf = Buffer.alloc(n);
+      if (closed || pos > end) {
+        fs.closeSync(fd);
+        if (!closed) res.end();
+        return;
+      }
+      const n = Math.min(sliceBytes, end - pos + 1),
+        buf = Buffer.alloc(n);
       fs.readSync(fd, buf, 0, n, pos);
       pos += n;
       // small reads (headers, PLE rows) go at once; only the bulk download is paced
@@ -72,12 +102,31 @@ export async function startHfServer(files, { slowMs = 15, sliceBytes = 256 << 10
   const hub = await listen((req, res) => {
     const url = new URL(req.url, 'http://x');
     log.push(`hub ${req.method} ${url.pathname}`);
-    if (req.method === 'OPTIONS') { res.writeHead(204, CORS); return res.end(); }
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, CORS);
+      return res.end();
+    }
     const m = /^\/([^/]+\/[^/]+)\/resolve\/main\/(.+)$/.exec(url.pathname);
     const etag = m && etagOf.get(`${m[1]}/${decodeURIComponent(m[2])}`);
-    if (!etag) { res.writeHead(404, { ...CORS, 'Content-Type': 'text/plain', 'X-Error-Code': 'EntryNotFound' }); return res.end('Entry not found'); }
-    res.writeHead(302, { ...CORS, Location: `${cdn.url}/blobs/${etag}`, ETag: `"${etag}"`, 'X-Repo-Commit': '0'.repeat(40) });
+    if (!etag) {
+      res.writeHead(404, { ...CORS, 'Content-Type': 'text/plain', 'X-Error-Code': 'EntryNotFound' });
+      return res.end('Entry not found');
+    }
+    res.writeHead(302, {
+      ...CORS,
+      Location: `${cdn.url}/blobs/${etag}`,
+      ETag: `"${etag}"`,
+      'X-Repo-Commit': '0'.repeat(40),
+    });
     res.end();
   });
-  return { hub, cdn, log, close() { hub.close(); cdn.close(); } };
+  return {
+    hub,
+    cdn,
+    log,
+    close() {
+      hub.close();
+      cdn.close();
+    },
+  };
 }

@@ -56,7 +56,11 @@ before(async () => {
   const model = synth(dir, { preset: 'tiny', type: 'q8_0', extra: ['--chat-tokens'] });
   fs.writeFileSync(path.join(dir, 'index.html'), PAGE);
   const mounts = { ...demoMounts(), '/node_modules/openai/': path.join(ROOT, 'node_modules/openai'), '/': dir };
-  server = await startServer({ files: { ...modelFiles([model]), '/models/m.gguf': model }, mounts, log: (l) => l.startsWith('404') && missing.push(l) });
+  server = await startServer({
+    files: { ...modelFiles([model]), '/models/m.gguf': model },
+    mounts,
+    log: (l) => l.startsWith('404') && missing.push(l),
+  });
   browser = await launchChromium();
 });
 
@@ -66,27 +70,37 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('the openai client in a page: a streamed forced tool call, its result, and a json_schema answer', { skip: !haveChromium() && 'no Chromium', timeout: 300000 }, async () => {
-  const page = await browser.newPage();
-  const errors = [];
-  collectErrors(page, errors);
-  await page.goto(`${server.url}/index.html`);
-  await page.waitForFunction(() => window.ready === true);
-  const r = await page.evaluate(() => window.run());
-  assert.deepEqual(errors.filter((e) => !/status of 404/.test(e)), []);
-  assert.deepEqual(missing.filter((l) => !l.endsWith('/favicon.ico')), []);
-  assert.equal(r.build, 'mt');
-  assert.equal(r.name, 'get_weather');
-  assert.equal(r.finish, 'tool_calls');
-  const args = JSON.parse(r.args);
-  assert.deepEqual(Object.keys(args), ['city']);
-  assert.ok(typeof args.city === 'string' && [...args.city].length <= 10, r.args);
-  assert.equal(r.answerRole, 'assistant');
-  assert.ok(['stop', 'length'].includes(r.answerFinish));
-  assert.equal(r.jsonFinish, 'stop');
-  const v = JSON.parse(r.json);
-  assert.deepEqual(Object.keys(v).sort(), ['n', 'ok']);
-  assert.equal(typeof v.ok, 'boolean');
-  assert.ok(Number.isInteger(v.n));
-  await page.close();
-});
+test(
+  'the openai client in a page: a streamed forced tool call, its result, and a json_schema answer',
+  { skip: !haveChromium() && 'no Chromium', timeout: 300000 },
+  async () => {
+    const page = await browser.newPage();
+    const errors = [];
+    collectErrors(page, errors);
+    await page.goto(`${server.url}/index.html`);
+    await page.waitForFunction(() => window.ready === true);
+    const r = await page.evaluate(() => window.run());
+    assert.deepEqual(
+      errors.filter((e) => !/status of 404/.test(e)),
+      [],
+    );
+    assert.deepEqual(
+      missing.filter((l) => !l.endsWith('/favicon.ico')),
+      [],
+    );
+    assert.equal(r.build, 'mt');
+    assert.equal(r.name, 'get_weather');
+    assert.equal(r.finish, 'tool_calls');
+    const args = JSON.parse(r.args);
+    assert.deepEqual(Object.keys(args), ['city']);
+    assert.ok(typeof args.city === 'string' && [...args.city].length <= 10, r.args);
+    assert.equal(r.answerRole, 'assistant');
+    assert.ok(['stop', 'length'].includes(r.answerFinish));
+    assert.equal(r.jsonFinish, 'stop');
+    const v = JSON.parse(r.json);
+    assert.deepEqual(Object.keys(v).sort(), ['n', 'ok']);
+    assert.equal(typeof v.ok, 'boolean');
+    assert.ok(Number.isInteger(v.n));
+    await page.close();
+  },
+);

@@ -77,7 +77,7 @@ test('Range requests: 206 with the exact bytes, suffix ranges, 416 past the end'
 
 test('parseRange edge cases', () => {
   assert.equal(parseRange(undefined, 10), null);
-  assert.equal(parseRange('bytes=0-1,3-4', 10), null);  // multi-range: whole file
+  assert.equal(parseRange('bytes=0-1,3-4', 10), null); // multi-range: whole file
   assert.equal(parseRange('items=0-1', 10), null);
   assert.deepEqual(parseRange('bytes=0-0', 10), [0, 0]);
   assert.deepEqual(parseRange('bytes=-20', 10), [0, 9]);

@@ -24,12 +24,21 @@ const VERSIONS = { vite: '8', webpack: '5', 'webpack-cli': '7' };
 const PROMPT = [2, 5, 300, 301, 17];
 const GREEDY = { maxTokens: 8, temperature: 0, stopIds: [] };
 const T = 180000;
-let dir, app, model, sha256, want, browser, skip = null;
+let dir,
+  app,
+  model,
+  sha256,
+  want,
+  browser,
+  skip = null;
 const servers = [];
 
 function sh(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 150000, ...opts });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} (in ${opts.cwd ?? process.cwd()}) exited ${r.status ?? r.signal}:\n${(r.stdout + r.stderr).slice(-4000)}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} (in ${opts.cwd ?? process.cwd()}) exited ${r.status ?? r.signal}:\n${(r.stdout + r.stderr).slice(-4000)}`,
+    );
   return r.stdout;
 }
 
@@ -86,10 +95,22 @@ before(async () => {
   fs.mkdirSync(path.join(app, 'public'));
   fs.copyFileSync(model, path.join(app, 'public', 'model.gguf'));
   const deps = Object.fromEntries(Object.entries(VERSIONS).map(([k, v]) => [k, v]));
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { 'oxinfer-web': `file:${tarball}`, ...deps } }));
+  fs.writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({
+      name: 'app',
+      private: true,
+      type: 'module',
+      dependencies: { 'oxinfer-web': `file:${tarball}`, ...deps },
+    }),
+  );
   // offline: only what ~/.npm holds
   const online = registryReachable();
-  const install = spawnSync('npm', ['install', '--no-audit', '--no-fund', online ? '--prefer-offline' : '--offline', '--loglevel=error'], { cwd: app, encoding: 'utf8', timeout: 150000 });
+  const install = spawnSync(
+    'npm',
+    ['install', '--no-audit', '--no-fund', online ? '--prefer-offline' : '--offline', '--loglevel=error'],
+    { cwd: app, encoding: 'utf8', timeout: 150000 },
+  );
   if (install.status !== 0) {
     if (!online) {
       skip = `the npm registry is unreachable and ~/.npm lacks ${Object.keys(VERSIONS).join('/')}: bundler tests skipped`;
@@ -124,7 +145,11 @@ async function runPage(url) {
 }
 
 function check(r, label) {
-  assert.equal(r.error, undefined, `${label}: ${r.error}\nfailed requests: ${r.failed.join('\n')}\npage errors: ${r.errors.join('\n')}`);
+  assert.equal(
+    r.error,
+    undefined,
+    `${label}: ${r.error}\nfailed requests: ${r.failed.join('\n')}\npage errors: ${r.errors.join('\n')}`,
+  );
   assert.equal(r.build, 'mt', `${label}: threaded build under COOP/COEP`);
   assert.deepEqual(r.direct, want, `${label}: tokens`);
   assert.deepEqual(r.cached, want, `${label}: tokens through the cache`);
@@ -140,14 +165,25 @@ async function serveDir(root) {
 test('Vite 8: vite build, served with COOP/COEP', { timeout: T }, async (t) => {
   if (skip) return t.skip(skip);
   fs.writeFileSync(path.join(app, 'index.html'), HTML('<script type="module" src="/src/main.js"></script>'));
-  fs.writeFileSync(path.join(app, 'vite.config.js'), `export default { logLevel: 'warn', server: { headers: ${JSON.stringify(ISOLATION)} } };\n`);
-  sh(process.execPath, [path.join(app, 'node_modules/vite/bin/vite.js'), 'build', '--outDir', 'dist-vite', '--emptyOutDir'], { cwd: app });
+  fs.writeFileSync(
+    path.join(app, 'vite.config.js'),
+    `export default { logLevel: 'warn', server: { headers: ${JSON.stringify(ISOLATION)} } };\n`,
+  );
+  sh(
+    process.execPath,
+    [path.join(app, 'node_modules/vite/bin/vite.js'), 'build', '--outDir', 'dist-vite', '--emptyOutDir'],
+    { cwd: app },
+  );
   check(await runPage(`${await serveDir(path.join(app, 'dist-vite'))}/`), 'vite build');
 });
 
 test('Vite 8: the vite dev server', { timeout: T }, async (t) => {
   if (skip) return t.skip(skip);
-  const vite = spawn(process.execPath, [path.join(app, 'node_modules/vite/bin/vite.js'), '--port', '0', '--host', '127.0.0.1', '--logLevel', 'info'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  const vite = spawn(
+    process.execPath,
+    [path.join(app, 'node_modules/vite/bin/vite.js'), '--port', '0', '--host', '127.0.0.1', '--logLevel', 'info'],
+    { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   servers.push({ close: () => vite.kill() });
   let out = '';
   const url = await new Promise((resolve, reject) => {
@@ -167,8 +203,13 @@ test('Vite 8: the vite dev server', { timeout: T }, async (t) => {
 test('webpack 5: production build, served with COOP/COEP', { timeout: T }, async (t) => {
   if (skip) return t.skip(skip);
   const out = path.join(app, 'dist-webpack');
-  fs.writeFileSync(path.join(app, 'webpack.config.cjs'), `module.exports = { mode: 'production', entry: './src/main.js', output: { path: ${JSON.stringify(out)}, filename: 'main.js', publicPath: 'auto' } };\n`);
-  sh(process.execPath, [path.join(app, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.config.cjs'], { cwd: app });
+  fs.writeFileSync(
+    path.join(app, 'webpack.config.cjs'),
+    `module.exports = { mode: 'production', entry: './src/main.js', output: { path: ${JSON.stringify(out)}, filename: 'main.js', publicPath: 'auto' } };\n`,
+  );
+  sh(process.execPath, [path.join(app, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.config.cjs'], {
+    cwd: app,
+  });
   fs.writeFileSync(path.join(out, 'index.html'), HTML('<script src="main.js"></script>'));
   check(await runPage(`${await serveDir(out)}/`), 'webpack');
 });
@@ -176,11 +217,20 @@ test('webpack 5: production build, served with COOP/COEP', { timeout: T }, async
 test('plain ESM in a page: an import map onto node_modules', { timeout: T }, async (t) => {
   if (skip) return t.skip(skip);
   const nm = path.join(app, 'node_modules');
-  const map = { imports: { 'oxinfer-web': '/node_modules/oxinfer-web/js/main/index.js', '@huggingface/jinja': '/node_modules/@huggingface/jinja/dist/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } };
+  const map = {
+    imports: {
+      'oxinfer-web': '/node_modules/oxinfer-web/js/main/index.js',
+      '@huggingface/jinja': '/node_modules/@huggingface/jinja/dist/index.js',
+      '@noble/hashes/': '/node_modules/@noble/hashes/',
+    },
+  };
   const root = path.join(dir, 'plain');
   fs.mkdirSync(root);
   fs.writeFileSync(path.join(root, 'main.js'), MAIN(sha256));
-  fs.writeFileSync(path.join(root, 'index.html'), HTML(`<script type="importmap">${JSON.stringify(map)}</script><script type="module" src="main.js"></script>`));
+  fs.writeFileSync(
+    path.join(root, 'index.html'),
+    HTML(`<script type="importmap">${JSON.stringify(map)}</script><script type="module" src="main.js"></script>`),
+  );
   const s = await startServer({ mounts: { '/node_modules/': nm, '/': root }, files: { '/model.gguf': model } });
   servers.push({ close: () => s.close() });
   check(await runPage(`${s.url}/`), 'plain ESM');

@@ -39,12 +39,22 @@ test('the packed package works in a vite build, threaded and single-threaded', {
     fs.writeFileSync(path.join(app, 'index.html'), '<!doctype html><script type="module" src="./main.js"></script>\n');
     fs.writeFileSync(path.join(app, 'main.js'), MAIN);
     npm(['install', '--no-audit', '--no-fund', 'vite@8', tgz], app);
-    execFileSync(path.join(app, 'node_modules', '.bin', 'vite'), ['build', '--logLevel', 'error'], { cwd: app, stdio: 'pipe' });
+    execFileSync(path.join(app, 'node_modules', '.bin', 'vite'), ['build', '--logLevel', 'error'], {
+      cwd: app,
+      stdio: 'pipe',
+    });
     const model = synth(dir, recorded.model);
     const browser = await launchChromium();
     try {
-      for (const [isolate, build] of [[true, 'mt'], [false, 'st']]) {
-        const server = await startServer({ files: { '/models/m.gguf': model }, mounts: { '/': path.join(app, 'dist') }, isolate });
+      for (const [isolate, build] of [
+        [true, 'mt'],
+        [false, 'st'],
+      ]) {
+        const server = await startServer({
+          files: { '/models/m.gguf': model },
+          mounts: { '/': path.join(app, 'dist') },
+          isolate,
+        });
         const page = await browser.newPage();
         const errors = [];
         collectErrors(page, errors);

@@ -37,8 +37,8 @@ struct ref_model {
     int n_owned;
 };
 
-static double *load(ref_model *r, const ox_model_files *mf, const char *name, uint64_t want, int optional,
-                    char *msg, size_t cap, ox_type *type) {
+static double *load(ref_model *r, const ox_model_files *mf, const char *name, uint64_t want, int optional, char *msg,
+                    size_t cap, ox_type *type) {
     const ox_tensor *t = ox_files_find(mf, name);
     if (t && type) *type = t->type;
     if (!t) {
@@ -48,8 +48,7 @@ static double *load(ref_model *r, const ox_model_files *mf, const char *name, ui
     uint64_t n = 1;
     for (int i = 0; i < t->n_dims; i++) n *= t->ne[i];
     if (n != want) {
-        snprintf(msg, cap, "ref: %s has %llu elements, want %llu", name, (unsigned long long)n,
-                 (unsigned long long)want);
+        snprintf(msg, cap, "ref: %s has %llu elements, want %llu", name, (unsigned long long)n, (unsigned long long)want);
         return NULL;
     }
     uint64_t cols = t->ne[0], rows = n / cols, rb;
@@ -109,9 +108,15 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
     r->owned = calloc(64 + 40 * (size_t)r->L, sizeof *r->owned);
     uint64_t H = r->H, V = r->V, LP = (uint64_t)r->L * r->P;
     int first_shared = r->L - c->n_kv_shared;
-#define NEED(dst, name, n) do { if (!((dst) = load(r, mf, (name), (n), 0, msg, cap, NULL))) goto fail; } while (0)
-#define MNEED(dst, name, n) do { if (!((dst).w = load(r, mf, (name), (n), 0, msg, cap, &(dst).t))) goto fail; \
-                                 (dst).mins = load_mins(r, mf, (name)); } while (0)
+#define NEED(dst, name, n)                                                                                             \
+    do {                                                                                                               \
+        if (!((dst) = load(r, mf, (name), (n), 0, msg, cap, NULL))) goto fail;                                         \
+    } while (0)
+#define MNEED(dst, name, n)                                                                                            \
+    do {                                                                                                               \
+        if (!((dst).w = load(r, mf, (name), (n), 0, msg, cap, &(dst).t))) goto fail;                                   \
+        (dst).mins = load_mins(r, mf, (name));                                                                         \
+    } while (0)
     MNEED(r->embd, "token_embd.weight", V * H);
     NEED(r->out_norm, "output_norm.weight", H);
     if (r->P) {
@@ -136,8 +141,16 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
         y->pairs = y->full ? (int)floor(c->partial_rotary * y->hd / 2) : y->hd / 2;
         uint64_t hd = y->hd, qw = (uint64_t)r->nh * hd, kw = (uint64_t)y->nkv * hd, I = y->ffn;
         char nm[128];
-#define LNEED(dst, s, n) do { snprintf(nm, sizeof nm, "blk.%d.%s", l, s); NEED(dst, nm, n); } while (0)
-#define LMNEED(dst, s, n) do { snprintf(nm, sizeof nm, "blk.%d.%s", l, s); MNEED(dst, nm, n); } while (0)
+#define LNEED(dst, s, n)                                                                                               \
+    do {                                                                                                               \
+        snprintf(nm, sizeof nm, "blk.%d.%s", l, s);                                                                    \
+        NEED(dst, nm, n);                                                                                              \
+    } while (0)
+#define LMNEED(dst, s, n)                                                                                              \
+    do {                                                                                                               \
+        snprintf(nm, sizeof nm, "blk.%d.%s", l, s);                                                                    \
+        MNEED(dst, nm, n);                                                                                             \
+    } while (0)
         LNEED(y->attn_norm, "attn_norm.weight", H);
         LMNEED(y->wq, "attn_q.weight", qw * H);
         LNEED(y->q_norm, "attn_q_norm.weight", hd);
@@ -240,8 +253,8 @@ static void rope(double *x, int hd, int pos, int pairs, double base, double fact
     }
 }
 
-static void ffn(const ref_model *r, double *out, const rmat *gate, const rmat *up, const rmat *down,
-                const double *x, int H, int I) {
+static void ffn(const ref_model *r, double *out, const rmat *gate, const rmat *up, const rmat *down, const double *x,
+                int H, int I) {
     double *g = malloc(sizeof(double) * I), *u = malloc(sizeof(double) * I);
     matvec(r, g, gate, x, I, H);
     matvec(r, u, up, x, I, H);
@@ -267,7 +280,8 @@ int ref_forward_hidden(const ref_model *r, const int32_t *tok, int n, const floa
         int is_soft = soft && soft_mask && soft_mask[i];
         int row = is_soft ? r->pad : tok[i];
         for (int j = 0; j < H; j++)
-            x[(size_t)i * H + j] = is_soft ? soft[(size_t)i * H + j] : r->embd.w[(size_t)tok[i] * H + j] * sqrt((double)H);
+            x[(size_t)i * H + j] =
+                is_soft ? soft[(size_t)i * H + j] : r->embd.w[(size_t)tok[i] * H + j] * sqrt((double)H);
         if (P) {
             double *pl = ple + (size_t)i * LP, *proj = malloc(sizeof(double) * LP);
             matvec(r, proj, &r->ple_model_proj, x + (size_t)i * H, (int)LP, H);
@@ -275,7 +289,8 @@ int ref_forward_hidden(const ref_model *r, const int32_t *tok, int n, const floa
                 for (int j = 0; j < P; j++) proj[l * P + j] /= sqrt((double)H);
                 rms(pl + (size_t)l * P, proj + (size_t)l * P, r->ple_proj_norm, P, r->eps);
             }
-            for (size_t j = 0; j < LP; j++) pl[j] = (pl[j] + r->ple_table[(size_t)row * LP + j] * sqrt((double)P)) / sqrt(2.0);
+            for (size_t j = 0; j < LP; j++)
+                pl[j] = (pl[j] + r->ple_table[(size_t)row * LP + j] * sqrt((double)P)) / sqrt(2.0);
             free(proj);
         }
     }
@@ -327,7 +342,8 @@ int ref_forward_hidden(const ref_model *r, const int32_t *tok, int n, const floa
                 for (int j = 0; j < n; j++) {
                     if (s[j] == -INFINITY) continue;
                     double p = exp(s[j] - mx) / sum;
-                    for (int e = 0; e < hd; e++) att[(size_t)i * qw + h * hd + e] += p * Vs[(size_t)j * kw + g * hd + e];
+                    for (int e = 0; e < hd; e++)
+                        att[(size_t)i * qw + h * hd + e] += p * Vs[(size_t)j * kw + g * hd + e];
                 }
             }
         for (int i = 0; i < n; i++) {

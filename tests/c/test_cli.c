@@ -49,8 +49,9 @@ static void test_directories(void) {
     CHECK(run("synth --preset tiny -o tiny.gguf", NULL, 0, NULL, 0) == 0);
     CHECK(run("synth --preset tiny --format hf -o hf", NULL, 0, NULL, 0) == 0);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/ggufdir %s/empty && cp %s/tiny.gguf %s/ggufdir/ && echo x > %s/empty/notes.txt",
-             tmp, tmp, tmp, tmp, tmp);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/ggufdir %s/empty && cp %s/tiny.gguf %s/ggufdir/ && echo x > %s/empty/notes.txt", tmp, tmp,
+             tmp, tmp, tmp);
     CHECK(system(cmd) == 0);
 
     const char *toks = "--tokens 2,17,300,5,99 --all --json";

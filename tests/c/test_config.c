@@ -31,54 +31,60 @@ static char *config_text(const char *which) {
     char lt[8192];
     if (strcmp(which, "E2B") == 0) {
         layer_types(lt, sizeof lt, 35, 5);
-        snprintf(buf, sizeof buf,
-                 "{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"eos_token_id\": [1, 106], "
-                 "\"image_token_id\": 258880, \"model_type\": \"gemma4\", \"text_config\": {"
-                 "\"attention_bias\": false, \"attention_k_eq_v\": false, \"bos_token_id\": 2, \"enable_moe_block\": false, "
-                 "\"eos_token_id\": 1, \"expert_intermediate_size\": null, \"final_logit_softcapping\": 30.0, "
-                 "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_activation\": \"gelu_pytorch_tanh\", "
-                 "\"hidden_size\": 1536, \"hidden_size_per_layer_input\": 256, \"intermediate_size\": 6144, "
-                 "\"layer_types\": %s, \"max_position_embeddings\": 131072, \"model_type\": \"gemma4_text\", "
-                 "\"moe_intermediate_size\": null, \"num_attention_heads\": 8, \"num_experts\": null, "
-                 "\"num_global_key_value_heads\": null, \"num_hidden_layers\": 35, \"num_key_value_heads\": 1, "
-                 "\"num_kv_shared_layers\": 20, \"pad_token_id\": 0, \"rms_norm_eps\": 1e-06, %s, "
-                 "\"sliding_window\": 512, \"tie_word_embeddings\": true, \"top_k_experts\": null, "
-                 "\"use_bidirectional_attention\": null, \"use_cache\": true, \"use_double_wide_mlp\": true, "
-                 "\"vocab_size\": 262144, \"vocab_size_per_layer_input\": 262144}}",
-                 lt, ROPE);
+        snprintf(
+            buf, sizeof buf,
+            "{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"eos_token_id\": [1, 106], "
+            "\"image_token_id\": 258880, \"model_type\": \"gemma4\", \"text_config\": {"
+            "\"attention_bias\": false, \"attention_k_eq_v\": false, \"bos_token_id\": 2, \"enable_moe_block\": false, "
+            "\"eos_token_id\": 1, \"expert_intermediate_size\": null, \"final_logit_softcapping\": 30.0, "
+            "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_activation\": \"gelu_pytorch_tanh\", "
+            "\"hidden_size\": 1536, \"hidden_size_per_layer_input\": 256, \"intermediate_size\": 6144, "
+            "\"layer_types\": %s, \"max_position_embeddings\": 131072, \"model_type\": \"gemma4_text\", "
+            "\"moe_intermediate_size\": null, \"num_attention_heads\": 8, \"num_experts\": null, "
+            "\"num_global_key_value_heads\": null, \"num_hidden_layers\": 35, \"num_key_value_heads\": 1, "
+            "\"num_kv_shared_layers\": 20, \"pad_token_id\": 0, \"rms_norm_eps\": 1e-06, %s, "
+            "\"sliding_window\": 512, \"tie_word_embeddings\": true, \"top_k_experts\": null, "
+            "\"use_bidirectional_attention\": null, \"use_cache\": true, \"use_double_wide_mlp\": true, "
+            "\"vocab_size\": 262144, \"vocab_size_per_layer_input\": 262144}}",
+            lt, ROPE);
     } else if (strcmp(which, "E4B") == 0) {
         layer_types(lt, sizeof lt, 42, 6);
-        snprintf(buf, sizeof buf,
-                 "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": false, \"final_logit_softcapping\": 30.0, "
-                 "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 2560, \"hidden_size_per_layer_input\": 256, "
-                 "\"intermediate_size\": 10240, \"layer_types\": %s, \"max_position_embeddings\": 131072, "
-                 "\"num_attention_heads\": 8, \"num_global_key_value_heads\": null, \"num_hidden_layers\": 42, "
-                 "\"num_key_value_heads\": 2, \"num_kv_shared_layers\": 18, \"rms_norm_eps\": 1e-06, %s, "
-                 "\"sliding_window\": 512, \"use_double_wide_mlp\": false, \"vocab_size\": 262144, "
-                 "\"vocab_size_per_layer_input\": 262144}}",
-                 lt, ROPE);
+        snprintf(
+            buf, sizeof buf,
+            "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": false, \"final_logit_softcapping\": "
+            "30.0, "
+            "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 2560, \"hidden_size_per_layer_input\": 256, "
+            "\"intermediate_size\": 10240, \"layer_types\": %s, \"max_position_embeddings\": 131072, "
+            "\"num_attention_heads\": 8, \"num_global_key_value_heads\": null, \"num_hidden_layers\": 42, "
+            "\"num_key_value_heads\": 2, \"num_kv_shared_layers\": 18, \"rms_norm_eps\": 1e-06, %s, "
+            "\"sliding_window\": 512, \"use_double_wide_mlp\": false, \"vocab_size\": 262144, "
+            "\"vocab_size_per_layer_input\": 262144}}",
+            lt, ROPE);
     } else if (strcmp(which, "26B-A4B") == 0) {
         layer_types(lt, sizeof lt, 30, 6);
-        snprintf(buf, sizeof buf,
-                 "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": true, \"enable_moe_block\": true, "
-                 "\"final_logit_softcapping\": 30.0, \"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 2816, "
-                 "\"hidden_size_per_layer_input\": 0, \"intermediate_size\": 2112, \"layer_types\": %s, "
-                 "\"max_position_embeddings\": 262144, \"moe_intermediate_size\": 704, \"num_attention_heads\": 16, "
-                 "\"num_experts\": 128, \"num_global_key_value_heads\": 2, \"num_hidden_layers\": 30, "
-                 "\"num_key_value_heads\": 8, \"num_kv_shared_layers\": 0, \"rms_norm_eps\": 1e-06, %s, "
-                 "\"sliding_window\": 1024, \"top_k_experts\": 8, \"use_bidirectional_attention\": \"vision\", "
-                 "\"vocab_size\": 262144}}",
-                 lt, ROPE);
+        snprintf(
+            buf, sizeof buf,
+            "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": true, \"enable_moe_block\": true, "
+            "\"final_logit_softcapping\": 30.0, \"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 2816, "
+            "\"hidden_size_per_layer_input\": 0, \"intermediate_size\": 2112, \"layer_types\": %s, "
+            "\"max_position_embeddings\": 262144, \"moe_intermediate_size\": 704, \"num_attention_heads\": 16, "
+            "\"num_experts\": 128, \"num_global_key_value_heads\": 2, \"num_hidden_layers\": 30, "
+            "\"num_key_value_heads\": 8, \"num_kv_shared_layers\": 0, \"rms_norm_eps\": 1e-06, %s, "
+            "\"sliding_window\": 1024, \"top_k_experts\": 8, \"use_bidirectional_attention\": \"vision\", "
+            "\"vocab_size\": 262144}}",
+            lt, ROPE);
     } else { /* 31B */
         layer_types(lt, sizeof lt, 60, 6);
-        snprintf(buf, sizeof buf,
-                 "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": true, \"final_logit_softcapping\": 30.0, "
-                 "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 5376, \"hidden_size_per_layer_input\": 0, "
-                 "\"intermediate_size\": 21504, \"layer_types\": %s, \"max_position_embeddings\": 262144, "
-                 "\"num_attention_heads\": 32, \"num_global_key_value_heads\": 4, \"num_hidden_layers\": 60, "
-                 "\"num_key_value_heads\": 16, \"num_kv_shared_layers\": 0, \"rms_norm_eps\": 1e-06, %s, "
-                 "\"sliding_window\": 1024, \"use_bidirectional_attention\": \"vision\", \"vocab_size\": 262144}}",
-                 lt, ROPE);
+        snprintf(
+            buf, sizeof buf,
+            "{\"eos_token_id\": [1, 106], \"text_config\": {\"attention_k_eq_v\": true, \"final_logit_softcapping\": "
+            "30.0, "
+            "\"global_head_dim\": 512, \"head_dim\": 256, \"hidden_size\": 5376, \"hidden_size_per_layer_input\": 0, "
+            "\"intermediate_size\": 21504, \"layer_types\": %s, \"max_position_embeddings\": 262144, "
+            "\"num_attention_heads\": 32, \"num_global_key_value_heads\": 4, \"num_hidden_layers\": 60, "
+            "\"num_key_value_heads\": 16, \"num_kv_shared_layers\": 0, \"rms_norm_eps\": 1e-06, %s, "
+            "\"sliding_window\": 1024, \"use_bidirectional_attention\": \"vision\", \"vocab_size\": 262144}}",
+            lt, ROPE);
     }
     return buf;
 }
@@ -151,7 +157,8 @@ static void test_26b(void) {
     for (int l = 0; l < 30; l++) {
         const ox_layer_cfg *y = &cfg.layers[l];
         int full = l % 6 == 5;
-        if (y->full != full || y->k_eq_v != full || y->n_kv_heads != (full ? 2 : 8) || y->shared || y->kv_src != l) bad++;
+        if (y->full != full || y->k_eq_v != full || y->n_kv_heads != (full ? 2 : 8) || y->shared || y->kv_src != l)
+            bad++;
         if (y->ffn != 2112 || y->window != (full ? 0 : 1024) || y->rope_pairs != (full ? 64 : 128)) bad++;
     }
     CHECK(bad == 0);
@@ -211,10 +218,12 @@ static void test_errors(void) {
     expect_bad("E2B", "\"head_dim\": 256", "\"head_dim\": 255", OX_E_CONFIG, "head_dim = 255 must be positive and even");
     expect_bad("E2B", "\"global_head_dim\": 512", "\"global_head_dim\": 0", OX_E_CONFIG, "global_head_dim = 0");
     expect_bad("E2B", "\"hidden_size\": 1536", "\"hidden_size\": -4", OX_E_CONFIG, "hidden_size = -4");
-    expect_bad("E2B", "\"hidden_size\": 1536", "\"hidden_sizeX\": 1536", OX_E_CONFIG, "config key hidden_size is missing");
+    expect_bad("E2B", "\"hidden_size\": 1536", "\"hidden_sizeX\": 1536", OX_E_CONFIG,
+               "config key hidden_size is missing");
     expect_bad("E2B", "\"hidden_size\": 1536", "\"hidden_size\": 1536.5", OX_E_CONFIG, "hidden_size: integer expected");
     expect_bad("E2B", "\"intermediate_size\": 6144", "\"intermediate_size\": 0", OX_E_CONFIG, "intermediate_size = 0");
-    expect_bad("E2B", "\"num_kv_shared_layers\": 20", "\"num_kv_shared_layers\": 35", OX_E_CONFIG, "num_kv_shared_layers = 35");
+    expect_bad("E2B", "\"num_kv_shared_layers\": 20", "\"num_kv_shared_layers\": 35", OX_E_CONFIG,
+               "num_kv_shared_layers = 35");
     /* 32 shared layers: layers 3.. shared; layer 4 (full) has no unshared full layer before 3 */
     expect_bad("E2B", "\"num_kv_shared_layers\": 20", "\"num_kv_shared_layers\": 32", OX_E_CONFIG,
                "shared layer 4 (full) has no unshared full layer");
@@ -241,8 +250,9 @@ static void test_errors(void) {
     snprintf(text, sizeof text, "%.*s\"all\"%s", (int)(p - src), src, p + 8);
     ox_err e = {0};
     CHECK(load(text, &cfg, &e) == 0 && cfg.bidirectional == 1);
-    const char *bare = "{\"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 8, \"num_attention_heads\": 4,"
-                       "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 128}";
+    const char *bare =
+        "{\"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 8, \"num_attention_heads\": 4,"
+        "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 128}";
     CHECK_MSG(load(bare, &cfg, &e) == 0, "%s", e.msg);
     CHECK(cfg.layers[5].full && cfg.layers[7].full && !cfg.layers[6].full && !cfg.layers[0].full);
     CHECK(cfg.global_head_dim == 16 && cfg.layers[7].rope_pairs == 2 && cfg.layers[0].rope_pairs == 8);
@@ -326,7 +336,8 @@ static void test_gguf(void) {
     CHECK(cfg.double_wide && cfg.intermediate == 6144 && !cfg.k_eq_v && cfg.n_kv_heads == 1);
     CHECK_NEAR(cfg.partial_rotary, 0.25, 0);
     CHECK(cfg.n_eos == 2 && cfg.eos_ids[0] == 1 && cfg.eos_ids[1] == 106);
-    CHECK_MSG(memcmp(cfg.layers, ref.layers, sizeof ref.layers) == 0, "E2B per-layer table from GGUF differs from config.json");
+    CHECK_MSG(memcmp(cfg.layers, ref.layers, sizeof ref.layers) == 0,
+              "E2B per-layer table from GGUF differs from config.json");
 
     CHECK(load(config_text("31B"), &ref, &e) == 0);
     CHECK_MSG(gguf_config(1, &cfg, &e) == 0, "%s", e.msg);

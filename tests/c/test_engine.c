@@ -152,7 +152,8 @@ int main(void) {
     int h = ox_host_open_path(model_path, &err);
     ox_model_files *mf = h >= 0 ? ox_files_open(&h, 1, &err) : NULL;
     ox_lora_spec sp = {.rank = 4, .alpha = 8, .std = 0.05f, .seed = 1, .targets = OX_LORA_ALL_TARGETS, .type = OX_F32};
-    if (!mf || ox_lora_write_gguf(ox_files_config(mf), &sp, lora_path, &err)) return fprintf(stderr, "lora: %s\n", err.msg), 1;
+    if (!mf || ox_lora_write_gguf(ox_files_config(mf), &sp, lora_path, &err))
+        return fprintf(stderr, "lora: %s\n", err.msg), 1;
     ox_files_free(mf);
     FILE *in = fopen(model_path, "rb"), *out = fopen(cut_path, "wb");
     char buf[4000];

@@ -23,9 +23,9 @@
 #include "formats/tensors.h"
 #include "text/tokenizer.h"
 
-static char dir[64];          /* scratch directory for this run */
-static char good_gguf[128];   /* the pristine model */
-static char hf_dir[128];      /* the pristine HF checkpoint (2 shards) */
+static char dir[64];        /* scratch directory for this run */
+static char good_gguf[128]; /* the pristine model */
+static char hf_dir[128];    /* the pristine HF checkpoint (2 shards) */
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -69,8 +69,8 @@ static char *edit(const char *text, const char *from, const char *to) {
 }
 
 /* Open a model from in-memory files and load it; returns the error code (0 = loaded, freed). */
-static int load_mem(const char *const *names, uint8_t *const *bufs, const size_t *lens, int n,
-                    const ox_load_opts *opts, ox_err *err) {
+static int load_mem(const char *const *names, uint8_t *const *bufs, const size_t *lens, int n, const ox_load_opts *opts,
+                    ox_err *err) {
     int h[8];
     for (int i = 0; i < n; i++) h[i] = ox_host_open_mem(names[i], bufs[i], lens[i]);
     memset(err, 0, sizeof *err);
@@ -131,23 +131,28 @@ static void good_model_works(void) {
             memcpy(good_logits, logits, sizeof logits);
             have_good_logits = 1;
         }
-        CHECK_MSG(memcmp(logits, good_logits, sizeof logits) == 0, "the good model's logits differ from those before the faults");
+        CHECK_MSG(memcmp(logits, good_logits, sizeof logits) == 0,
+                  "the good model's logits differ from those before the faults");
         ox_session_free(s);
         ox_model_free(m);
     }
     ox_host_close(h);
 }
 
-#define EXPECT(rc, err, code, ...) do { \
-    CHECK_MSG((rc) == (code), "rc %d (%s), want %s: %s", (rc), ox_err_code_name(rc), ox_err_code_name(code), (err).msg); \
-    const char *needles_[] = {__VA_ARGS__}; \
-    for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; k_++) CHECK_STR_CONTAINS((err).msg, needles_[k_]); \
-    fprintf(stderr, "   %s: %s\n", ox_err_code_name(rc), (err).msg); \
-    good_model_works(); } while (0)
+#define EXPECT(rc, err, code, ...)                                                                                     \
+    do {                                                                                                               \
+        CHECK_MSG((rc) == (code), "rc %d (%s), want %s: %s", (rc), ox_err_code_name(rc), ox_err_code_name(code),       \
+                  (err).msg);                                                                                          \
+        const char *needles_[] = {__VA_ARGS__};                                                                        \
+        for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; k_++)                                           \
+            CHECK_STR_CONTAINS((err).msg, needles_[k_]);                                                               \
+        fprintf(stderr, "   %s: %s\n", ox_err_code_name(rc), (err).msg);                                               \
+        good_model_works();                                                                                            \
+    } while (0)
 
 /* ------------------------------------------------------------------ GGUF header and data */
 
-static uint8_t *gguf;   /* pristine GGUF bytes */
+static uint8_t *gguf; /* pristine GGUF bytes */
 static size_t gguf_len;
 
 static uint8_t *copy_gguf(void) {
@@ -261,7 +266,11 @@ static void test_max_resident(void) {
 
 /* ------------------------------------------------------------------ safetensors / HF checkpoint */
 
-typedef struct { const char *name; uint8_t *buf; size_t len; } hf_file;
+typedef struct {
+    const char *name;
+    uint8_t *buf;
+    size_t len;
+} hf_file;
 static hf_file hf[5]; /* config, tokenizer, index, shard 1, shard 2 */
 
 static int load_hf(const hf_file *files, int n, ox_err *err) {
@@ -351,8 +360,9 @@ static void test_hf_checkpoint(void) {
     }
     /* a shape whose byte size overflows 64 bits, in a hand-made file */
     {
-        static const char hdr[] = "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
-                                  "\"data_offsets\":[0,16]}}";
+        static const char hdr[] =
+            "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
+            "\"data_offsets\":[0,16]}}";
         uint8_t file[256];
         uint64_t n = sizeof hdr - 1;
         memcpy(file, &n, 8), memcpy(file + 8, hdr, n), memset(file + 8 + n, 0, 16);
@@ -364,7 +374,8 @@ static void test_hf_checkpoint(void) {
     f[3] = hf[3];
 
     /* a shard index that names a tensor the shard lacks */
-    c = edit((const char *)hf[2].buf, "\": \"model-00001-of-00002.safetensors\"", "\": \"model-00002-of-00002.safetensors\"");
+    c = edit((const char *)hf[2].buf, "\": \"model-00001-of-00002.safetensors\"",
+             "\": \"model-00002-of-00002.safetensors\"");
     f[2].buf = (uint8_t *)c, f[2].len = strlen(c);
     rc = load_hf(f, 5, &err);
     EXPECT(rc, err, OX_E_MISSING, "model.safetensors.index.json", "does not contain");
@@ -474,7 +485,8 @@ static void test_json_limits(void) {
     CHECK(ox_json_parse(deep, 1099, "deep.json", &err) == NULL && err.code == OX_E_FORMAT);
     CHECK_STR_CONTAINS(err.msg, "deep.json");
     CHECK_STR_CONTAINS(err.msg, "nesting deeper than 256");
-    static const char *bad[] = {"{\"a\":1,}", "[01]", "\"\\ud800\"", "\"\xff\"", "[1e999]", "NaN", "{\"a\" 1}", "\"a\x01\""};
+    static const char *bad[] = {"{\"a\":1,}", "[01]", "\"\\ud800\"", "\"\xff\"",
+                                "[1e999]",    "NaN",  "{\"a\" 1}",   "\"a\x01\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
         ox_json *j = ox_json_parse(bad[i], strlen(bad[i]), "x.json", &err);

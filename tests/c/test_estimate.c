@@ -88,7 +88,7 @@ static void check_against_load(const char *preset, ox_type type, ox_quant quant,
         /* the estimate is a prefill of OX_UBATCH tokens; after one, it is not padded much */
         if (full)
             CHECK_MSG(e.scratch - held < (e.weights + e.kv) / 10 + (uint64_t)V * 20 + 4096u * ctx,
-                  "%s ctx %d: scratch estimated %llu, held %zu", tag, ctx, (unsigned long long)e.scratch, held);
+                      "%s ctx %d: scratch estimated %llu, held %zu", tag, ctx, (unsigned long long)e.scratch, held);
     }
     free(t);
     free(lg);
@@ -98,8 +98,8 @@ static void check_against_load(const char *preset, ox_type type, ox_quant quant,
 
 static void test_against_load(void) {
     check_against_load("tiny", OX_F32, OX_QUANT_STORED, OX_KV_F32, 64, 64);
-    check_against_load("tiny", OX_F32, OX_QUANT_Q8, OX_KV_F32, 300, 300);   /* two micro-batches */
-    check_against_load("tiny", OX_F32, OX_QUANT_Q4, OX_KV_F32, 40, 1);      /* decode only */
+    check_against_load("tiny", OX_F32, OX_QUANT_Q8, OX_KV_F32, 300, 300);         /* two micro-batches */
+    check_against_load("tiny", OX_F32, OX_QUANT_Q4, OX_KV_F32, 40, 1);            /* decode only */
     check_against_load("benchlike", OX_Q8_0, OX_QUANT_STORED, OX_KV_F32, 96, 32); /* PLE, KV-shared layers */
     check_against_load("benchlike", OX_Q4_0, OX_QUANT_STORED, OX_KV_F32, 257, 257);
     check_against_load("moe", OX_F32, OX_QUANT_Q8, OX_KV_F32, 50, 50);

@@ -72,15 +72,24 @@ static const char this_file[] = __FILE__;
 #undef LLVMFuzzerTestOneInput
 
 typedef int (*harness)(const uint8_t *, size_t);
-static const struct { const char *name; harness fn; } targets[] = {
-    {"fuzz_gguf", fuzz_gguf_one},         {"fuzz_model", fuzz_model_one},
-    {"fuzz_hf", fuzz_hf_one},             {"fuzz_safetensors", fuzz_safetensors_one},
-    {"fuzz_st_index", fuzz_st_index_one}, {"fuzz_json", fuzz_json_one},
-    {"fuzz_config", fuzz_config_one},     {"fuzz_tokenizer", fuzz_tokenizer_one},
-    {"fuzz_tokenizer_json", fuzz_tokenizer_json_one}, {"fuzz_grammar", fuzz_grammar_one},
-    {"fuzz_mlx", fuzz_mlx_one},           {"fuzz_lora", fuzz_lora_one},
-    {"fuzz_estimate", fuzz_estimate_one}, {"fuzz_generate", fuzz_generate_one},
-    {"fuzz_json_schema", fuzz_json_schema_one}};
+static const struct {
+    const char *name;
+    harness fn;
+} targets[] = {{"fuzz_gguf", fuzz_gguf_one},
+               {"fuzz_model", fuzz_model_one},
+               {"fuzz_hf", fuzz_hf_one},
+               {"fuzz_safetensors", fuzz_safetensors_one},
+               {"fuzz_st_index", fuzz_st_index_one},
+               {"fuzz_json", fuzz_json_one},
+               {"fuzz_config", fuzz_config_one},
+               {"fuzz_tokenizer", fuzz_tokenizer_one},
+               {"fuzz_tokenizer_json", fuzz_tokenizer_json_one},
+               {"fuzz_grammar", fuzz_grammar_one},
+               {"fuzz_mlx", fuzz_mlx_one},
+               {"fuzz_lora", fuzz_lora_one},
+               {"fuzz_estimate", fuzz_estimate_one},
+               {"fuzz_generate", fuzz_generate_one},
+               {"fuzz_json_schema", fuzz_json_schema_one}};
 #define N_TARGETS ((int)(sizeof targets / sizeof *targets))
 enum { FLIPS = 12 };
 

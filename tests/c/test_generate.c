@@ -194,13 +194,15 @@ static void test_streams_match_reference(void) {
             run want = reference(&st, prompt, 40);
             ox_gen_params p = gen_params(&st);
             run got = generated(&st, NULL, &p, prompt, 40);
-            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, seed %llu: reference %d tokens (status %d, pos %d), "
-                      "generator %d tokens (status %d, pos %d)", st.name, (unsigned long long)st.sp.seed, want.n,
-                      want.status, want.pos, got.n, got.status, got.pos);
+            CHECK_MSG(want.status >= 0 && same_run(&want, &got),
+                      "%s, seed %llu: reference %d tokens (status %d, pos %d), "
+                      "generator %d tokens (status %d, pos %d)",
+                      st.name, (unsigned long long)st.sp.seed, want.n, want.status, want.pos, got.n, got.status, got.pos);
             if (want.status >= 0) seen[want.status]++;
         }
     }
-    printf("  %d settings x 3 seeds: ends token/stop/length/context = %d/%d/%d/%d\n", n, seen[0], seen[1], seen[2], seen[3]);
+    printf("  %d settings x 3 seeds: ends token/stop/length/context = %d/%d/%d/%d\n", n, seen[0], seen[1], seen[2],
+           seen[3]);
     CHECK(seen[OX_GEN_STOP] > 0 && seen[OX_GEN_LENGTH] > 0 && seen[OX_GEN_CONTEXT] > 0);
 }
 
@@ -387,8 +389,11 @@ static void test_speculative(void) {
             run got = generated(&st, s, &q, prompt, 60);
             /* the drafter's counters, from a second run over the same session (all reused) */
             ox_gen *g = ox_gen_new(s, tokenizer, &q, &err);
-            CHECK_MSG(want.status >= 0 && same_run(&want, &got), "%s, drafts of %d%s: plain %d tokens (status %d, pos %d), "
-                      "speculative %d (status %d, pos %d)", st.name, k, q.draft_fixed ? " (fixed)" : "", want.n, want.status, want.pos, got.n, got.status, got.pos);
+            CHECK_MSG(want.status >= 0 && same_run(&want, &got),
+                      "%s, drafts of %d%s: plain %d tokens (status %d, pos %d), "
+                      "speculative %d (status %d, pos %d)",
+                      st.name, k, q.draft_fixed ? " (fixed)" : "", want.n, want.status, want.pos, got.n, got.status,
+                      got.pos);
             if (g && ox_gen_start(g, prompt, 60, &err) >= 0) {
                 while (ox_gen_prefill(g, 64, &err) > 0) {}
                 ox_gen_token t;
@@ -433,7 +438,9 @@ static const char *GRAMMARS[] = {
 #define N_GRAMMARS ((int)(sizeof GRAMMARS / sizeof *GRAMMARS))
 enum { SEEDS = 24, MAX_TOKENS = 96 };
 
-static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) { return ox_grammar_mask(ud, logits, vocab, err); }
+static int grammar_mask(void *ud, float *logits, int vocab, ox_err *err) {
+    return ox_grammar_mask(ud, logits, vocab, err);
+}
 static int grammar_accept(void *ud, int token, ox_err *err) { return ox_grammar_accept(ud, token, err); }
 
 /* one constrained generation: its status (STOP / LENGTH), or the failing code */

@@ -25,17 +25,23 @@ static void test_round_trip(void) {
     CHECK(ox_gguf_w_alignment(w, 64) == 0);
     ox_gguf_value v;
     memset(&v, 0, sizeof v);
-    v.type = OX_GGUF_U8, v.v.u8 = 200; CHECK(ox_gguf_w_value(w, "t.u8", &v) == 0);
-    v.type = OX_GGUF_I8, v.v.i8 = -100; CHECK(ox_gguf_w_value(w, "t.i8", &v) == 0);
-    v.type = OX_GGUF_U16, v.v.u16 = 60000; CHECK(ox_gguf_w_value(w, "t.u16", &v) == 0);
-    v.type = OX_GGUF_I16, v.v.i16 = -30000; CHECK(ox_gguf_w_value(w, "t.i16", &v) == 0);
+    v.type = OX_GGUF_U8, v.v.u8 = 200;
+    CHECK(ox_gguf_w_value(w, "t.u8", &v) == 0);
+    v.type = OX_GGUF_I8, v.v.i8 = -100;
+    CHECK(ox_gguf_w_value(w, "t.i8", &v) == 0);
+    v.type = OX_GGUF_U16, v.v.u16 = 60000;
+    CHECK(ox_gguf_w_value(w, "t.u16", &v) == 0);
+    v.type = OX_GGUF_I16, v.v.i16 = -30000;
+    CHECK(ox_gguf_w_value(w, "t.i16", &v) == 0);
     CHECK(ox_gguf_w_u32(w, "t.u32", 4000000000u) == 0);
     CHECK(ox_gguf_w_i32(w, "t.i32", -2000000000) == 0);
     CHECK(ox_gguf_w_f32(w, "t.f32", 1.5e-6f) == 0);
     CHECK(ox_gguf_w_bool(w, "t.bool", 1) == 0);
     CHECK(ox_gguf_w_u64(w, "t.u64", 0xFFFFFFFFFFFFull) == 0);
-    v.type = OX_GGUF_I64, v.v.i64 = -5000000000ll; CHECK(ox_gguf_w_value(w, "t.i64", &v) == 0);
-    v.type = OX_GGUF_F64, v.v.f64 = 3.141592653589793; CHECK(ox_gguf_w_value(w, "t.f64", &v) == 0);
+    v.type = OX_GGUF_I64, v.v.i64 = -5000000000ll;
+    CHECK(ox_gguf_w_value(w, "t.i64", &v) == 0);
+    v.type = OX_GGUF_F64, v.v.f64 = 3.141592653589793;
+    CHECK(ox_gguf_w_value(w, "t.f64", &v) == 0);
     const char *toks[] = {"<pad>", "", "h\xc3\xa9llo", "a b"};
     CHECK(ox_gguf_w_arr_str(w, "t.strs", toks, 4) == 0);
     int32_t ff[5] = {6144, 6144, 12288, -1, 7};
@@ -85,17 +91,23 @@ static void test_round_trip(void) {
     w = ox_gguf_writer_new();
     ox_gguf_w_str(w, "general.architecture", "gemma4");
     ox_gguf_w_alignment(w, 64);
-    v.type = OX_GGUF_U8, v.v.u8 = 200; ox_gguf_w_value(w, "t.u8", &v);
-    v.type = OX_GGUF_I8, v.v.i8 = -100; ox_gguf_w_value(w, "t.i8", &v);
-    v.type = OX_GGUF_U16, v.v.u16 = 60000; ox_gguf_w_value(w, "t.u16", &v);
-    v.type = OX_GGUF_I16, v.v.i16 = -30000; ox_gguf_w_value(w, "t.i16", &v);
+    v.type = OX_GGUF_U8, v.v.u8 = 200;
+    ox_gguf_w_value(w, "t.u8", &v);
+    v.type = OX_GGUF_I8, v.v.i8 = -100;
+    ox_gguf_w_value(w, "t.i8", &v);
+    v.type = OX_GGUF_U16, v.v.u16 = 60000;
+    ox_gguf_w_value(w, "t.u16", &v);
+    v.type = OX_GGUF_I16, v.v.i16 = -30000;
+    ox_gguf_w_value(w, "t.i16", &v);
     ox_gguf_w_u32(w, "t.u32", 4000000000u);
     ox_gguf_w_i32(w, "t.i32", -2000000000);
     ox_gguf_w_f32(w, "t.f32", 1.5e-6f);
     ox_gguf_w_bool(w, "t.bool", 1);
     ox_gguf_w_u64(w, "t.u64", 0xFFFFFFFFFFFFull);
-    v.type = OX_GGUF_I64, v.v.i64 = -5000000000ll; ox_gguf_w_value(w, "t.i64", &v);
-    v.type = OX_GGUF_F64, v.v.f64 = 3.141592653589793; ox_gguf_w_value(w, "t.f64", &v);
+    v.type = OX_GGUF_I64, v.v.i64 = -5000000000ll;
+    ox_gguf_w_value(w, "t.i64", &v);
+    v.type = OX_GGUF_F64, v.v.f64 = 3.141592653589793;
+    ox_gguf_w_value(w, "t.f64", &v);
     ox_gguf_w_arr_str(w, "t.strs", toks, 4);
     ox_gguf_w_arr(w, "t.i32s", OX_GGUF_I32, ff, 5);
     ox_gguf_w_arr(w, "t.f32s", OX_GGUF_F32, sc, 3);
@@ -127,19 +139,19 @@ static void test_round_trip(void) {
     const char *s;
     const ox_gguf_value *a;
     CHECK(ox_gguf_get_str(g, "general.architecture", &s, &e) == 0 && strcmp(s, "gemma4") == 0);
-    CHECK(ox_gguf_get_u32(g, "t.u8", &u32, &e) == 0 && u32 == 200);          /* widening */
+    CHECK(ox_gguf_get_u32(g, "t.u8", &u32, &e) == 0 && u32 == 200); /* widening */
     CHECK(ox_gguf_get_i32(g, "t.i8", &i32, &e) == 0 && i32 == -100);
     CHECK(ox_gguf_get_u32(g, "t.u16", &u32, &e) == 0 && u32 == 60000);
     CHECK(ox_gguf_get_i32(g, "t.i16", &i32, &e) == 0 && i32 == -30000);
     CHECK(ox_gguf_get_u32(g, "t.u32", &u32, &e) == 0 && u32 == 4000000000u);
     CHECK(ox_gguf_get_i64(g, "t.u32", &i64, &e) == 0 && i64 == 4000000000ll);
-    CHECK(ox_gguf_get_i32(g, "t.u32", &i32, &e) == OX_E_FORMAT);              /* does not fit */
+    CHECK(ox_gguf_get_i32(g, "t.u32", &i32, &e) == OX_E_FORMAT); /* does not fit */
     CHECK_STR_CONTAINS(e.msg, "oxinfer_test_gguf.gguf");
     CHECK_STR_CONTAINS(e.msg, "t.u32");
     CHECK(ox_gguf_get_i32(g, "t.i32", &i32, &e) == 0 && i32 == -2000000000);
-    CHECK(ox_gguf_get_u32(g, "t.i32", &u32, &e) == OX_E_FORMAT);              /* negative */
+    CHECK(ox_gguf_get_u32(g, "t.i32", &u32, &e) == OX_E_FORMAT); /* negative */
     CHECK(ox_gguf_get_f32(g, "t.f32", &f, &e) == 0 && f == 1.5e-6f);
-    CHECK(ox_gguf_get_f32(g, "t.u16", &f, &e) == 0 && f == 60000.0f);         /* int -> float */
+    CHECK(ox_gguf_get_f32(g, "t.u16", &f, &e) == 0 && f == 60000.0f); /* int -> float */
     CHECK(ox_gguf_get_bool(g, "t.bool", &b, &e) == 0 && b == 1);
     CHECK(ox_gguf_get_bool(g, "t.u8", &b, &e) == OX_E_FORMAT);
     CHECK(ox_gguf_get_u64(g, "t.u64", &u64, &e) == 0 && u64 == 0xFFFFFFFFFFFFull);
@@ -196,13 +208,34 @@ static void test_round_trip(void) {
 
 /* ---- hand-built files ---- */
 
-typedef struct { uint8_t b[4096]; size_t n; } buf;
-static void p32(buf *b, uint32_t v) { memcpy(b->b + b->n, &v, 4); b->n += 4; }
-static void p64(buf *b, uint64_t v) { memcpy(b->b + b->n, &v, 8); b->n += 8; }
-static void pstr(buf *b, const char *s) { p64(b, strlen(s)); memcpy(b->b + b->n, s, strlen(s)); b->n += strlen(s); }
-static void pad32(buf *b) { while (b->n % 32) b->b[b->n++] = 0; }
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} buf;
+static void p32(buf *b, uint32_t v) {
+    memcpy(b->b + b->n, &v, 4);
+    b->n += 4;
+}
+static void p64(buf *b, uint64_t v) {
+    memcpy(b->b + b->n, &v, 8);
+    b->n += 8;
+}
+static void pstr(buf *b, const char *s) {
+    p64(b, strlen(s));
+    memcpy(b->b + b->n, s, strlen(s));
+    b->n += strlen(s);
+}
+static void pad32(buf *b) {
+    while (b->n % 32) b->b[b->n++] = 0;
+}
 
-typedef struct { const char *name; uint32_t nd; uint64_t ne[5]; uint32_t type; uint64_t off; } tinfo;
+typedef struct {
+    const char *name;
+    uint32_t nd;
+    uint64_t ne[5];
+    uint32_t type;
+    uint64_t off;
+} tinfo;
 
 /* magic/version, one kv "k" = u32 7, the given tensors, data of `data` bytes. */
 static void build(buf *b, uint32_t version, const tinfo *ts, int nt, size_t data) {
@@ -295,25 +328,49 @@ static void test_errors(void) {
 
     /* array count that cannot fit */
     memset(&b, 0, sizeof b);
-    p32(&b, OX_GGUF_MAGIC); p32(&b, 3); p64(&b, 0); p64(&b, 1);
-    pstr(&b, "arr"); p32(&b, OX_GGUF_ARRAY); p32(&b, OX_GGUF_STRING); p64(&b, 1ull << 50);
+    p32(&b, OX_GGUF_MAGIC);
+    p32(&b, 3);
+    p64(&b, 0);
+    p64(&b, 1);
+    pstr(&b, "arr");
+    p32(&b, OX_GGUF_ARRAY);
+    p32(&b, OX_GGUF_STRING);
+    p64(&b, 1ull << 50);
     expect(b.b, b.n, OX_E_TRUNCATED, "array of 1125899906842624 string elements");
     /* bool not 0/1 */
     memset(&b, 0, sizeof b);
-    p32(&b, OX_GGUF_MAGIC); p32(&b, 3); p64(&b, 0); p64(&b, 1);
-    pstr(&b, "flag"); p32(&b, OX_GGUF_BOOL); b.b[b.n++] = 2;
+    p32(&b, OX_GGUF_MAGIC);
+    p32(&b, 3);
+    p64(&b, 0);
+    p64(&b, 1);
+    pstr(&b, "flag");
+    p32(&b, OX_GGUF_BOOL);
+    b.b[b.n++] = 2;
     expect(b.b, b.n, OX_E_FORMAT, "bool value 2");
     /* arrays nested too deep */
     memset(&b, 0, sizeof b);
-    p32(&b, OX_GGUF_MAGIC); p32(&b, 3); p64(&b, 0); p64(&b, 1);
-    pstr(&b, "deep"); p32(&b, OX_GGUF_ARRAY);
-    for (int i = 0; i < 20; i++) { p32(&b, OX_GGUF_ARRAY); p64(&b, 1); }
-    p32(&b, OX_GGUF_U8); p64(&b, 0);
+    p32(&b, OX_GGUF_MAGIC);
+    p32(&b, 3);
+    p64(&b, 0);
+    p64(&b, 1);
+    pstr(&b, "deep");
+    p32(&b, OX_GGUF_ARRAY);
+    for (int i = 0; i < 20; i++) {
+        p32(&b, OX_GGUF_ARRAY);
+        p64(&b, 1);
+    }
+    p32(&b, OX_GGUF_U8);
+    p64(&b, 0);
     expect(b.b, b.n, OX_E_FORMAT, "nested deeper");
     /* bad alignment */
     memset(&b, 0, sizeof b);
-    p32(&b, OX_GGUF_MAGIC); p32(&b, 3); p64(&b, 0); p64(&b, 1);
-    pstr(&b, "general.alignment"); p32(&b, OX_GGUF_U32); p32(&b, 48);
+    p32(&b, OX_GGUF_MAGIC);
+    p32(&b, 3);
+    p64(&b, 0);
+    p64(&b, 1);
+    pstr(&b, "general.alignment");
+    p32(&b, OX_GGUF_U32);
+    p32(&b, 48);
     expect(b.b, b.n, OX_E_FORMAT, "general.alignment");
 
     tinfo t5[1] = {{"five", 5, {1, 1, 1, 1, 1}, OX_F32, 0}};
@@ -348,7 +405,12 @@ static void test_errors(void) {
 /* A big header (a vocabulary: 300k strings, 5.2 MB) is read in refills that start at 64 KiB
  * and double up to 1 MiB, in order: a handful of host reads (each is an HTTP request or a
  * round trip to the reader thread in a browser), not one per 64 KiB; and its strings intact. */
-typedef struct { int n; size_t first, max; uint64_t next; int in_order; } read_log;
+typedef struct {
+    int n;
+    size_t first, max;
+    uint64_t next;
+    int in_order;
+} read_log;
 static void log_read(void *ud, int file, uint64_t off, size_t len) {
     read_log *l = ud;
     (void)file;
@@ -382,13 +444,15 @@ static void test_header_reads(void) {
         /* 64 + 128 + 256 + 512 KiB, then 1 MiB reads (64 KiB reads took 80) */
         int want = 4 + (int)((g->data_offset - (960u << 10) + (1u << 20) - 1) >> 20);
         CHECK_MSG(l.n <= want, "%d reads for a %llu-byte header, want %d", l.n, (unsigned long long)g->data_offset, want);
-        CHECK_MSG(l.first == (64u << 10) && l.max == (1u << 20) && l.in_order, "first read %zu, largest %zu, in order %d", l.first, l.max, l.in_order);
+        CHECK_MSG(l.first == (64u << 10) && l.max == (1u << 20) && l.in_order,
+                  "first read %zu, largest %zu, in order %d", l.first, l.max, l.in_order);
         const ox_gguf_value *a = ox_gguf_find(g, "tokenizer.ggml.tokens");
         CHECK(a && a->v.arr.n == N);
         if (a && a->v.arr.n == N) {
             const ox_gguf_str *str = a->v.arr.data;
             int bad = 0;
-            for (int i = 0; i < N; i++) bad += str[i].len != strlen(text[i]) || memcmp(str[i].s, text[i], str[i].len) != 0;
+            for (int i = 0; i < N; i++)
+                bad += str[i].len != strlen(text[i]) || memcmp(str[i].s, text[i], str[i].len) != 0;
             CHECK_MSG(bad == 0, "%d strings differ", bad);
         }
         ox_gguf_free(g);

@@ -17,10 +17,46 @@
 /* control tokens, then the byte tokens, then text tokens */
 static const char *controls[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<|\"|>", "<tool_call|>", "<turn|>"};
 enum { N_CTL = 7, EOS = 1, QUOTE_TOK = 4, CALL_END = 5, TURN_END = 6, BYTE0 = N_CTL };
-static const char *texts[] = {"a", "b", "c", "ab", "abc", "ba", "{", "}", "\"", ":", ",", "{\"", "\":", "true", "false",
-                              "null", "1", "12", "-", ".", "0", "x", "y", "z", "<", "|", ">", "<|", "\xC3\xA9" /* é */,
-                              "\xC3\xA9t\xC3\xA9", SP, SP "a", "\\", "n", "[", "]", "e", "E", "+"};
-#define N_TEXT ((int)(sizeof texts / sizeof *texts))
+static const char *texts[] = {"a",
+                              "b",
+                              "c",
+                              "ab",
+                              "abc",
+                              "ba",
+                              "{",
+                              "}",
+                              "\"",
+                              ":",
+                              ",",
+                              "{\"",
+                              "\":",
+                              "true",
+                              "false",
+                              "null",
+                              "1",
+                              "12",
+                              "-",
+                              ".",
+                              "0",
+                              "x",
+                              "y",
+                              "z",
+                              "<",
+                              "|",
+                              ">",
+                              "<|",
+                              "\xC3\xA9" /* é */,
+                              "\xC3\xA9t\xC3\xA9",
+                              SP,
+                              SP "a",
+                              "\\",
+                              "n",
+                              "[",
+                              "]",
+                              "e",
+                              "E",
+                              "+"};
+#define N_TEXT  ((int)(sizeof texts / sizeof *texts))
 #define N_VOCAB (BYTE0 + 256 + N_TEXT)
 
 static void json_str(char **p, const char *s) {
@@ -90,7 +126,9 @@ static int sentence(const ox_grammar_vocab *v, const char *src, const char *text
 }
 
 static void test_parse_errors(const ox_grammar_vocab *v) {
-    static const struct { const char *src, *what; } bad[] = {
+    static const struct {
+        const char *src, *what;
+    } bad[] = {
         {"rule ::= \"a\"", "no root rule"},
         {"root ::= missing", "rule missing is used but not defined"},
         {"root ::= root \"a\" | \"b\"", "rule root is left-recursive"},
@@ -127,7 +165,9 @@ static void test_sentences(const ox_grammar_vocab *v) {
     const char *g1 = "root ::= \"a\" (\"b\" | \"c\")* \"x\"?   # a comment\n";
     CHECK(sentence(v, g1, "a"));
     CHECK(sentence(v, g1, "abcbx"));
-    CHECK(!sentence(v, g1, "ab" "xx"));
+    CHECK(!sentence(v, g1,
+                    "ab"
+                    "xx"));
     CHECK(!accepts(v, g1, "b", NULL));
     int complete = 1;
     CHECK(accepts(v, "root ::= \"abc\"", "ab", &complete) && !complete); /* a prefix: open, not complete */
@@ -220,7 +260,8 @@ static void mask_vs_accept(const ox_grammar_vocab *v, const char *src, unsigned 
             int ok = ox_grammar_accept(c, i, &err) == 0;
             ox_grammar_free(c);
             if (ok != (logits[i] == 0)) {
-                if (mismatches++ < 5) fprintf(stderr, "%s step %d token %d: accept %d, mask %d\n", src, step, i, ok, logits[i] == 0);
+                if (mismatches++ < 5)
+                    fprintf(stderr, "%s step %d token %d: accept %d, mask %d\n", src, step, i, ok, logits[i] == 0);
             }
             if (ok) allowed[n_allowed++] = i;
         }
@@ -237,7 +278,8 @@ static void mask_vs_accept(const ox_grammar_vocab *v, const char *src, unsigned 
 static void test_mask(const ox_grammar_vocab *v) {
     static const char *grammars[] = {
         "root ::= \"a\" (\"b\" | \"c\")* \"x\"?",
-        "root ::= \"{\" ws (pair (ws \",\" ws pair){0,3})? ws \"}\"\npair ::= \"\\\"\" [a-z]{1,4} \"\\\"\" ws \":\" ws val\n"
+        "root ::= \"{\" ws (pair (ws \",\" ws pair){0,3})? ws \"}\"\npair ::= \"\\\"\" [a-z]{1,4} \"\\\"\" ws \":\" ws "
+        "val\n"
         "val ::= \"true\" | \"false\" | \"null\" | \"-\"? [0-9]{1,3}\nws ::= | \" \"",
         "root ::= ([^\\x00-\\x1f<] | \"<\" [^|]){0,6} \"<|\\\"|>\" \"<tool_call|>\"",
         "root ::= [\\u00e0-\\u00ff]+ [a-z]?",
@@ -282,7 +324,7 @@ static void test_compile_linear(void) {
         for (int scale = 1; scale <= 64; scale *= 2) {
             char *p = buf;
             size_t elements; /* what the text compiles to, about */
-            if (f == 0) { /* one long alternative: [a]{1024} x 2*scale */
+            if (f == 0) {    /* one long alternative: [a]{1024} x 2*scale */
                 p += sprintf(p, "root ::=");
                 for (int i = 0; i < 2 * scale; i++) p += sprintf(p, " [a]{1024}");
                 elements = 2048u * (size_t)scale;
@@ -304,7 +346,8 @@ static void test_compile_linear(void) {
             }
             uint64_t w = compile_work(buf, (size_t)(p - buf));
             if (scale == 1) first = w;
-            CHECK_MSG(w <= 16 * elements, "family %d x%d: %llu operations for ~%zu elements", f, scale, (unsigned long long)w, elements);
+            CHECK_MSG(w <= 16 * elements, "family %d x%d: %llu operations for ~%zu elements", f, scale,
+                      (unsigned long long)w, elements);
             CHECK_MSG(w <= (uint64_t)scale * first * 5 / 4, "family %d x%d: %llu operations, x1 took %llu", f, scale,
                       (unsigned long long)w, (unsigned long long)first);
         }

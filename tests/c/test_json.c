@@ -50,7 +50,9 @@ static void test_values(void) {
 
 static void test_strings(void) {
     ox_err e = {0};
-    ox_json *r = parse("[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\", \"\\ud83d\\ude00\", \"x\\u0000y\", \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]", &e);
+    ox_json *r = parse("[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\", \"\\ud83d\\ude00\", \"x\\u0000y\", "
+                       "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]",
+                       &e);
     CHECK(r != NULL);
     CHECK(strcmp(ox_json_str(ox_json_at(r, 0)), "a\"b\\c/d\b\f\n\r\t") == 0);
     CHECK(strcmp(ox_json_str(ox_json_at(r, 1)), "\xc3\xa9\xe2\x82\xac") == 0);
@@ -72,14 +74,15 @@ static void test_strings(void) {
 static void test_numbers(void) {
     ox_err e = {0};
     ox_json *r = parse("[0, -0, 9223372036854775807, -9223372036854775808, 9223372036854775808, 1e3, 1.5e2, "
-                       "2.5, 1E-2, 12345678901234567890123, 0.1]", &e);
+                       "2.5, 1E-2, 12345678901234567890123, 0.1]",
+                       &e);
     CHECK(r != NULL);
     int64_t i;
     CHECK(ox_json_int(ox_json_at(r, 0), &i) && i == 0);
     CHECK(ox_json_int(ox_json_at(r, 1), &i) && i == 0);
     CHECK(ox_json_int(ox_json_at(r, 2), &i) && i == INT64_MAX);
     CHECK(ox_json_int(ox_json_at(r, 3), &i) && i == INT64_MIN);
-    CHECK(!ox_json_int(ox_json_at(r, 4), &i));                      /* 2^63 does not fit */
+    CHECK(!ox_json_int(ox_json_at(r, 4), &i)); /* 2^63 does not fit */
     CHECK(ox_json_num(ox_json_at(r, 4), 0) == 9223372036854775808.0);
     CHECK(ox_json_int(ox_json_at(r, 5), &i) && i == 1000);
     CHECK(ox_json_int(ox_json_at(r, 6), &i) && i == 150);
@@ -121,8 +124,8 @@ static void test_errors(void) {
     expect_error("\"\\udc00\"", "bad.json:1:2:", "lone low surrogate");
     expect_error("\"a\tb\"", "bad.json:1:3:", "control character");
     expect_error("\"\xc3\x28\"", "bad.json:1:2:", "UTF-8");
-    expect_error("\"\xed\xa0\x80\"", "bad.json:1:2:", "UTF-8");  /* encoded surrogate */
-    expect_error("\"\xc0\xaf\"", "bad.json:1:2:", "UTF-8");      /* overlong */
+    expect_error("\"\xed\xa0\x80\"", "bad.json:1:2:", "UTF-8"); /* encoded surrogate */
+    expect_error("\"\xc0\xaf\"", "bad.json:1:2:", "UTF-8");     /* overlong */
     expect_error("{\"a\" 1}", "bad.json:1:6:", "':' expected");
     expect_error("{\"a\": 1 \"b\": 2}", "bad.json:1:9:", "',' or '}' expected");
     expect_error("[1] x", "bad.json:1:5:", "trailing");

@@ -75,7 +75,10 @@ static int takes(const char *gbnf, const char *doc) {
     return ok;
 }
 
-typedef struct { const char *doc; int valid; } doc_case;
+typedef struct {
+    const char *doc;
+    int valid;
+} doc_case;
 
 static void check_schema(const char *schema, int mode, const doc_case *docs) {
     ox_err err = {0};
@@ -83,7 +86,8 @@ static void check_schema(const char *schema, int mode, const doc_case *docs) {
     CHECK_MSG(g != NULL, "%s: %s", schema, err.msg);
     if (!g) return;
     for (const doc_case *d = docs; d->doc; d++)
-        CHECK_MSG(takes(g, d->doc) == d->valid, "%s\n%s: expected %s\n%s", schema, d->doc, d->valid ? "accepted" : "refused", g);
+        CHECK_MSG(takes(g, d->doc) == d->valid, "%s\n%s: expected %s\n%s", schema, d->doc,
+                  d->valid ? "accepted" : "refused", g);
     free(g);
 }
 
@@ -97,59 +101,116 @@ static void check_refused(const char *schema, int mode, int code, const char *wh
 
 static void test_json_text(void) {
     /* the schemas of tests/node/openai.test.mjs, with documents in and out */
-    check_schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":8},\"age\":{\"type\":\"integer\"}},"
-                 "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"{\"name\":\"Ann\",\"age\":3}", 1}, {" {\n  \"name\": \"\\u00e9\\\"\", \"age\": -12 }", 1},
-                              {"{\"name\":\"Anna-Maria\",\"age\":3}", 0}, {"{\"age\":3,\"name\":\"a\"}", 0},
-                              {"{\"name\":\"a\"}", 0}, {"{\"name\":\"a\",\"age\":1.5}", 0}, {"{\"name\":\"a\",\"age\":01}", 0},
-                              {"{\"name\":\"a\",\"age\":1,\"x\":1}", 0}, {NULL, 0}});
-    check_schema("{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},\"tags\":{\"type\":\"array\",\"items\":"
-                 "{\"enum\":[\"a\",\"b\",\"c\"]},\"maxItems\":3}},\"required\":[\"ok\"]}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"{\"ok\":true}", 1}, {"{\"ok\":false,\"tags\":[]}", 1}, {"{\"ok\":true,\"tags\":[\"a\",\"c\",\"a\"]}", 1},
-                              {"{\"ok\":true,\"tags\":[\"a\",\"b\",\"c\",\"a\"]}", 0}, {"{\"ok\":true,\"tags\":[\"d\"]}", 0},
-                              {"{\"tags\":[]}", 0}, {"{}", 0}, {NULL, 0}});
-    check_schema("{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":4}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"[1]", 1}, {"[1.5e3, -0.25, 7, 0]", 1}, {"[]", 0}, {"[1,2,3,4,5]", 0}, {"[\"1\"]", 0}, {NULL, 0}});
-    check_schema("{\"type\":\"object\",\"properties\":{\"when\":{\"type\":\"string\",\"format\":\"date\"},\"id\":{\"type\":\"string\","
-                 "\"format\":\"uuid\"},\"v\":{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"integer\"}]}},\"required\":[\"when\",\"id\",\"v\"]}",
+    check_schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":8},\"age\":{"
+                 "\"type\":\"integer\"}},"
+                 "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}",
+                 OX_SCHEMA_JSON,
+                 (doc_case[]){{"{\"name\":\"Ann\",\"age\":3}", 1},
+                              {" {\n  \"name\": \"\\u00e9\\\"\", \"age\": -12 }", 1},
+                              {"{\"name\":\"Anna-Maria\",\"age\":3}", 0},
+                              {"{\"age\":3,\"name\":\"a\"}", 0},
+                              {"{\"name\":\"a\"}", 0},
+                              {"{\"name\":\"a\",\"age\":1.5}", 0},
+                              {"{\"name\":\"a\",\"age\":01}", 0},
+                              {"{\"name\":\"a\",\"age\":1,\"x\":1}", 0},
+                              {NULL, 0}});
+    check_schema(
+        "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},\"tags\":{\"type\":\"array\",\"items\":"
+        "{\"enum\":[\"a\",\"b\",\"c\"]},\"maxItems\":3}},\"required\":[\"ok\"]}",
+        OX_SCHEMA_JSON,
+        (doc_case[]){{"{\"ok\":true}", 1},
+                     {"{\"ok\":false,\"tags\":[]}", 1},
+                     {"{\"ok\":true,\"tags\":[\"a\",\"c\",\"a\"]}", 1},
+                     {"{\"ok\":true,\"tags\":[\"a\",\"b\",\"c\",\"a\"]}", 0},
+                     {"{\"ok\":true,\"tags\":[\"d\"]}", 0},
+                     {"{\"tags\":[]}", 0},
+                     {"{}", 0},
+                     {NULL, 0}});
+    check_schema(
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":4}", OX_SCHEMA_JSON,
+        (doc_case[]){{"[1]", 1}, {"[1.5e3, -0.25, 7, 0]", 1}, {"[]", 0}, {"[1,2,3,4,5]", 0}, {"[\"1\"]", 0}, {NULL, 0}});
+    check_schema("{\"type\":\"object\",\"properties\":{\"when\":{\"type\":\"string\",\"format\":\"date\"},\"id\":{"
+                 "\"type\":\"string\","
+                 "\"format\":\"uuid\"},\"v\":{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"integer\"}]}},\"required\":["
+                 "\"when\",\"id\",\"v\"]}",
                  OX_SCHEMA_JSON,
                  (doc_case[]){{"{\"when\":\"2024-02-29\",\"id\":\"123e4567-e89b-12d3-a456-426614174000\",\"v\":null}", 1},
                               {"{\"when\":\"2024-13-01\",\"id\":\"123e4567-e89b-12d3-a456-426614174000\",\"v\":1}", 0},
-                              {"{\"when\":\"2024-01-01\",\"id\":\"123e4567\",\"v\":1}", 0}, {NULL, 0}});
-    check_schema("{\"type\":\"object\",\"properties\":{\"point\":{\"$ref\":\"#/$defs/pt\"},\"more\":{\"type\":\"array\",\"items\":"
-                 "{\"$ref\":\"#/$defs/pt\"},\"maxItems\":2}},\"required\":[\"point\",\"more\"],\"$defs\":{\"pt\":{\"type\":\"object\","
-                 "\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"type\":\"integer\"}},\"required\":[\"x\",\"y\"]}}}",
-                 OX_SCHEMA_JSON,
-                 (doc_case[]){{"{\"point\":{\"x\":1,\"y\":2},\"more\":[{\"x\":0,\"y\":0}]}", 1}, {"{\"point\":{\"x\":1},\"more\":[]}", 0},
+                              {"{\"when\":\"2024-01-01\",\"id\":\"123e4567\",\"v\":1}", 0},
                               {NULL, 0}});
+    check_schema(
+        "{\"type\":\"object\",\"properties\":{\"point\":{\"$ref\":\"#/$defs/"
+        "pt\"},\"more\":{\"type\":\"array\",\"items\":"
+        "{\"$ref\":\"#/$defs/"
+        "pt\"},\"maxItems\":2}},\"required\":[\"point\",\"more\"],\"$defs\":{\"pt\":{\"type\":\"object\","
+        "\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"type\":\"integer\"}},\"required\":[\"x\",\"y\"]}}}",
+        OX_SCHEMA_JSON,
+        (doc_case[]){{"{\"point\":{\"x\":1,\"y\":2},\"more\":[{\"x\":0,\"y\":0}]}", 1},
+                     {"{\"point\":{\"x\":1},\"more\":[]}", 0},
+                     {NULL, 0}});
     /* recursion through $ref, percent-decoded names, const / enum / nullable / allOf / prefixItems */
-    check_schema("{\"$defs\":{\"a b\":{\"type\":\"object\",\"properties\":{\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/a%20b\"}}}}},"
-                 "\"$ref\":\"#/$defs/a%20b\"}", OX_SCHEMA_JSON,
+    check_schema("{\"$defs\":{\"a "
+                 "b\":{\"type\":\"object\",\"properties\":{\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/"
+                 "a%20b\"}}}}},"
+                 "\"$ref\":\"#/$defs/a%20b\"}",
+                 OX_SCHEMA_JSON,
                  (doc_case[]){{"{}", 1}, {"{\"kids\":[{\"kids\":[{}]},{}]}", 1}, {"{\"kids\":[1]}", 0}, {NULL, 0}});
-    check_schema("{\"anyOf\":[{\"const\":{\"a\":[1,\"x\\n\"]}},{\"enum\":[null,2.5,\"q\\\"\"]},{\"type\":\"string\",\"nullable\":true,"
-                 "\"allOf\":[{\"minLength\":2}]}]}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"{\"a\":[1,\"x\\n\"]}", 1}, {"2.5", 1}, {"\"q\\\"\"", 1}, {"null", 1}, {"\"ab\"", 1}, {"\"a\"", 0},
-                              {"{\"a\":[1,\"x\"]}", 0}, {NULL, 0}});
+    check_schema("{\"anyOf\":[{\"const\":{\"a\":[1,\"x\\n\"]}},{\"enum\":[null,2.5,\"q\\\"\"]},{\"type\":\"string\","
+                 "\"nullable\":true,"
+                 "\"allOf\":[{\"minLength\":2}]}]}",
+                 OX_SCHEMA_JSON,
+                 (doc_case[]){{"{\"a\":[1,\"x\\n\"]}", 1},
+                              {"2.5", 1},
+                              {"\"q\\\"\"", 1},
+                              {"null", 1},
+                              {"\"ab\"", 1},
+                              {"\"a\"", 0},
+                              {"{\"a\":[1,\"x\"]}", 0},
+                              {NULL, 0}});
     /* const / enum numbers spelled as JSON.stringify spells them */
     check_schema("{\"enum\":[-340,0.1,1e21,1e-7,123456789012345678901,1.5e-6,-0.0,2.5e300]}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"-340", 1}, {"0.1", 1}, {"1e+21", 1}, {"1e-7", 1}, {"123456789012345680000", 1}, {"0.0000015", 1},
-                              {"0", 1}, {"2.5e+300", 1}, {"-3.4e+02", 0}, {"-0", 0}, {NULL, 0}});
+                 (doc_case[]){{"-340", 1},
+                              {"0.1", 1},
+                              {"1e+21", 1},
+                              {"1e-7", 1},
+                              {"123456789012345680000", 1},
+                              {"0.0000015", 1},
+                              {"0", 1},
+                              {"2.5e+300", 1},
+                              {"-3.4e+02", 0},
+                              {"-0", 0},
+                              {NULL, 0}});
     check_schema("{\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"boolean\"}],\"items\":false}", OX_SCHEMA_JSON,
                  (doc_case[]){{"[1, true]", 1}, {"[1]", 0}, {"[1,true,2]", 0}, {NULL, 0}});
     /* optional keys in order, extra keys after them where additionalProperties allows */
-    check_schema("{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"boolean\"}}",
+    check_schema("{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},\"additionalProperties\":"
+                 "{\"type\":\"boolean\"}}",
                  OX_SCHEMA_JSON,
-                 (doc_case[]){{"{}", 1}, {"{\"b\":1}", 1}, {"{\"a\":1,\"b\":2,\"z\":true}", 1}, {"{\"z\":true}", 1},
-                              {"{\"b\":1,\"a\":2}", 0}, {"{\"z\":1}", 0}, {NULL, 0}});
+                 (doc_case[]){{"{}", 1},
+                              {"{\"b\":1}", 1},
+                              {"{\"a\":1,\"b\":2,\"z\":true}", 1},
+                              {"{\"z\":true}", 1},
+                              {"{\"b\":1,\"a\":2}", 0},
+                              {"{\"z\":1}", 0},
+                              {NULL, 0}});
     /* an extra key is never one of the named keys (its value would be checked against the
      * named schema), nor an escaped spelling of one */
-    check_schema("{\"properties\":{\"a\":{\"type\":\"boolean\"},\"ab\":{\"type\":\"null\"},\"\u00e9\":{\"type\":\"null\"}},"
-                 "\"additionalProperties\":{\"type\":\"integer\"}}", OX_SCHEMA_JSON,
-                 (doc_case[]){{"{\"a\":true,\"abc\":1,\"b\":2,\"\u00e9\u00e9\":3,\"A\":4}", 1}, {"{\"a\":true,\"a\":1}", 0},
-                              {"{\"ab\":null,\"a\":1}", 0}, {"{\"ab\":1}", 0}, {"{\"\\u0061\":1}", 0}, {"{\"\u00e9\":1}", 0},
-                              {"{\"x\":1,\"\u00e9\":1}", 0}, {NULL, 0}});
-    check_schema("{\"properties\":{\"a\":{\"type\":\"boolean\"}},\"additionalProperties\":{\"type\":\"integer\"}}", OX_SCHEMA_GEMMA4,
-                 (doc_case[]){{"{a:true,b:1,a1:2}", 1}, {"{b:1}", 1}, {"{a:true,a:1}", 0}, {"{a:1}", 0}, {"{1:1}", 0}, {NULL, 0}});
+    check_schema(
+        "{\"properties\":{\"a\":{\"type\":\"boolean\"},\"ab\":{\"type\":\"null\"},\"\u00e9\":{\"type\":\"null\"}},"
+        "\"additionalProperties\":{\"type\":\"integer\"}}",
+        OX_SCHEMA_JSON,
+        (doc_case[]){{"{\"a\":true,\"abc\":1,\"b\":2,\"\u00e9\u00e9\":3,\"A\":4}", 1},
+                     {"{\"a\":true,\"a\":1}", 0},
+                     {"{\"ab\":null,\"a\":1}", 0},
+                     {"{\"ab\":1}", 0},
+                     {"{\"\\u0061\":1}", 0},
+                     {"{\"\u00e9\":1}", 0},
+                     {"{\"x\":1,\"\u00e9\":1}", 0},
+                     {NULL, 0}});
+    check_schema(
+        "{\"properties\":{\"a\":{\"type\":\"boolean\"}},\"additionalProperties\":{\"type\":\"integer\"}}",
+        OX_SCHEMA_GEMMA4,
+        (doc_case[]){{"{a:true,b:1,a1:2}", 1}, {"{b:1}", 1}, {"{a:true,a:1}", 0}, {"{a:1}", 0}, {"{1:1}", 0}, {NULL, 0}});
     /* {} / true: any value, two deep; date-time */
     check_schema("{\"title\":\"anything\"}", OX_SCHEMA_JSON,
                  (doc_case[]){{"{\"a\":[1,{\"b\":null}]}", 0}, {"{\"a\":[1,\"x\"]}", 1}, {"\"s\"", 1}, {NULL, 0}});
@@ -168,50 +229,77 @@ static void test_bounded_whitespace(void) {
 }
 
 static void test_gemma4(void) {
-    const char *schema = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},"
-                         "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":3}},\"c\":{\"const\":{\"b\":\"x\",\"a\":1}}},"
-                         "\"required\":[\"city\"]}";
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},"
+        "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":3}},\"c\":{\"const\":{\"b\":\"x\","
+        "\"a\":1}}},"
+        "\"required\":[\"city\"]}";
     check_schema(schema, OX_SCHEMA_GEMMA4,
-                 (doc_case[]){{"{city:<|\"|>Paris \"x\" {}<|\"|>}", 1}, {"{city:<|\"|><|\"|>,n:3}", 1},
+                 (doc_case[]){{"{city:<|\"|>Paris \"x\" {}<|\"|>}", 1},
+                              {"{city:<|\"|><|\"|>,n:3}", 1},
                               {"{city:<|\"|>a<|\"|>,tags:[<|\"|>abc<|\"|>,<|\"|><|\"|>]}", 1},
                               {"{city:<|\"|>a<|\"|>,c:{a:1,b:<|\"|>x<|\"|>}}", 1},
                               /* `<` anywhere but before `|`, at the end too: the close can follow */
-                              {"{city:<|\"|>a<b<<c<|\"|>}", 1}, {"{city:<|\"|>a<<|\"|>}", 1}, {"{city:<|\"|><<<|\"|>}", 1},
-                              {"{city:<|\"|>a<|b<|\"|>}", 0}, {"{city: <|\"|>a<|\"|>}", 0},
-                              {"{\"city\":\"a\"}", 0}, {"{city:<|\"|>a<|\"|>,tags:[<|\"|>abcd<|\"|>]}", 0}, {NULL, 0}});
+                              {"{city:<|\"|>a<b<<c<|\"|>}", 1},
+                              {"{city:<|\"|>a<<|\"|>}", 1},
+                              {"{city:<|\"|><<<|\"|>}", 1},
+                              {"{city:<|\"|>a<|b<|\"|>}", 0},
+                              {"{city: <|\"|>a<|\"|>}", 0},
+                              {"{\"city\":\"a\"}", 0},
+                              {"{city:<|\"|>a<|\"|>,tags:[<|\"|>abcd<|\"|>]}", 0},
+                              {NULL, 0}});
 }
 
 static void test_tool_calls(void) {
-    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
-                        "\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":12},\"unit\":{\"type\":\"string\",\"enum\":[\"c\",\"f\"]}},"
-                        "\"required\":[\"city\",\"unit\"],\"additionalProperties\":false}}},{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]";
-    check_schema(tools, OX_SCHEMA_TOOL_CALLS | OX_SCHEMA_PARALLEL,
-                 (doc_case[]){{"get_weather{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>", 1},
-                              {"now{}<tool_call|><|tool_call>call:get_weather{city:<|\"|>a<|\"|>,unit:<|\"|>f<|\"|>}<tool_call|>", 1},
-                              {"get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>", 0}, {"other{}<tool_call|>", 0}, {NULL, 0}});
-    check_schema(tools, OX_SCHEMA_TOOL_CALLS | OX_SCHEMA_AFTER_NAME,
-                 (doc_case[]){{"{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>", 1},
-                              {"{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|><|tool_call>call:now{}<tool_call|>", 0}, {NULL, 0}});
+    const char *tools =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":12},\"unit\":{\"type\":\"string\",\"enum\":[\"c\","
+        "\"f\"]}},"
+        "\"required\":[\"city\",\"unit\"],\"additionalProperties\":false}}},{\"type\":\"function\",\"function\":{"
+        "\"name\":\"now\"}}]";
+    check_schema(
+        tools, OX_SCHEMA_TOOL_CALLS | OX_SCHEMA_PARALLEL,
+        (doc_case[]){
+            {"get_weather{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>", 1},
+            {"now{}<tool_call|><|tool_call>call:get_weather{city:<|\"|>a<|\"|>,unit:<|\"|>f<|\"|>}<tool_call|>", 1},
+            {"get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>", 0},
+            {"other{}<tool_call|>", 0},
+            {NULL, 0}});
+    check_schema(
+        tools, OX_SCHEMA_TOOL_CALLS | OX_SCHEMA_AFTER_NAME,
+        (doc_case[]){{"{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>", 1},
+                     {"{city:<|\"|>Paris<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|><|tool_call>call:now{}<tool_call|>", 0},
+                     {NULL, 0}});
     /* each tool's $refs resolve in its own parameters */
-    check_schema("[{\"function\":{\"name\":\"a\",\"parameters\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/v\"}},\"$defs\":{\"v\":{\"type\":\"integer\"}}}}},"
-                 "{\"function\":{\"name\":\"b\",\"parameters\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/v\"}},\"$defs\":{\"v\":{\"type\":\"boolean\"}}}}}]",
-                 OX_SCHEMA_TOOL_CALLS, (doc_case[]){{"a{x:1}<tool_call|>", 1}, {"b{x:true}<tool_call|>", 1}, {"b{x:1}<tool_call|>", 0}, {NULL, 0}});
+    check_schema(
+        "[{\"function\":{\"name\":\"a\",\"parameters\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/"
+        "v\"}},\"$defs\":{\"v\":{\"type\":\"integer\"}}}}},"
+        "{\"function\":{\"name\":\"b\",\"parameters\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/"
+        "v\"}},\"$defs\":{\"v\":{\"type\":\"boolean\"}}}}}]",
+        OX_SCHEMA_TOOL_CALLS,
+        (doc_case[]){{"a{x:1}<tool_call|>", 1}, {"b{x:true}<tool_call|>", 1}, {"b{x:1}<tool_call|>", 0}, {NULL, 0}});
     check_refused("[{\"function\":{}}]", OX_SCHEMA_TOOL_CALLS, OX_E_UNSUPPORTED, "function.name");
     check_refused("[]", OX_SCHEMA_TOOL_CALLS, OX_E_UNSUPPORTED, "non-empty array");
 }
 
 /* outside the subset, and issue #33: a $ref names a real $defs entry or is refused; bad
  * percent-encoding is a coded error */
-static const struct { const char *schema; int mode, code; const char *what; } REFUSED[] = {
+static const struct {
+    const char *schema;
+    int mode, code;
+    const char *what;
+} REFUSED[] = {
     {"{\"type\":\"string\",\"pattern\":\"a+\"}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "keyword \"pattern\""},
     {"{\"type\":\"integer\",\"minimum\":1}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "keyword \"minimum\""},
-    {"{\"properties\":{\"a\":{\"multipleOf\":2}}}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "at /properties/a: keyword \"multipleOf\""},
+    {"{\"properties\":{\"a\":{\"multipleOf\":2}}}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED,
+     "at /properties/a: keyword \"multipleOf\""},
     {"{\"allOf\":[{},{}]}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "allOf of more than one"},
     {"false", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "nothing is valid"},
     {"{\"type\":\"date\"}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "type \"date\""},
     {"{\"type\":\"string\",\"format\":\"email\"}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "format \"email\""},
     {"{\"properties\":{},\"required\":[\"a\"]}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "required \"a\""},
-    {"{\"type\":\"string\",\"minLength\":3,\"maxLength\":2}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "minLength 3 is above maxLength 2"},
+    {"{\"type\":\"string\",\"minLength\":3,\"maxLength\":2}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED,
+     "minLength 3 is above maxLength 2"},
     {"{\"enum\":[]}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "enum must be a non-empty array"},
     {"{\"anyOf\":{}}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "anyOf must be a non-empty array"},
     {"{\"type\":\"object\",\"type\":\"string\"}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "\"type\" given twice"},
@@ -239,8 +327,10 @@ static void test_refs(void) {
 
 /* issue #33: limits surface as schema errors naming the keyword and the limit */
 static void test_limits(void) {
-    check_refused("{\"type\":\"string\",\"maxLength\":1025}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "maxLength 1025 is above 1024");
-    check_refused("{\"type\":\"array\",\"minItems\":5000}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED, "minItems 5000 is above 1024");
+    check_refused("{\"type\":\"string\",\"maxLength\":1025}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED,
+                  "maxLength 1025 is above 1024");
+    check_refused("{\"type\":\"array\",\"minItems\":5000}", OX_SCHEMA_JSON, OX_E_UNSUPPORTED,
+                  "minItems 5000 is above 1024");
     check_schema("{\"type\":\"string\",\"maxLength\":1024}", OX_SCHEMA_JSON, (doc_case[]){{"\"abc\"", 1}, {NULL, 0}});
     ox_strbuf sb = {0};
     ox_sb_printf(&sb, "{\"anyOf\":[");

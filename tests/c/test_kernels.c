@@ -11,7 +11,10 @@
 #include <stdlib.h>
 
 static uint32_t rng_state = 777;
-static uint32_t rnd(void) { rng_state = rng_state * 1664525u + 1013904223u; return rng_state >> 8; }
+static uint32_t rnd(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
 static float frand(void) { return (float)rnd() / 16777216.0f * 2.0f - 1.0f; }
 
 /* A random weight matrix of type t (made by quantizing random floats). */
@@ -65,22 +68,24 @@ static int compare(const ox_matrix *W, const float *x, int n_tok, const float *y
                 ref[(size_t)t * W->rows + r] = (float)d;
             }
         }
-        free(wr); free(ad); free(aq);
+        free(wr);
+        free(ad);
+        free(aq);
     }
     int bad = 0;
     for (int i = 0; i < W->rows * n_tok; i++)
         if (!(fabs(y[i] - ref[i]) <= (q8_1 ? 2e-3 : 2e-6) * mag[i] + 1e-6)) {
             if (bad++ < 3)
-                fprintf(stderr, "%s %s %dx%d tok %d: y[%d] = %.9g, ref %.9g\n", what, ox_type_name(W->type),
-                        W->rows, W->cols, n_tok, i, y[i], ref[i]);
+                fprintf(stderr, "%s %s %dx%d tok %d: y[%d] = %.9g, ref %.9g\n", what, ox_type_name(W->type), W->rows,
+                        W->cols, n_tok, i, y[i], ref[i]);
         }
     free(ref);
     free(mag);
     return bad;
 }
 
-static const ox_type TYPES[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0, OX_Q8_1, OX_Q8_K,
-                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
+static const ox_type TYPES[] = {OX_F32,  OX_F16,  OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
+                                OX_Q8_1, OX_Q8_K, OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
 
 static void test_matmul_types(void) {
     ox_err e = {0};
@@ -102,7 +107,8 @@ static void test_matmul_types(void) {
                     free(x);
                     free(y);
                 }
-                CHECK_MSG(bad == 0, "%s %dx%d, %d threads: %d outputs differ", ox_type_name(t), W.rows, cols, threads, bad);
+                CHECK_MSG(bad == 0, "%s %dx%d, %d threads: %d outputs differ", ox_type_name(t), W.rows, cols, threads,
+                          bad);
                 free(W.data);
             }
         }
@@ -115,7 +121,9 @@ static void test_matmul_types(void) {
         for (int i = 0; i < 1024 * 13; i++) x[i] = frand();
         CHECK(ox_matmul(&ws, &W, x, 13, y, &e) == 0);
         CHECK(compare(&W, x, 13, y, "big") == 0);
-        free(x); free(y); free(W.data);
+        free(x);
+        free(y);
+        free(W.data);
     }
     ox_scratch_free(&ws);
     ox_pool_shutdown();
@@ -182,7 +190,10 @@ static void test_matmul_multi(void) {
     bad.type = (ox_type)4;
     CHECK(ox_matmul(&ws, &bad, x, 1, ya, &e) == OX_E_UNSUPPORTED);
     CHECK(ox_matmul(&ws, &A, x, 0, ya, &e) == OX_E_RANGE);
-    free(A.data); free(B.data); free(C.data); free(D.data);
+    free(A.data);
+    free(B.data);
+    free(C.data);
+    free(D.data);
     ox_scratch_free(&ws);
     ox_pool_shutdown();
 }
@@ -199,12 +210,13 @@ static void test_q8_0_act(void) {
     for (int rep = 0; rep < 200; rep++) {
         for (int i = 0; i < N; i++) x[i] = frand() * (float)(1 + rep % 7) * (rep % 11 == 0 ? 1e-30f : 1.0f);
         for (int b = 0; b < 64; b++) {
-            x[32 * b + 31] = (rep & 1 ? -127.0f : 127.0f) / 8; /* d = 1/8 exactly: x*id exact */
-            x[32 * b + 1] = (float)((int)(rnd() % 255) - 127) / 8 + 1.0f / 16;  /* ties */
+            x[32 * b + 31] = (rep & 1 ? -127.0f : 127.0f) / 8;                 /* d = 1/8 exactly: x*id exact */
+            x[32 * b + 1] = (float)((int)(rnd() % 255) - 127) / 8 + 1.0f / 16; /* ties */
             x[32 * b + 2] = nextafterf(0.5f, 0) / 8;                           /* just below 0.5 */
         }
         if (rep == 5) memset(x, 0, sizeof x);
-        if (rep == 6) for (int i = 0; i < 64; i++) x[i] = ldexpf(1, -140); /* 1/d overflows */
+        if (rep == 6)
+            for (int i = 0; i < 64; i++) x[i] = ldexpf(1, -140); /* 1/d overflows */
         ox_quantize_row(OX_Q8_0, x, want, N);
         ox_quantize_q8_0_act(x, N, got, q16, d, sums, 1);
         bad += memcmp(want, got, sizeof want) != 0;
@@ -229,7 +241,10 @@ static void test_q8_0_act(void) {
 
 static void test_rmsnorm(void) {
     float x[203], w[203], y[203], r[203];
-    for (int i = 0; i < 203; i++) { x[i] = frand() * 3; w[i] = frand(); }
+    for (int i = 0; i < 203; i++) {
+        x[i] = frand() * 3;
+        w[i] = frand();
+    }
     for (int n = 1; n <= 203; n += 101) {
         ox_rmsnorm(y, x, w, n, 1e-6f);
         ox_rmsnorm_ref(r, x, w, n, 1e-6f);
@@ -237,7 +252,8 @@ static void test_rmsnorm(void) {
         for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
         double sc = 1 / sqrt(ss / n + 1e-6);
         int bad = 0;
-        for (int i = 0; i < n; i++) bad += fabs(y[i] - r[i]) > 1e-5 * fabs(r[i]) + 1e-7 || fabs(r[i] - x[i] * sc * w[i]) > 1e-5;
+        for (int i = 0; i < n; i++)
+            bad += fabs(y[i] - r[i]) > 1e-5 * fabs(r[i]) + 1e-7 || fabs(r[i] - x[i] * sc * w[i]) > 1e-5;
         CHECK(bad == 0);
         ox_rmsnorm(y, x, NULL, n, 1e-6f);
         CHECK_NEAR(y[n - 1], x[n - 1] * sc, 1e-5);
@@ -306,7 +322,10 @@ static void test_softmax(void) {
         ox_softmax_ref(x, n);
         double sum = 0;
         int bad = 0;
-        for (int i = 0; i < n; i++) { sum += y[i]; bad += fabs(y[i] - x[i]) > 2e-6 * x[i] + 1e-12; }
+        for (int i = 0; i < n; i++) {
+            sum += y[i];
+            bad += fabs(y[i] - x[i]) > 2e-6 * x[i] + 1e-12;
+        }
         CHECK_MSG(bad == 0, "softmax n=%d: %d differ", n, bad);
         CHECK_NEAR(sum, 1.0, 1e-5);
     }
@@ -325,8 +344,14 @@ static void test_softmax(void) {
 
 static void test_geglu(void) {
     float g[203], u[203], y[203], r[203];
-    for (int i = 0; i < 203; i++) { g[i] = frand() * 8; u[i] = frand(); }
-    g[0] = 0; g[1] = -30; g[2] = 30; g[3] = 1e-4f;
+    for (int i = 0; i < 203; i++) {
+        g[i] = frand() * 8;
+        u[i] = frand();
+    }
+    g[0] = 0;
+    g[1] = -30;
+    g[2] = 30;
+    g[3] = 1e-4f;
     ox_geglu(y, g, u, 203);
     ox_geglu_ref(r, g, u, 203);
     int bad = 0;
@@ -344,7 +369,12 @@ static void test_geglu(void) {
 static void test_dot_axpy(void) {
     float a[77], b[77], y[77];
     double want = 0;
-    for (int i = 0; i < 77; i++) { a[i] = frand(); b[i] = frand(); want += (double)a[i] * b[i]; y[i] = b[i]; }
+    for (int i = 0; i < 77; i++) {
+        a[i] = frand();
+        b[i] = frand();
+        want += (double)a[i] * b[i];
+        y[i] = b[i];
+    }
     CHECK_NEAR(ox_dot_f32(a, b, 77), want, 1e-5);
     CHECK(ox_dot_f32(a, b, 0) == 0);
     ox_axpy(y, 0.5f, a, 77);

@@ -180,7 +180,8 @@ static void test_ring_vs_full(void) {
     int keep = N - 10;
     for (int i = keep; i < N; i++) u[i] = 7 + (u[i] + 5) % (V - 7);
     CHECK(ox_session_reuse(r, u, N, &err) == keep && ox_session_reuse(f, u, N, &err) == keep);
-    CHECK(!run_chunks(r, u + keep, N - keep, (int[]){10}, 1, lr) && !run_chunks(f, u + keep, N - keep, (int[]){10}, 1, lf));
+    CHECK(!run_chunks(r, u + keep, N - keep, (int[]){10}, 1, lr) &&
+          !run_chunks(f, u + keep, N - keep, (int[]){10}, 1, lf));
     CHECK_MSG(rows_equal(lr, lf, N - keep), "reuse within the ring");
 
     /* too far back: truncation refuses, reuse falls back to 0 and the rerun matches a fresh
@@ -372,13 +373,14 @@ static void test_real_geometry(void) {
                 uint64_t want = ox_kv_bytes(gc, ctxs[i], (ox_kv_type)k), full = 0;
                 for (int l = 0; l < gc->n_layers; l++)
                     if (!gc->layers[l].shared)
-                        full += 2ull * ctxs[i] * ox_kv_row_bytes((ox_kv_type)k, gc->layers[l].n_kv_heads, gc->layers[l].head_dim);
+                        full += 2ull * ctxs[i] *
+                                ox_kv_row_bytes((ox_kv_type)k, gc->layers[l].n_kv_heads, gc->layers[l].head_dim);
                 if (!g) { /* the real session, reserved to its full context */
                     ox_session *s = ox_session_new_kv(m, ctxs[i], (ox_kv_type)k, &err);
                     CHECK(s && !ox_session_reserve(s, ctxs[i], &err));
                     ox_model_stats_get(m, &st);
-                    CHECK_MSG(st.resident_bytes - weights == want, "%d %s: %llu allocated, %llu said", ctxs[i], names[k],
-                              (unsigned long long)(st.resident_bytes - weights), (unsigned long long)want);
+                    CHECK_MSG(st.resident_bytes - weights == want, "%d %s: %llu allocated, %llu said", ctxs[i],
+                              names[k], (unsigned long long)(st.resident_bytes - weights), (unsigned long long)want);
                     ox_session_free(s);
                 }
                 char res[32] = "(no E4B file)";

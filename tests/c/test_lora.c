@@ -47,11 +47,13 @@ static ox_model *load_synth_opts(const char *preset, const char *file, ox_stream
     return m;
 }
 
-static ox_model *load_synth(const char *preset, const char *file) { return load_synth_opts(preset, file, OX_STREAM_NONE); }
+static ox_model *load_synth(const char *preset, const char *file) {
+    return load_synth_opts(preset, file, OX_STREAM_NONE);
+}
 
 static ox_lora_spec spec(uint32_t seed) {
-    return (ox_lora_spec){.rank = 4, .alpha = 8, .std = 0.05f, .seed = seed, .targets = OX_LORA_ALL_TARGETS,
-                          .type = OX_F32};
+    return (ox_lora_spec){
+        .rank = 4, .alpha = 8, .std = 0.05f, .seed = seed, .targets = OX_LORA_ALL_TARGETS, .type = OX_F32};
 }
 
 /* All-position logits of a fresh session (step: one token per forward). */
@@ -244,7 +246,8 @@ static void merged_equals_attached(const char *preset) {
 
 /* A model that streams its layers' weights (data NULL between uses) is patched the same. */
 static void test_streamed(void) {
-    ox_model *r = load_synth("tiny", "tiny-stream.gguf"), *st = load_synth_opts("tiny", "tiny-stream.gguf", OX_STREAM_ALL);
+    ox_model *r = load_synth("tiny", "tiny-stream.gguf"),
+             *st = load_synth_opts("tiny", "tiny-stream.gguf", OX_STREAM_ALL);
     CHECK(r && st);
     if (!r || !st) return;
     ox_lora_spec sp = spec(5);
@@ -312,8 +315,8 @@ static void test_bad_adapters(void) {
     float *base = logits(m, NTOK);
     uint64_t H = (uint64_t)c->hidden, Q = (uint64_t)c->n_heads * c->layers[0].head_dim;
     const char *p;
-    p = bad_gguf("shape.gguf", "adapter", "gemma4", "blk.0.attn_q.weight", (uint64_t[]){H + 32, 4},
-                 (uint64_t[]){4, Q}, 1);
+    p = bad_gguf("shape.gguf", "adapter", "gemma4", "blk.0.attn_q.weight", (uint64_t[]){H + 32, 4}, (uint64_t[]){4, Q},
+                 1);
     expect_fail(m, &p, 1, OX_E_CONFIG, "are not A [r x 256]", base);
     p = bad_gguf("rank.gguf", "adapter", "gemma4", "blk.0.attn_q.weight", (uint64_t[]){H, 4}, (uint64_t[]){8, Q}, 1);
     expect_fail(m, &p, 1, OX_E_CONFIG, "blk.0.attn_q.weight.lora_a", base);

@@ -100,7 +100,8 @@ static void test_config(void) {
     ox_err e = {0};
     CHECK(parse_cfg("{\"hidden_size\": 8}", &c, &e) == 0 && c.dflt.bits == 0);
     CHECK(parse_cfg("{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"a.b\": {\"group_size\": 32, \"bits\": 8},"
-                    " \"c\": false, \"d\": true}}", &c, &e) == 0);
+                    " \"c\": false, \"d\": true}}",
+                    &c, &e) == 0);
     CHECK(c.dflt.bits == 4 && c.dflt.group == 64 && c.n == 3);
     ox_mlx_q q = ox_mlx_config_for(&c, "a.b");
     CHECK(q.bits == 8 && q.group == 32);
@@ -109,9 +110,14 @@ static void test_config(void) {
     ox_mlx_config_free(&c);
     CHECK(parse_cfg("{\"quantization_config\": {\"group_size\": 32, \"bits\": 8}}", &c, &e) == 0 && c.dflt.bits == 8);
     ox_mlx_config_free(&c);
-    CHECK(parse_cfg("{\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128}}", &c, &e) == 0 &&
+    CHECK(parse_cfg("{\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128}}", &c,
+                    &e) == 0 &&
           c.dflt.bits == 0);
-    static const struct { const char *text; int code; const char *what; } bad[] = {
+    static const struct {
+        const char *text;
+        int code;
+        const char *what;
+    } bad[] = {
         {"{\"quantization\": {\"group_size\": 64, \"bits\": 3}}", OX_E_CONFIG, "bits 3"},
         {"{\"quantization\": {\"group_size\": 128, \"bits\": 4}}", OX_E_CONFIG, "group_size 128"},
         {"{\"quantization\": {\"bits\": 4}}", OX_E_CONFIG, "group_size"},
@@ -232,7 +238,11 @@ static void check_pair(const char *name, const char *mlx, const char *ref) {
     if (!m) fprintf(stderr, "load %s: %s\n", mlx, e.msg);
     ox_model *r = open_dir(ref, &e);
     if (!r) fprintf(stderr, "load %s: %s\n", ref, e.msg);
-    if (!m || !r) { CHECK(0); ox_model_free(m), ox_model_free(r); return; }
+    if (!m || !r) {
+        CHECK(0);
+        ox_model_free(m), ox_model_free(r);
+        return;
+    }
     const ox_model_files *mf = ox_model_files_of(m), *rf = ox_model_files_of(r);
     CHECK(ox_files_mlx(mf) != NULL && ox_files_mlx(rf) == NULL);
     int n_mlx = 0, bad = 0;
@@ -240,7 +250,10 @@ static void check_pair(const char *name, const char *mlx, const char *ref) {
         const ox_tensor *t = ox_files_tensor(mf, i), *u = ox_files_find(rf, t->name);
         if (!t->mlx_bits) continue;
         n_mlx++;
-        if (!u || u->type != OX_F32 || u->ne[0] != t->ne[0] || ox_tensor_rows(u) != ox_tensor_rows(t)) { bad++; continue; }
+        if (!u || u->type != OX_F32 || u->ne[0] != t->ne[0] || ox_tensor_rows(u) != ox_tensor_rows(t)) {
+            bad++;
+            continue;
+        }
         uint64_t rows = ox_tensor_rows(t), cols = t->ne[0], rb;
         ox_row_bytes(t->type, cols, &rb, NULL);
         uint8_t *raw = malloc(rb * rows);
@@ -270,7 +283,8 @@ static void check_pair(const char *name, const char *mlx, const char *ref) {
         double rounded = dlogp(em, lm, NULL, N_SEQ, V, &within);
         double engines = dlogp(em, NULL, er, N_SEQ, V, &w2);
         printf("  %-12s engine vs f64 reference: max |dlogp| %.3g; vs activation-rounded: %.3g, positions within "
-               "1e-4: %d/%d; vs the engine on the reference files: %.3g\n", name, plain, rounded, within, N_SEQ, engines);
+               "1e-4: %d/%d; vs the engine on the reference files: %.3g\n",
+               name, plain, rounded, within, N_SEQ, engines);
         CHECK_MSG(plain <= 1.0 && engines <= 1.0, "%s: %.3g / %.3g", name, plain, engines);
         CHECK_MSG(within >= 1, "%s: %d positions", name, within);
     } else {
@@ -282,7 +296,13 @@ static void check_pair(const char *name, const char *mlx, const char *ref) {
 }
 
 static void test_checkpoints(void) {
-    static const struct { const char *name; int bits, group; ox_st_dtype sdt; const char *ov; int ob, og; } cases[] = {
+    static const struct {
+        const char *name;
+        int bits, group;
+        ox_st_dtype sdt;
+        const char *ov;
+        int ob, og;
+    } cases[] = {
         {"q4-g64", 4, 64, OX_ST_BF16, NULL, 0, 0},
         {"q4-g32", 4, 32, OX_ST_BF16, NULL, 0, 0},
         {"q8-g64", 8, 64, OX_ST_BF16, NULL, 0, 0},
@@ -292,7 +312,10 @@ static void test_checkpoints(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ox_mlx_write_opts o = {{cases[i].bits, cases[i].group}, cases[i].ov, {cases[i].ob, cases[i].og}, cases[i].sdt};
         char mlx[300], ref[300];
-        if (write_pair(cases[i].name, &o, mlx, ref)) { CHECK(0); continue; }
+        if (write_pair(cases[i].name, &o, mlx, ref)) {
+            CHECK(0);
+            continue;
+        }
         check_pair(cases[i].name, mlx, ref);
     }
 }
@@ -349,7 +372,8 @@ static void test_bad_files(void) {
     CHECK(open_bad("{\"quantization\": {\"group_size\": 64, \"bits\": 3}}", 0, 8, &e) == OX_E_CONFIG);
     CHECK_ERR(e, OX_E_CONFIG, "config.json", "bits 3");
     CHECK(open_bad("{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"model.embed_tokens\": {\"group_size\": 32,"
-                   " \"bits\": 8}}}", 0, 8, &e) == OX_E_FORMAT); /* the override's 8 bits: 16 words needed */
+                   " \"bits\": 8}}}",
+                   0, 8, &e) == OX_E_FORMAT); /* the override's 8 bits: 16 words needed */
     CHECK_ERR(e, OX_E_FORMAT, "model.safetensors", "bits 8");
     CHECK(open_bad("{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"model.embed_tokens\": false}}", 0, 8, &e) ==
           OX_E_CONFIG);

@@ -127,9 +127,9 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
 }
 
 typedef struct cmp {
-    double plain;    /* max |dlogp| vs the exact reference */
-    double rounded;  /* the same vs the activation-rounded reference */
-    int within;      /* positions whose max |dlogp| vs the rounded reference is <= 1e-4 */
+    double plain;   /* max |dlogp| vs the exact reference */
+    double rounded; /* the same vs the activation-rounded reference */
+    int within;     /* positions whose max |dlogp| vs the rounded reference is <= 1e-4 */
 } cmp;
 
 /* engine vs reference on one file (plain.. = 1e9 on failure) */
@@ -197,7 +197,10 @@ static void test_float_vs_ref(void) {
  * in another order), 21, 3, 23, 2): plain <= 1 / 9 / 8 / 2 / 6 nats, and at least 1 / 8 / 1 / 8 / 1
  * positions within 1e-4 (a wrong kernel has none). */
 static void test_quant_vs_ref(void) {
-    static const struct { ox_type t; const char *name; } q[] = {
+    static const struct {
+        ox_type t;
+        const char *name;
+    } q[] = {
         {OX_Q8_0, "q8_0"}, {OX_Q4_0, "q4_0"}, {OX_Q4_1, "q4_1"}, {OX_Q5_0, "q5_0"}, {OX_Q5_1, "q5_1"},
         {OX_Q2_K, "q2_k"}, {OX_Q3_K, "q3_k"}, {OX_Q4_K, "q4_k"}, {OX_Q5_K, "q5_k"}, {OX_Q6_K, "q6_k"},
     };
@@ -207,18 +210,27 @@ static void test_quant_vs_ref(void) {
         snprintf(name, sizeof name, "tiny-%s.gguf", q[i].name);
         cmp d = vs_ref2(fixture(name, &s), NULL, N_SEQ);
         printf("  tiny calm %-5s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
-               "positions within 1e-4: %d/%d\n", q[i].name, d.plain, d.rounded, d.within, N_SEQ);
+               "positions within 1e-4: %d/%d\n",
+               q[i].name, d.plain, d.rounded, d.within, N_SEQ);
         CHECK_MSG(d.plain <= 1.0, "%s: %.3g", q[i].name, d.plain);
         CHECK_MSG(d.within >= 1, "%s: %d positions", q[i].name, d.within);
     }
-    static const struct { const char *preset; ox_type t; const char *name; double plain; int within; } v[] = {
-        {"moe", OX_Q8_0, "moe-q8_0.gguf", 9, 8}, {"moe", OX_Q4_K, "moe-q4_k.gguf", 8, 1},
-        {"keqv", OX_Q6_K, "keqv-q6_k.gguf", 2, 8}, {"benchlike", OX_Q4_0, "benchlike-q4_0.gguf", 6, 1}};
+    static const struct {
+        const char *preset;
+        ox_type t;
+        const char *name;
+        double plain;
+        int within;
+    } v[] = {{"moe", OX_Q8_0, "moe-q8_0.gguf", 9, 8},
+             {"moe", OX_Q4_K, "moe-q4_k.gguf", 8, 1},
+             {"keqv", OX_Q6_K, "keqv-q6_k.gguf", 2, 8},
+             {"benchlike", OX_Q4_0, "benchlike-q4_0.gguf", 6, 1}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         ox_synth s = preset(v[i].preset, v[i].t);
         cmp d = vs_ref2(fixture(v[i].name, &s), NULL, N_SEQ);
         printf("  %-20s vs f64 reference: max |dlogp| %.3g; vs activation-rounded reference: %.3g, "
-               "positions within 1e-4: %d/%d\n", v[i].name, d.plain, d.rounded, d.within, N_SEQ);
+               "positions within 1e-4: %d/%d\n",
+               v[i].name, d.plain, d.rounded, d.within, N_SEQ);
         CHECK_MSG(d.plain <= v[i].plain, "%s: %.3g", v[i].name, d.plain);
         CHECK_MSG(d.within >= v[i].within, "%s: %d positions", v[i].name, d.within);
     }
@@ -231,7 +243,10 @@ static void test_quant_vs_ref(void) {
 static void test_sessions(void) {
     ox_synth s = preset("tiny", OX_F32);
     ox_model *m = open1(fixture("tiny-f32.gguf", &s), NULL);
-    if (!m) { CHECK(0); return; }
+    if (!m) {
+        CHECK(0);
+        return;
+    }
     int V = ox_model_config(m)->vocab, n = N_SEQ, k = 10;
     int32_t t[N_SEQ];
     seq(t, n, V);
@@ -297,7 +312,10 @@ static void test_sessions(void) {
 static void test_soft_tokens(void) {
     ox_synth s = preset("tiny", OX_F32);
     ox_model *m = open1(fixture("tiny-f32.gguf", &s), NULL);
-    if (!m) { CHECK(0); return; }
+    if (!m) {
+        CHECK(0);
+        return;
+    }
     int V = ox_model_config(m)->vocab, H = 256, n = 6;
     char msg[256];
     ref_model *r = ref_load(ox_model_files_of(m), msg, sizeof msg);
@@ -326,7 +344,10 @@ static void test_ple_reads_and_host_tables(void) {
     ox_synth s = preset("tiny", OX_Q8_0);
     const char *p = fixture("tiny-q8_0.gguf", &s);
     ox_model *m = open1(p, NULL);
-    if (!m) { CHECK(0); return; }
+    if (!m) {
+        CHECK(0);
+        return;
+    }
     const ox_tensor *ple = ox_files_find(ox_model_files_of(m), "per_layer_token_embd.weight");
     uint64_t rb = 0;
     CHECK(ple && ox_row_bytes(ple->type, ple->ne[0], &rb, NULL) == 0);
@@ -378,7 +399,8 @@ static int hf_paths(const char *dir, int shards, char paths[][400]) {
     snprintf(paths[n++], 400, "%s/config.json", dir);
     snprintf(paths[n++], 400, "%s/tokenizer.json", dir);
     if (shards == 1) snprintf(paths[n++], 400, "%s/model.safetensors", dir);
-    for (int i = 0; shards > 1 && i < shards; i++) snprintf(paths[n++], 400, "%s/model-%05d-of-%05d.safetensors", dir, i + 1, shards);
+    for (int i = 0; shards > 1 && i < shards; i++)
+        snprintf(paths[n++], 400, "%s/model-%05d-of-%05d.safetensors", dir, i + 1, shards);
     if (shards > 1) snprintf(paths[n++], 400, "%s/model.safetensors.index.json", dir);
     return n;
 }
@@ -403,7 +425,10 @@ static void test_bidirectional(void) {
     ox_synth s = preset("tiny", OX_F32);
     s.bidirectional = 1;
     ox_model *m;
-    if (write_hf("hf-bidir", &s, OX_F32, 1, &m)) { CHECK(0); return; }
+    if (write_hf("hf-bidir", &s, OX_F32, 1, &m)) {
+        CHECK(0);
+        return;
+    }
     CHECK(ox_model_config(m)->bidirectional == 1);
     int n = N_SEQ, V = 1024;
     int32_t t[N_SEQ];
@@ -440,7 +465,11 @@ static void test_hf_variants(void) {
         snprintf(name, sizeof name, "%s-f32.gguf", presets[i]);
         ox_model *g = open1(fixture(name, &s), NULL), *h = NULL;
         snprintf(name, sizeof name, "hf-%s", presets[i]);
-        if (!g || write_hf(name, &s, OX_F32, 1, &h)) { CHECK(0); ox_model_free(g); continue; }
+        if (!g || write_hf(name, &s, OX_F32, 1, &h)) {
+            CHECK(0);
+            ox_model_free(g);
+            continue;
+        }
         float *a = engine_logits(g, t, n, n), *b = engine_logits(h, t, n, n);
         double d = a && b ? max_abs_diff(a, b, (size_t)n * V) : 1e9;
         printf("  HF %s f32 vs GGUF %s f32: max |dlogit| %.3g\n", presets[i], presets[i], d);
@@ -499,7 +528,8 @@ static void test_hf(void) {
         double a = max_abs_diff(h32, g32, (size_t)n * V), b = max_abs_diff(h16, g16, (size_t)n * V);
         double c = max_abs_diff(hq8, gq8, (size_t)n * V);
         printf("  HF f32 vs GGUF f32: max |dlogit| %.3g; HF bf16 (3 shards) vs GGUF bf16: %.3g; "
-               "HF f32 quantized on load q8 vs GGUF q8_0: %.3g\n", a, b, c);
+               "HF f32 quantized on load q8 vs GGUF q8_0: %.3g\n",
+               a, b, c);
         CHECK(a <= 1e-5);
         CHECK(b <= 1e-5);
         CHECK(c <= 1e-5);
@@ -517,7 +547,10 @@ static void test_quant_on_load(void) {
     const char *p = fixture("tiny-f32.gguf", &s);
     ox_load_opts o8 = {.quant = OX_QUANT_Q8}, o4 = {.quant = OX_QUANT_Q4}, ob = {.quant = OX_QUANT_BF16};
     ox_model *m32 = open1(p, NULL), *m8 = open1(p, &o8), *m4 = open1(p, &o4), *mb = open1(p, &ob);
-    if (!m32 || !m8 || !m4 || !mb) { CHECK(0); return; }
+    if (!m32 || !m8 || !m4 || !mb) {
+        CHECK(0);
+        return;
+    }
     ox_model_stats a, b, c;
     ox_model_stats_get(m32, &a), ox_model_stats_get(m8, &b), ox_model_stats_get(m4, &c);
     printf("  resident bytes: f32 %llu, q8 %llu, q4 %llu\n", (unsigned long long)a.resident_bytes,
@@ -525,9 +558,12 @@ static void test_quant_on_load(void) {
     CHECK(b.resident_bytes < a.resident_bytes / 3 && c.resident_bytes < b.resident_bytes);
     float *l8 = engine_logits(m8, t, n, n), *l4 = engine_logits(m4, t, n, n), *lb = engine_logits(mb, t, n, n);
     ox_model_free(m32), ox_model_free(m8), ox_model_free(m4), ox_model_free(mb);
-    static const struct { ox_type w, e; const char *name; } tw[] = {
-        {OX_Q8_0, OX_Q8_0, "tiny-q8_0-ple-f32.gguf"}, {OX_Q4_0, OX_Q8_0, "tiny-q4_0-embd-proj-q8-ple-f32.gguf"},
-        {OX_BF16, OX_BF16, "tiny-bf16-ple-f32.gguf"}};
+    static const struct {
+        ox_type w, e;
+        const char *name;
+    } tw[] = {{OX_Q8_0, OX_Q8_0, "tiny-q8_0-ple-f32.gguf"},
+              {OX_Q4_0, OX_Q8_0, "tiny-q4_0-embd-proj-q8-ple-f32.gguf"},
+              {OX_BF16, OX_BF16, "tiny-bf16-ple-f32.gguf"}};
     float *want[3];
     for (int i = 0; i < 3; i++) {
         s = preset("tiny", tw[i].w);
@@ -564,9 +600,9 @@ static int rewrite(const char *src, const char *dst, const char *target, int mod
         uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         ox_type type = t->type;
         int hit = !strcmp(t->name, target);
-        if (hit && mode == 0) continue;         /* drop */
-        if (hit && mode == 1) ne[1] += 32;      /* wrong shape */
-        if (hit && mode == 2) type = OX_Q8_K;   /* a type the engine does not take as a weight */
+        if (hit && mode == 0) continue;                         /* drop */
+        if (hit && mode == 1) ne[1] += 32;                      /* wrong shape */
+        if (hit && mode == 2) type = OX_Q8_K;                   /* a type the engine does not take as a weight */
         if (mode == 3 && strstr(t->name, "ffn_gate_up_exps")) { /* split experts: gate, up */
             uint64_t half[3] = {ne[0], ne[1] / 2, ne[2]}, rb2;
             ox_row_bytes(type, ne[0], &rb2, NULL);
@@ -606,7 +642,11 @@ static int rewrite(const char *src, const char *dst, const char *target, int mod
 static void test_errors(void) {
     ox_synth s = preset("tiny", OX_F32);
     const char *p = fixture("tiny-f32.gguf", &s);
-    static const struct { const char *tensor; int mode, code; const char *needle; } cases[] = {
+    static const struct {
+        const char *tensor;
+        int mode, code;
+        const char *needle;
+    } cases[] = {
         {"blk.1.ffn_up.weight", 0, OX_E_MISSING, "blk.1.ffn_up.weight"},
         {"blk.2.attn_q.weight", 1, OX_E_CONFIG, "blk.2.attn_q.weight"},
         {"blk.0.attn_output.weight", 2, OX_E_UNSUPPORTED, "blk.0.attn_output.weight"},
@@ -673,7 +713,10 @@ static void test_progress(void) {
  * HF shards, and a GGUF in name order, as llama-quantize's differs from the loader's walk): a
  * URL's read-ahead then streams the file in one pass. Every read during ox_model_load is
  * traced. */
-typedef struct { int file, reads, back; uint64_t end; } read_order;
+typedef struct {
+    int file, reads, back;
+    uint64_t end;
+} read_order;
 static void on_read(void *ud, int file, uint64_t off, size_t len) {
     read_order *o = ud;
     if (o->reads++ && file == o->file && off < o->end) o->back++;
@@ -717,7 +760,12 @@ static void test_synth_files(void) {
     ox_err err = {0};
     int h32 = ox_host_open_path(p32, &err), h8 = ox_host_open_path(p8, &err);
     ox_model_files *a = ox_files_open(&h32, 1, &err), *b = ox_files_open(&h8, 1, &err);
-    if (!a || !b) { CHECK(0); ox_files_free(a); ox_files_free(b); return; }
+    if (!a || !b) {
+        CHECK(0);
+        ox_files_free(a);
+        ox_files_free(b);
+        return;
+    }
     const char *names[] = {"token_embd.weight", "per_layer_token_embd.weight", "blk.5.ffn_down.weight"};
     for (int k = 0; k < 3; k++) {
         const ox_tensor *ta = ox_files_find(a, names[k]), *tb = ox_files_find(b, names[k]);
@@ -797,7 +845,8 @@ static void check_embed(ox_model *m, const char *what) {
                     double w = normalize ? want[j] / sqrt(norm) : want[j];
                     worst = fmax(worst, fabs(got[j] - w)), scale = fmax(scale, fabs(w));
                 }
-                CHECK_MSG(worst <= 1e-4 * scale, "%s, pooling %d, normalize %d: max |diff| %.3g of %.3g", what, pooling, normalize, worst, scale);
+                CHECK_MSG(worst <= 1e-4 * scale, "%s, pooling %d, normalize %d: max |diff| %.3g of %.3g", what, pooling,
+                          normalize, worst, scale);
             }
     }
     ox_err err = {0};
@@ -813,7 +862,10 @@ static void test_embed(void) {
     if (m) check_embed(m, "causal");
     ox_model_free(m);
     s.bidirectional = 1;
-    if (write_hf("hf-bidir-embed", &s, OX_F32, 1, &m)) { CHECK(0); return; }
+    if (write_hf("hf-bidir-embed", &s, OX_F32, 1, &m)) {
+        CHECK(0);
+        return;
+    }
     check_embed(m, "bidirectional");
     ox_model_free(m);
 }

@@ -78,7 +78,8 @@ static void test_oracle(void) {
     CHECK_MSG(m && d, "%s", err.msg);
     if (!m || !d) return;
     int H = ox_model_config(m)->hidden, V = ox_model_config(m)->vocab, steps = 4, next = 123;
-    float *h = malloc((size_t)H * sizeof *h), *lg = malloc((size_t)V * sizeof *lg), *ref = malloc((size_t)V * sizeof *ref);
+    float *h = malloc((size_t)H * sizeof *h), *lg = malloc((size_t)V * sizeof *lg),
+          *ref = malloc((size_t)V * sizeof *ref);
     ox_session *s = prompt_session(m, h, &err);
     ox_mtp *t = s ? ox_mtp_new(d, s, &err) : NULL;
     CHECK_MSG(t != NULL, "%s", err.msg);
@@ -120,7 +121,10 @@ static void test_oracle(void) {
     free(h), free(lg), free(ref);
 }
 
-typedef struct gen_out { int tok[64], n, status; ox_gen_counts counts; } gen_out;
+typedef struct gen_out {
+    int tok[64], n, status;
+    ox_gen_counts counts;
+} gen_out;
 
 static gen_out generate(ox_model *m, const ox_model *d, int draft, float temperature, int max_tokens, float p_min) {
     gen_out r = {0};
@@ -168,7 +172,8 @@ static void test_greedy_identical(void) {
     CHECK(gated.n == plain.n && memcmp(gated.tok, plain.tok, (size_t)plain.n * sizeof *plain.tok) == 0);
     CHECK(gated.counts.drafted < 8 && gated.counts.decoded == plain.counts.decoded);
     /* and an unsure drafter rests: it ran at 5 of 40 steps (at every one before the rest) */
-    CHECK_MSG(gated.counts.draft_runs >= 2 && gated.counts.draft_runs <= 8, "the drafter ran %d times", gated.counts.draft_runs);
+    CHECK_MSG(gated.counts.draft_runs >= 2 && gated.counts.draft_runs <= 8, "the drafter ran %d times",
+              gated.counts.draft_runs);
     ox_model_free(d);
     ox_model_free(m);
 }
@@ -208,7 +213,8 @@ static void test_bad_drafters(void) {
     CHECK(ox_gen_new(s, NULL, &p, &err) == NULL);
     CHECK_ERR(err, code, "MTP drafter", "width 512");
     /* an HF assistant checkpoint: not yet, said so */
-    const char *cfg = "{\"architectures\": [\"Gemma4AssistantForCausalLM\"], \"backbone_hidden_size\": 1536, \"hidden_size\": 256}";
+    const char *cfg =
+        "{\"architectures\": [\"Gemma4AssistantForCausalLM\"], \"backbone_hidden_size\": 1536, \"hidden_size\": 256}";
     ox_json *j = ox_json_parse(cfg, strlen(cfg), "config.json", &err);
     ox_config c;
     err = (ox_err){0};

@@ -62,7 +62,11 @@ static void test_threads(void) {
  * after another never sees two inside. The wait is bounded in time (30 s: a loaded machine may
  * take long to schedule the worker), so a broken pool fails instead of hanging. Each task
  * records its thread: the two must differ. */
-typedef struct { _Atomic int inside; _Atomic int met; pthread_t who[2]; } meet_ctx;
+typedef struct {
+    _Atomic int inside;
+    _Atomic int met;
+    pthread_t who[2];
+} meet_ctx;
 
 static void meet_task(void *ctx, int task, int n_tasks) {
     meet_ctx *m = ctx;

@@ -9,11 +9,22 @@
 #include <stdlib.h>
 
 static uint32_t rng_state = 12345;
-static uint32_t rnd(void) { rng_state = rng_state * 1664525u + 1013904223u; return rng_state >> 8; }
+static uint32_t rnd(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
 static float frand(void) { return (float)rnd() / 16777216.0f * 2.0f - 1.0f; } /* [-1, 1) */
 
-static float bits_to_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static uint32_t f_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_to_f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint32_t f_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 
 /* ---------------------------------------------------------------- independent decoders */
 
@@ -28,21 +39,43 @@ static double h2d(uint16_t h) {
 static void dec_block(ox_type t, const uint8_t *b, double *y) {
 #define H(off) h2d((uint16_t)(b[off] | b[(off) + 1] << 8))
     switch (t) {
-    case OX_Q4_0: for (int j = 0; j < 16; j++) { y[j] = H(0) * ((b[2 + j] & 15) - 8); y[j + 16] = H(0) * ((b[2 + j] >> 4) - 8); } break;
-    case OX_Q4_1: for (int j = 0; j < 16; j++) { y[j] = H(0) * (b[4 + j] & 15) + H(2); y[j + 16] = H(0) * (b[4 + j] >> 4) + H(2); } break;
-    case OX_Q5_0: case OX_Q5_1: {
+    case OX_Q4_0:
+        for (int j = 0; j < 16; j++) {
+            y[j] = H(0) * ((b[2 + j] & 15) - 8);
+            y[j + 16] = H(0) * ((b[2 + j] >> 4) - 8);
+        }
+        break;
+    case OX_Q4_1:
+        for (int j = 0; j < 16; j++) {
+            y[j] = H(0) * (b[4 + j] & 15) + H(2);
+            y[j + 16] = H(0) * (b[4 + j] >> 4) + H(2);
+        }
+        break;
+    case OX_Q5_0:
+    case OX_Q5_1: {
         int o = t == OX_Q5_0 ? 2 : 4;
         uint32_t qh = b[o] | b[o + 1] << 8 | b[o + 2] << 16 | (uint32_t)b[o + 3] << 24;
         for (int j = 0; j < 16; j++) {
             int x0 = (b[o + 4 + j] & 15) | (((qh >> j) << 4) & 0x10);
             int x1 = (b[o + 4 + j] >> 4) | ((qh >> (j + 12)) & 0x10);
-            if (t == OX_Q5_0) { y[j] = H(0) * (x0 - 16); y[j + 16] = H(0) * (x1 - 16); }
-            else { y[j] = H(0) * x0 + H(2); y[j + 16] = H(0) * x1 + H(2); }
+            if (t == OX_Q5_0) {
+                y[j] = H(0) * (x0 - 16);
+                y[j + 16] = H(0) * (x1 - 16);
+            } else {
+                y[j] = H(0) * x0 + H(2);
+                y[j + 16] = H(0) * x1 + H(2);
+            }
         }
     } break;
-    case OX_Q8_0: for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[2 + j]; break;
-    case OX_Q8_1: for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[4 + j]; break;
-    case OX_Q8_A: for (int j = 0; j < 32; j++) y[j] = H(0) * b[4 + j] + H(2); break; /* d, m, u8 q[32] */
+    case OX_Q8_0:
+        for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[2 + j];
+        break;
+    case OX_Q8_1:
+        for (int j = 0; j < 32; j++) y[j] = H(0) * (int8_t)b[4 + j];
+        break;
+    case OX_Q8_A:
+        for (int j = 0; j < 32; j++) y[j] = H(0) * b[4 + j] + H(2);
+        break;      /* d, m, u8 q[32] */
     case OX_Q2_K: { /* scales[16] qs[64] d dmin */
         const uint8_t *sc = b, *q = b + 16;
         double d = H(80), mn = H(82);
@@ -70,13 +103,19 @@ static void dec_block(ox_type t, const uint8_t *b, double *y) {
                     for (int l = 0; l < 16; l++)
                         *y++ = d * sc[is] * (((q[l + 16 * half] >> shift) & 3) - ((hm[l + 16 * half] & m) ? 0 : 4));
     } break;
-    case OX_Q4_K: case OX_Q5_K: { /* d dmin scales[12] (qh[32]) qs[128] */
+    case OX_Q4_K:
+    case OX_Q5_K: { /* d dmin scales[12] (qh[32]) qs[128] */
         const uint8_t *s = b + 4, *qh = b + 16, *q = b + (t == OX_Q4_K ? 16 : 48);
         double d = H(0), mn = H(2);
         for (int j = 0; j < 8; j++) {
             int sc, m;
-            if (j < 4) { sc = s[j] & 63; m = s[j + 4] & 63; }
-            else { sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4); m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+            if (j < 4) {
+                sc = s[j] & 63;
+                m = s[j + 4] & 63;
+            } else {
+                sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+                m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+            }
             for (int l = 0; l < 32; l++) {
                 int v = (j & 1) ? q[32 * (j / 2) + l] >> 4 : q[32 * (j / 2) + l] & 15;
                 if (t == OX_Q5_K && (qh[l] & (1 << j))) v += 16;
@@ -97,7 +136,11 @@ static void dec_block(ox_type t, const uint8_t *b, double *y) {
                 y[l + 96] = d * sc[is + 6] * (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
             }
     } break;
-    case OX_Q8_K: { float d; memcpy(&d, b, 4); for (int j = 0; j < 256; j++) y[j] = (double)d * (int8_t)b[4 + j]; } break;
+    case OX_Q8_K: {
+        float d;
+        memcpy(&d, b, 4);
+        for (int j = 0; j < 256; j++) y[j] = (double)d * (int8_t)b[4 + j];
+    } break;
     default: break;
     }
 #undef H
@@ -110,7 +153,10 @@ static void test_f16(void) {
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
         float f = ox_f16_to_f32((ox_f16)h);
-        if (((h >> 10) & 31) == 31 && (h & 1023)) { bad += !isnan(f); continue; }
+        if (((h >> 10) & 31) == 31 && (h & 1023)) {
+            bad += !isnan(f);
+            continue;
+        }
         bad += (double)f != h2d((uint16_t)h) || ox_f32_to_f16(f) != h;
     }
     CHECK_MSG(bad == 0, "%d halves fail the round trip", bad);
@@ -119,10 +165,10 @@ static void test_f16(void) {
     CHECK(ox_f32_to_f16(-0.0f) == 0x8000);
     CHECK(ox_f32_to_f16(65504.0f) == 0x7bff);
     CHECK(ox_f32_to_f16(65519.99f) == 0x7bff);
-    CHECK(ox_f32_to_f16(65520.0f) == 0x7c00);            /* tie rounds to even: inf */
+    CHECK(ox_f32_to_f16(65520.0f) == 0x7c00); /* tie rounds to even: inf */
     CHECK(ox_f32_to_f16(1e10f) == 0x7c00);
     CHECK(ox_f32_to_f16(ldexpf(1, -24)) == 0x0001);
-    CHECK(ox_f32_to_f16(ldexpf(1, -25)) == 0x0000);        /* tie to even: 0 */
+    CHECK(ox_f32_to_f16(ldexpf(1, -25)) == 0x0000); /* tie to even: 0 */
     CHECK(ox_f32_to_f16(ldexpf(1.5f, -25)) == 0x0001);
     CHECK(ox_f32_to_f16(ldexpf(3, -25)) == 0x0002);        /* 1.5 ulp tie -> even 2 */
     CHECK(ox_f32_to_f16(1.0f + ldexpf(1, -11)) == 0x3c00); /* tie -> even */
@@ -172,12 +218,28 @@ static void random_block(ox_type t, uint8_t *b) {
     for (size_t i = 0; i < bb; i++) b[i] = (uint8_t)rnd();
     int offs[2] = {-1, -1};
     switch (t) {
-    case OX_Q4_0: case OX_Q5_0: case OX_Q8_0: offs[0] = 0; break;
-    case OX_Q4_1: case OX_Q5_1: case OX_Q8_1: case OX_Q8_A: case OX_Q4_K: case OX_Q5_K: offs[0] = 0; offs[1] = 2; break;
-    case OX_Q2_K: offs[0] = 80; offs[1] = 82; break;
+    case OX_Q4_0:
+    case OX_Q5_0:
+    case OX_Q8_0: offs[0] = 0; break;
+    case OX_Q4_1:
+    case OX_Q5_1:
+    case OX_Q8_1:
+    case OX_Q8_A:
+    case OX_Q4_K:
+    case OX_Q5_K:
+        offs[0] = 0;
+        offs[1] = 2;
+        break;
+    case OX_Q2_K:
+        offs[0] = 80;
+        offs[1] = 82;
+        break;
     case OX_Q3_K: offs[0] = 108; break;
     case OX_Q6_K: offs[0] = 208; break;
-    case OX_Q8_K: { float d = frand(); memcpy(b, &d, 4); } break;
+    case OX_Q8_K: {
+        float d = frand();
+        memcpy(b, &d, 4);
+    } break;
     default: break;
     }
     for (int k = 0; k < 2; k++)
@@ -193,7 +255,8 @@ static void test_facts(void) {
     CHECK(ox_type_block_bytes(OX_Q8_K) == 292 && ox_type_block_elems(OX_Q2_K) == 256);
     CHECK(ox_type_vec_dot(OX_Q4_0) == OX_Q8_0 && ox_type_vec_dot(OX_Q5_1) == OX_Q8_1);
     CHECK(ox_type_vec_dot(OX_Q3_K) == OX_Q8_K && ox_type_vec_dot(OX_BF16) == OX_F32);
-    CHECK(ox_type_block_bytes(OX_Q8_A) == 36 && ox_type_vec_dot(OX_Q8_A) == OX_Q8_1 && strcmp(ox_type_name(OX_Q8_A), "Q8_A") == 0);
+    CHECK(ox_type_block_bytes(OX_Q8_A) == 36 && ox_type_vec_dot(OX_Q8_A) == OX_Q8_1 &&
+          strcmp(ox_type_name(OX_Q8_A), "Q8_A") == 0);
     CHECK(strcmp(ox_type_name(OX_Q5_K), "Q5_K") == 0);
     CHECK(ox_type_name((ox_type)4) == NULL && !ox_type_known(4) && !ox_type_known(-1) && !ox_type_known(99));
     uint64_t rb = 0;
@@ -238,7 +301,12 @@ static void test_dequantize(void) {
 static void test_q8_0_known(void) {
     float x[32];
     for (int j = 0; j < 32; j++) x[j] = (float)(j - 16);
-    x[0] = 127; x[1] = 2.5f; x[2] = -2.5f; x[3] = 0.5f; x[4] = -0.5f; x[5] = 1.49f;
+    x[0] = 127;
+    x[1] = 2.5f;
+    x[2] = -2.5f;
+    x[3] = 0.5f;
+    x[4] = -0.5f;
+    x[5] = 1.49f;
     ox_block_q8_0 b;
     CHECK(ox_quantize_row(OX_Q8_0, x, &b, 32) == 0);
     CHECK(b.d == 0x3c00); /* d = 127/127 = 1 */
@@ -281,12 +349,15 @@ static void test_q4_0_known(void) {
 
     /* positive max: x[5] = 4 wins over -3.9; d = 4/-8 = -0.5; x=4 -> (int8)(-8+8.5) = 0 */
     for (int j = 0; j < 32; j++) x[j] = 0;
-    x[5] = 4.0f; x[6] = -3.9f; x[20] = 1.0f; x[9] = 4.0f; /* tie in |x|: first one kept */
+    x[5] = 4.0f;
+    x[6] = -3.9f;
+    x[20] = 1.0f;
+    x[9] = 4.0f; /* tie in |x|: first one kept */
     CHECK(ox_quantize_row(OX_Q4_0, x, &b, 32) == 0);
-    CHECK(b.d == 0xb800); /* -0.5 */
-    CHECK((b.qs[5] & 15) == 0);                /* 4 / -0.5 + 8.5 = 0.5 -> 0 */
-    CHECK((b.qs[6] & 15) == 15);               /* 7.8 + 8.5 = 16.3 -> 16 -> min 15 */
-    CHECK((b.qs[4] >> 4) == 6);                /* x[20] = 1: -2 + 8.5 = 6.5 -> 6 */
+    CHECK(b.d == 0xb800);        /* -0.5 */
+    CHECK((b.qs[5] & 15) == 0);  /* 4 / -0.5 + 8.5 = 0.5 -> 0 */
+    CHECK((b.qs[6] & 15) == 15); /* 7.8 + 8.5 = 16.3 -> 16 -> min 15 */
+    CHECK((b.qs[4] >> 4) == 6);  /* x[20] = 1: -2 + 8.5 = 6.5 -> 6 */
     CHECK((b.qs[0] & 15) == 8 && (b.qs[0] >> 4) == 8);
 }
 
@@ -296,24 +367,31 @@ static double block_err(ox_type t, const float *x, int n, double *rms) {
     CHECK(ox_quantize_row(t, x, q, (size_t)n) == 0);
     ox_dequantize_row(t, q, y, (size_t)n);
     double se = 0, sx = 0;
-    for (int i = 0; i < n; i++) { se += (y[i] - x[i]) * (double)(y[i] - x[i]); sx += (double)x[i] * x[i]; }
+    for (int i = 0; i < n; i++) {
+        se += (y[i] - x[i]) * (double)(y[i] - x[i]);
+        sx += (double)x[i] * x[i];
+    }
     *rms = sqrt(sx / n);
     return sqrt(se / n);
 }
 
 static void test_roundtrip(void) {
     /* relative RMS error bounds per type for N(0,1)-ish data (sum of uniforms) */
-    static const struct { ox_type t; double bound; } B[] = {
-        {OX_Q8_0, 0.01}, {OX_Q8_1, 0.01}, {OX_Q8_K, 0.01}, {OX_Q4_0, 0.12}, {OX_Q4_1, 0.1},
-        {OX_Q5_0, 0.06}, {OX_Q5_1, 0.05}, {OX_Q2_K, 0.45}, {OX_Q3_K, 0.25}, {OX_Q4_K, 0.12},
-        {OX_Q5_K, 0.06}, {OX_Q6_K, 0.03}, {OX_Q8_A, 0.006}};
+    static const struct {
+        ox_type t;
+        double bound;
+    } B[] = {{OX_Q8_0, 0.01}, {OX_Q8_1, 0.01}, {OX_Q8_K, 0.01}, {OX_Q4_0, 0.12}, {OX_Q4_1, 0.1},
+             {OX_Q5_0, 0.06}, {OX_Q5_1, 0.05}, {OX_Q2_K, 0.45}, {OX_Q3_K, 0.25}, {OX_Q4_K, 0.12},
+             {OX_Q5_K, 0.06}, {OX_Q6_K, 0.03}, {OX_Q8_A, 0.006}};
     float x[4096];
     for (size_t k = 0; k < sizeof B / sizeof B[0]; k++) {
         double worst = 0;
         for (int rep = 0; rep < 20; rep++) {
             for (int i = 0; i < 1024; i++) x[i] = (frand() + frand() + frand()) * (rep + 1) * 0.1f;
-            if (rep == 3) for (int i = 0; i < 1024; i += 7) x[i] = 0; /* sparse */
-            if (rep == 4) for (int i = 0; i < 1024; i++) x[i] = fabsf(x[i]); /* one-signed */
+            if (rep == 3)
+                for (int i = 0; i < 1024; i += 7) x[i] = 0; /* sparse */
+            if (rep == 4)
+                for (int i = 0; i < 1024; i++) x[i] = fabsf(x[i]); /* one-signed */
             double rms, e = block_err(B[k].t, x, 1024, &rms);
             if (e / rms > worst) worst = e / rms;
         }
@@ -345,7 +423,8 @@ static void test_roundtrip(void) {
     CHECK(qk[1].bsums[2] == sum);
     /* Q8_K: the largest |x| maps to -127 */
     int amax_i = 0;
-    for (int i = 0; i < 256; i++) if (fabsf(x[i]) > fabsf(x[amax_i])) amax_i = i;
+    for (int i = 0; i < 256; i++)
+        if (fabsf(x[i]) > fabsf(x[amax_i])) amax_i = i;
     CHECK(qk[0].qs[amax_i] == -127);
     /* unsupported target / size */
     CHECK(ox_quantize_row(OX_Q8_0, x, q, 33) == OX_E_UNSUPPORTED);
@@ -355,8 +434,8 @@ static void test_roundtrip(void) {
 /* ---------------------------------------------------------------- reference dots */
 
 static void test_vec_dot(void) {
-    static const ox_type T[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
-                                OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
+    static const ox_type T[] = {OX_F32,  OX_F16,  OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1,
+                                OX_Q8_0, OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K, OX_Q8_A};
     enum { N = 1024 };
     static float x[N], a[N], wd[N], ad[N];
     static uint8_t w[N * 4], aq[N * 4];
@@ -364,7 +443,10 @@ static void test_vec_dot(void) {
         ox_type t = T[k], at = ox_type_vec_dot(t);
         int bad = 0;
         for (int rep = 0; rep < 10; rep++) {
-            for (int i = 0; i < N; i++) { x[i] = frand() + 0.2f * rep * frand(); a[i] = frand() * (1 + rep); }
+            for (int i = 0; i < N; i++) {
+                x[i] = frand() + 0.2f * rep * frand();
+                a[i] = frand() * (1 + rep);
+            }
             CHECK(ox_quantize_row(t, x, w, N) == 0);
             ox_dequantize_row(t, w, wd, N);
             const void *av = a;
@@ -374,7 +456,10 @@ static void test_vec_dot(void) {
                 av = aq;
             } else memcpy(ad, a, sizeof a);
             double want = 0, mag = 0;
-            for (int i = 0; i < N; i++) { want += (double)wd[i] * ad[i]; mag += fabs((double)wd[i] * ad[i]); }
+            for (int i = 0; i < N; i++) {
+                want += (double)wd[i] * ad[i];
+                mag += fabs((double)wd[i] * ad[i]);
+            }
             double got = ox_vec_dot_ref(t, w, av, N);
             /* Q4_1/Q5_1 use the fp16-rounded block sum s of Q8_1: 2^-11 relative on the min term */
             double tol = mag * ((at == OX_Q8_1 && t != OX_Q8_A) ? 2e-3 : 1e-5); /* Q8_A: exact sums */

@@ -16,11 +16,16 @@
 #include <stdlib.h>
 
 static uint32_t rng = 2463534242u;
-static uint32_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; } /* xorshift32 */
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+} /* xorshift32 */
 static float frand(void) { return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f; }
 
-static const ox_type TYPES[] = {OX_IQ2_XXS, OX_IQ2_XS, OX_IQ2_S, OX_IQ3_XXS, OX_IQ3_S, OX_IQ1_S,
-                                OX_IQ1_M, OX_IQ4_NL, OX_IQ4_XS, OX_TQ1_0, OX_TQ2_0, OX_MXFP4};
+static const ox_type TYPES[] = {OX_IQ2_XXS, OX_IQ2_XS, OX_IQ2_S,  OX_IQ3_XXS, OX_IQ3_S, OX_IQ1_S,
+                                OX_IQ1_M,   OX_IQ4_NL, OX_IQ4_XS, OX_TQ1_0,   OX_TQ2_0, OX_MXFP4};
 #define NT (int)(sizeof TYPES / sizeof TYPES[0])
 
 /* Pseudo-random block bytes with a sane scale: the fp16 d (where the type has one) is set to
@@ -35,7 +40,7 @@ static void random_block(ox_type t, uint8_t *b) {
         b[off] = (uint8_t)h;
         b[off + 1] = (uint8_t)(h >> 8);
     }
-    if (t == OX_IQ1_M) b[55] &= 0xbf; /* fp16 bit 14 = bit 6 of the last scale byte */
+    if (t == OX_IQ1_M) b[55] &= 0xbf;                      /* fp16 bit 14 = bit 6 of the last scale byte */
     if (t == OX_MXFP4) b[0] = (uint8_t)(118 + rnd() % 16); /* scale 2^-10 .. 2^5 */
 }
 
@@ -126,7 +131,12 @@ static double dec(ox_type t, const uint8_t *b, int k) {
 /* ---------------------------------------------------------------- tests */
 
 static void test_facts(void) {
-    static const struct { ox_type t; const char *name; size_t elems, bytes; ox_type dot; } want[] = {
+    static const struct {
+        ox_type t;
+        const char *name;
+        size_t elems, bytes;
+        ox_type dot;
+    } want[] = {
         {OX_IQ2_XXS, "IQ2_XXS", 256, 66, OX_Q8_K}, {OX_IQ2_XS, "IQ2_XS", 256, 74, OX_Q8_K},
         {OX_IQ2_S, "IQ2_S", 256, 82, OX_Q8_K},     {OX_IQ3_XXS, "IQ3_XXS", 256, 98, OX_Q8_K},
         {OX_IQ3_S, "IQ3_S", 256, 110, OX_Q8_K},    {OX_IQ1_S, "IQ1_S", 256, 50, OX_Q8_K},
@@ -138,7 +148,8 @@ static void test_facts(void) {
         ox_type t = want[i].t;
         CHECK_MSG(ox_type_known(t) && ox_type_name(t) && strcmp(ox_type_name(t), want[i].name) == 0, "%s", want[i].name);
         CHECK_MSG(ox_type_block_elems(t) == want[i].elems && ox_type_block_bytes(t) == want[i].bytes &&
-                      ox_type_vec_dot(t) == want[i].dot, "%s facts", want[i].name);
+                      ox_type_vec_dot(t) == want[i].dot,
+                  "%s facts", want[i].name);
     }
     /* the ggml ids that stay unsupported */
     CHECK(!ox_type_known(24) && !ox_type_known(28) && !ox_type_known(31) && !ox_type_known(40));
@@ -172,7 +183,9 @@ static void test_dequantize_independent(void) {
                 for (size_t k = 0; k < be; k++) {
                     double r = dec(t, buf + b * bb, (int)k);
                     if (!(fabs(y[b * be + k] - r) <= 1e-6 * fabs(r))) {
-                        if (bad++ < 3) fprintf(stderr, "%s block %d [%zu]: %.9g, decoder %.9g\n", ox_type_name(t), b, k, y[b * be + k], r);
+                        if (bad++ < 3)
+                            fprintf(stderr, "%s block %d [%zu]: %.9g, decoder %.9g\n", ox_type_name(t), b, k,
+                                    y[b * be + k], r);
                     }
                 }
         }
@@ -184,19 +197,17 @@ static void test_dequantize_independent(void) {
  * random_block. The values were produced by ggml's own dequantize_row_* on the same bytes
  * (ggml commit d99724f2, ggml-quants.c), so they pin bit-exactness and the grids. */
 static void test_dequantize_ggml(void) {
-    static const struct { ox_type t; uint64_t fnv; float first; } want[] = {
-        {OX_IQ2_XXS, 0x970017330c9b3038ull, -0.029586792f},
-        {OX_IQ2_XS, 0xbc59fdcb8d69a1e3ull, 1.16333961f},
-        {OX_IQ2_S, 0xe0ab100078212bf2ull, -0.215560913f},
-        {OX_IQ3_XXS, 0x43dbc41278088037ull, 0.358009338f},
-        {OX_IQ3_S, 0x42ff0f49801506d9ull, 4.3321228f},
-        {OX_IQ1_S, 0x23e1ff9cfe1f1e5cull, -0.122265816f},
-        {OX_IQ1_M, 0xa26885f01766493dull, -0.000948473811f},
-        {OX_IQ4_NL, 0x68154a0dd70aba6cull, 0.876647949f},
-        {OX_IQ4_XS, 0xc731f745987438feull, 84.9458923f},
-        {OX_TQ1_0, 0x9367ba11080d41ecull, 0.027557373f},
-        {OX_TQ2_0, 0xa2c0a243f03b44aaull, 0.00879669189f},
-        {OX_MXFP4, 0x677f33a640bfaaa1ull, -32.0f},
+    static const struct {
+        ox_type t;
+        uint64_t fnv;
+        float first;
+    } want[] = {
+        {OX_IQ2_XXS, 0x970017330c9b3038ull, -0.029586792f},  {OX_IQ2_XS, 0xbc59fdcb8d69a1e3ull, 1.16333961f},
+        {OX_IQ2_S, 0xe0ab100078212bf2ull, -0.215560913f},    {OX_IQ3_XXS, 0x43dbc41278088037ull, 0.358009338f},
+        {OX_IQ3_S, 0x42ff0f49801506d9ull, 4.3321228f},       {OX_IQ1_S, 0x23e1ff9cfe1f1e5cull, -0.122265816f},
+        {OX_IQ1_M, 0xa26885f01766493dull, -0.000948473811f}, {OX_IQ4_NL, 0x68154a0dd70aba6cull, 0.876647949f},
+        {OX_IQ4_XS, 0xc731f745987438feull, 84.9458923f},     {OX_TQ1_0, 0x9367ba11080d41ecull, 0.027557373f},
+        {OX_TQ2_0, 0xa2c0a243f03b44aaull, 0.00879669189f},   {OX_MXFP4, 0x677f33a640bfaaa1ull, -32.0f},
     };
     uint8_t buf[16 * 136];
     float y[16 * 256];
@@ -231,9 +242,13 @@ static void test_vec_dot(void) {
             ox_dequantize_row(t, w, wf, N);
             ox_dequantize_row(at, a, af, N);
             double ref = 0, mag = 0;
-            for (int k = 0; k < N; k++) { ref += (double)wf[k] * af[k]; mag += fabs((double)wf[k] * af[k]); }
+            for (int k = 0; k < N; k++) {
+                ref += (double)wf[k] * af[k];
+                mag += fabs((double)wf[k] * af[k]);
+            }
             float got = ox_vec_dot_ref(t, w, a, N);
-            CHECK_MSG(fabs(got - ref) <= 1e-5 * mag + 1e-30, "%s rep %d: dot %.9g, f64 %.9g", ox_type_name(t), rep, got, ref);
+            CHECK_MSG(fabs(got - ref) <= 1e-5 * mag + 1e-30, "%s rep %d: dot %.9g, f64 %.9g", ox_type_name(t), rep, got,
+                      ref);
         }
     }
 }
@@ -264,7 +279,8 @@ static int matmul_agrees(ox_type t, int rows, int cols, int n_tok) {
             for (int c = 0; c < cols; c++) mag += fabs((double)wf[c] * x[(size_t)tk * cols + c]);
             float got = y[(size_t)tk * rows + r], want = ref[(size_t)tk * rows + r];
             if (!(fabs(got - want) <= 2e-6 * mag + 1e-6)) {
-                fprintf(stderr, "%s %dx%d tok %d/%d row %d: %.9g, ref %.9g\n", ox_type_name(t), rows, cols, tk, n_tok, r, got, want);
+                fprintf(stderr, "%s %dx%d tok %d/%d row %d: %.9g, ref %.9g\n", ox_type_name(t), rows, cols, tk, n_tok,
+                        r, got, want);
                 ok = 0;
             }
         }
@@ -278,7 +294,8 @@ static void test_matmul(void) {
     for (int i = 0; i < NT; i++)
         for (int n_tok = 1; n_tok <= 5; n_tok++)
             CHECK_MSG(matmul_agrees(TYPES[i], 36, 512, n_tok), "%s, %d tokens", ox_type_name(TYPES[i]), n_tok);
-    for (int n_tok = 1; n_tok <= 5; n_tok++) CHECK_MSG(matmul_agrees(OX_BF16, 36, 520, n_tok), "BF16, %d tokens", n_tok);
+    for (int n_tok = 1; n_tok <= 5; n_tok++)
+        CHECK_MSG(matmul_agrees(OX_BF16, 36, 520, n_tok), "BF16, %d tokens", n_tok);
 }
 
 int main(void) {

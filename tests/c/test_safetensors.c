@@ -60,12 +60,15 @@ static void test_round_trip(void) {
     CHECK(t && ox_host_read(h, t->offset, 24, fb, &e) == 0 && memcmp(fb, f32, 24) == 0);
     t = ox_st_find(st, "b.f16");
     uint16_t hb[8];
-    CHECK(t && t->dtype == OX_ST_F16 && t->nbytes == 8 && ox_host_read(h, t->offset, 8, hb, &e) == 0 && memcmp(hb, f16, 8) == 0);
+    CHECK(t && t->dtype == OX_ST_F16 && t->nbytes == 8 && ox_host_read(h, t->offset, 8, hb, &e) == 0 &&
+          memcmp(hb, f16, 8) == 0);
     t = ox_st_find(st, "c.bf16");
-    CHECK(t && t->dtype == OX_ST_BF16 && t->n_dims == 3 && ox_host_read(h, t->offset, 16, hb, &e) == 0 && memcmp(hb, bf16, 16) == 0);
+    CHECK(t && t->dtype == OX_ST_BF16 && t->n_dims == 3 && ox_host_read(h, t->offset, 16, hb, &e) == 0 &&
+          memcmp(hb, bf16, 16) == 0);
     t = ox_st_find(st, "d.i8");
     int8_t ib[96];
-    CHECK(t && t->dtype == OX_ST_I8 && t->shape[1] == 32 && ox_host_read(h, t->offset, 96, ib, &e) == 0 && memcmp(ib, i8, 96) == 0);
+    CHECK(t && t->dtype == OX_ST_I8 && t->shape[1] == 32 && ox_host_read(h, t->offset, 96, ib, &e) == 0 &&
+          memcmp(ib, i8, 96) == 0);
     t = ox_st_find(st, "e.u8");
     uint8_t ub[5];
     CHECK(t && t->dtype == OX_ST_U8 && ox_host_read(h, t->offset, 5, ub, &e) == 0 && memcmp(ub, u8, 5) == 0);
@@ -74,7 +77,8 @@ static void test_round_trip(void) {
     CHECK(t && t->dtype == OX_ST_I32 && ox_host_read(h, t->offset, 24, ii, &e) == 0 && memcmp(ii, fill_vals, 24) == 0);
     t = ox_st_find(st, "g.u32");
     uint32_t u;
-    CHECK(t && t->dtype == OX_ST_U32 && t->n_dims == 0 && t->nbytes == 4 && ox_host_read(h, t->offset, 4, &u, &e) == 0 && u == u32);
+    CHECK(t && t->dtype == OX_ST_U32 && t->n_dims == 0 && t->nbytes == 4 &&
+          ox_host_read(h, t->offset, 4, &u, &e) == 0 && u == u32);
     t = ox_st_find(st, "h.empty");
     CHECK(t && t->nbytes == 0 && t->shape[0] == 0 && t->shape[1] == 4);
     CHECK(strcmp(st->tensors[0].name, "a.f32") == 0 && strcmp(st->tensors[7].name, "h.empty") == 0);
@@ -166,8 +170,7 @@ static void test_errors(void) {
                   "tensor a: dtype F64 is not supported");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, OX_E_FORMAT,
                   "tensor a: F32 with 1-D shape needs 12 bytes, data_offsets give 8");
-    expect_header("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,4]}}", 8, OX_E_FORMAT,
-                  "needs 8 bytes");
+    expect_header("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,4]}}", 8, OX_E_FORMAT, "needs 8 bytes");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, OX_E_TRUNCATED,
                   "tensor a: data_offsets [0, 16) beyond file end (data section 8 bytes)");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, OX_E_FORMAT,
@@ -176,14 +179,14 @@ static void test_errors(void) {
                   "tensor a: bad data_offsets");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, OX_E_FORMAT,
                   "shape[0] is not a non-negative integer");
-    expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", 8, OX_E_FORMAT,
-                  "byte size overflows");
+    expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", 8,
+                  OX_E_FORMAT, "byte size overflows");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                  "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 16, OX_E_FORMAT,
-                  "data of tensors a and b overlap");
+                  "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                  16, OX_E_FORMAT, "data of tensors a and b overlap");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                  "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16, OX_E_FORMAT,
-                  "duplicate tensor name a");
+                  "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+                  16, OX_E_FORMAT, "duplicate tensor name a");
     expect_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, OX_E_FORMAT,
                   "tensor a: needs dtype, shape and data_offsets");
     expect_header("{\"a\":[1]}", 8, OX_E_FORMAT, "tensor a: header entry is not an object");
@@ -192,7 +195,8 @@ static void test_errors(void) {
                   "9 dimensions");
     /* touching tensors and empty tensors do not overlap */
     n = make("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"z\":{\"dtype\":\"F32\",\"shape\":[0],"
-             "\"data_offsets\":[4,4]},\"b\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[8,16]}}", 16);
+             "\"data_offsets\":[4,4]},\"b\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[8,16]}}",
+             16);
     h = ox_host_open_mem("ok2.safetensors", file, n);
     st = ox_st_open(h, &e);
     CHECK_MSG(st && st->n_tensors == 3, "%s", e.msg);

@@ -235,7 +235,8 @@ static void test_seed(void) {
     enum { V = 1000, N = 500 };
     float l[V], t[V];
     fill(l, V, 3);
-    ox_sampler *a = make(1.0f, 64, 0.95f, 0, 1234), *b = make(1.0f, 64, 0.95f, 0, 1234), *c = make(1.0f, 64, 0.95f, 0, 4321);
+    ox_sampler *a = make(1.0f, 64, 0.95f, 0, 1234), *b = make(1.0f, 64, 0.95f, 0, 1234),
+               *c = make(1.0f, 64, 0.95f, 0, 4321);
     int seq[N], same = 1, differ = 0;
     for (int k = 0; k < N; k++) {
         memcpy(t, l, sizeof t);
@@ -270,9 +271,13 @@ static void test_seed(void) {
 static void test_verify(void) {
     enum { V = 8, N = 200000 };
     float l[V] = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f, -1.5f, 1.2f, 0.8f};
-    struct { int top_k; float top_p; } cfg[] = {{0, 1}, {3, 1}, {0, 0.8f}};
+    struct {
+        int top_k;
+        float top_p;
+    } cfg[] = {{0, 1}, {3, 1}, {0, 0.8f}};
     for (int c = 0; c < 3; c++) {
-        ox_sampler *ref = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 77 + c), *s = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 99 + c);
+        ox_sampler *ref = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 77 + c),
+                   *s = make(1.0f, cfg[c].top_k, cfg[c].top_p, 0, 99 + c);
         int want[V], got[V] = {0}, kept_fixed = 0, drafted_fixed = 0, stray, bad = 0;
         draw(ref, l, V, N, want);
         double qr[V]; /* the reference: ox_sample's histogram */
@@ -290,7 +295,8 @@ static void test_verify(void) {
         }
         CHECK_MSG(bad == 0, "%d draws returned a bad id or an accepted flag that disagrees with it", bad);
         double x = chi2(got, qr, V, N, &stray);
-        CHECK_MSG(x < 40 && stray == 0, "verify, top_k %d top_p %g: chi2 %.2f against ox_sample, stray %d", cfg[c].top_k, cfg[c].top_p, x, stray);
+        CHECK_MSG(x < 40 && stray == 0, "verify, top_k %d top_p %g: chi2 %.2f against ox_sample, stray %d",
+                  cfg[c].top_k, cfg[c].top_p, x, stray);
         double rate = (double)kept_fixed / drafted_fixed, p3 = qr[3], sd = sqrt(p3 * (1 - p3) / drafted_fixed);
         CHECK_MSG(fabs(rate - p3) < 5 * sd + 1e-3, "draft kept at %.4f, p(draft) %.4f", rate, p3);
         ox_sampler_free(ref), ox_sampler_free(s);

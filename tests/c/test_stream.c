@@ -138,7 +138,10 @@ static void test_experts(void) {
         const char *p = fixture(name, &s);
         uint64_t res = 0;
         float *want[2] = {NULL, NULL};
-        if (resident_logits(p, &res, want)) { CHECK(0); continue; }
+        if (resident_logits(p, &res, want)) {
+            CHECK(0);
+            continue;
+        }
         uint64_t unit = min_cache(p, OX_STREAM_EXPERTS);
         int keys = 2 * s.n_experts * s.layers; /* gate_up and down blocks */
         const uint64_t caches[] = {unit, (uint64_t)keys / 8 * unit, (uint64_t)keys * unit}; /* none, 1/4, all */
@@ -170,7 +173,10 @@ static void test_all(void) {
         const char *p = fixture(name, &s);
         uint64_t res = 0;
         float *want[2] = {NULL, NULL};
-        if (resident_logits(p, &res, want)) { CHECK(0); continue; }
+        if (resident_logits(p, &res, want)) {
+            CHECK(0);
+            continue;
+        }
         uint64_t unit = min_cache(p, OX_STREAM_ALL);
         const uint64_t caches[] = {unit, unit + res};
         for (int ci = 0; ci < 2; ci++) {
@@ -207,14 +213,22 @@ static void test_host_error(void) {
         snprintf(src, sizeof src, "%s/moe-err-src.gguf", tmp);
         snprintf(p, sizeof p, "%s/moe-err.gguf", tmp);
         ox_err err = {0};
-        if (ox_synth_write_gguf(&s, src, &err) || copy_file(src, p)) { CHECK(0); return; }
+        if (ox_synth_write_gguf(&s, src, &err) || copy_file(src, p)) {
+            CHECK(0);
+            return;
+        }
         uint64_t res = 0;
         float *want[2] = {NULL, NULL}; /* the session runs one token per forward: want[1] */
         int ok = resident_logits(src, &res, want) == 0;
         uint64_t unit = min_cache(p, (ox_stream)mode);
         ox_model *m = load(p, (ox_stream)mode, unit, OX_QUANT_STORED, &err);
         CHECK_MSG(m && ok, "%s", err.msg);
-        if (!m || !ok) { free(want[0]); free(want[1]); ox_model_free(m); return; }
+        if (!m || !ok) {
+            free(want[0]);
+            free(want[1]);
+            ox_model_free(m);
+            return;
+        }
         int32_t t[N];
         seq(t, N, s.vocab);
         int V = s.vocab;

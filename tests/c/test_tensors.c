@@ -25,7 +25,8 @@ static uint8_t q8[H * H / 32 * sizeof(ox_block_q8_0)];
 
 static void init_data(void) {
     for (int i = 0; i < V * H; i++) emb[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
-    for (int i = 0; i < FF * H; i++) up[i] = (float)((i * 104729) % 3001) / 1500.0f - 1.0f + (i % 64 == 5 ? 3.0f : 0.0f);
+    for (int i = 0; i < FF * H; i++)
+        up[i] = (float)((i * 104729) % 3001) / 1500.0f - 1.0f + (i % 64 == 5 ? 3.0f : 0.0f);
     for (int i = 0; i < H; i++) norm[i] = 1.0f + (float)i / 64;
     for (int i = 0; i < 32; i++) freqs[i] = i < 8 ? 1.0f : 1e30f;
     ox_quantize_row(OX_Q8_0, up, q8, H * H);
@@ -59,7 +60,8 @@ static int write_gguf(const char *path, int split, ox_err *e) {
 static const char *CONFIG =
     "{\"text_config\": {\"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
     "\"num_key_value_heads\": 1, \"head_dim\": 32, \"global_head_dim\": 64, \"intermediate_size\": 128,"
-    "\"sliding_window\": 16, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}, \"eos_token_id\": [1, 106]}";
+    "\"sliding_window\": 16, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}, \"eos_token_id\": [1, "
+    "106]}";
 static const char *TOKJ = "{\"model\": {}}";
 
 static void test_map_names(void) {
@@ -102,7 +104,8 @@ static void test_map_names(void) {
     char out[128];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = ox_map_hf_name(cases[i][0], out, sizeof out);
-        CHECK_MSG(rc == 0 && strcmp(out, cases[i][1]) == 0, "%s -> %s (rc %d), want %s", cases[i][0], out, rc, cases[i][1]);
+        CHECK_MSG(rc == 0 && strcmp(out, cases[i][1]) == 0, "%s -> %s (rc %d), want %s", cases[i][0], out, rc,
+                  cases[i][1]);
     }
     CHECK(ox_map_hf_name("model.vision_tower.encoder.layers.0.weight", out, sizeof out) == 1);
     CHECK(ox_map_hf_name("model.audio_tower.conv.weight", out, sizeof out) == 1);
@@ -173,7 +176,8 @@ static void test_gguf_model(void) {
         CHECK(ox_gguf_find(ox_files_gguf(mf), "general.architecture") != NULL); /* the metadata split */
         const ox_tensor *t = ox_files_find(mf, "blk.1.ffn_up.weight");
         float r[H];
-        CHECK(t && t->file == sp[0] && ox_tensor_read_rows(t, 127, 1, r, &e) == 0 && memcmp(r, up + 127 * H, sizeof r) == 0);
+        CHECK(t && t->file == sp[0] && ox_tensor_read_rows(t, 127, 1, r, &e) == 0 &&
+              memcmp(r, up + 127 * H, sizeof r) == 0);
     }
     ox_files_free(mf);
     ox_host_close(sp[0]);
@@ -193,15 +197,19 @@ static int write_hf(const char *path, int part, ox_err *e) {
     ox_st_writer *w = ox_st_writer_new();
     int rc = 0;
     if (part != 2) {
-        rc |= ox_st_w_tensor(w, "model.language_model.embed_tokens.weight", OX_ST_BF16, 2, (uint64_t[]){V, H}, emb_bf16, e);
-        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.self_attn.q_proj.weight", OX_ST_F32, 2, (uint64_t[]){H, H}, qproj, e);
+        rc |= ox_st_w_tensor(w, "model.language_model.embed_tokens.weight", OX_ST_BF16, 2, (uint64_t[]){V, H}, emb_bf16,
+                             e);
+        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.self_attn.q_proj.weight", OX_ST_F32, 2,
+                             (uint64_t[]){H, H}, qproj, e);
         rc |= ox_st_w_tensor(w, "model.vision_tower.patch.weight", OX_ST_I32, 1, (uint64_t[]){4}, qproj, e);
     }
     if (part != 1) {
         rc |= ox_st_w_tensor(w, "model.language_model.norm.weight", OX_ST_F32, 1, (uint64_t[]){H}, norm, e);
         rc |= ox_st_w_tensor(w, "model.language_model.layers.1.layer_scalar", OX_ST_F32, 1, (uint64_t[]){1}, scalar1, e);
-        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.router.proj.weight", OX_ST_F32, 2, (uint64_t[]){4, H}, router, e);
-        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.experts.gate_up_proj", OX_ST_F16, 3, (uint64_t[]){4, 16, H}, exps, e);
+        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.router.proj.weight", OX_ST_F32, 2, (uint64_t[]){4, H},
+                             router, e);
+        rc |= ox_st_w_tensor(w, "model.language_model.layers.0.experts.gate_up_proj", OX_ST_F16, 3,
+                             (uint64_t[]){4, 16, H}, exps, e);
     }
     rc |= ox_st_w_write(w, path, NULL, NULL, e);
     ox_st_writer_free(w);
@@ -217,11 +225,13 @@ static void check_hf_dir(ox_model_files *mf) {
     CHECK(t && ox_tensor_read_rows(t, 40, 2, r, &e) == 0 && memcmp(r, emb_bf16 + 40 * H, sizeof r) == 0);
     t = ox_files_find(mf, "blk.1.layer_output_scale.weight");
     float s;
-    CHECK(t && t->type == OX_F32 && t->n_dims == 1 && t->ne[0] == 1 && ox_tensor_read_rows(t, 0, 1, &s, &e) == 0 && s == 0.75f);
+    CHECK(t && t->type == OX_F32 && t->n_dims == 1 && t->ne[0] == 1 && ox_tensor_read_rows(t, 0, 1, &s, &e) == 0 &&
+          s == 0.75f);
     t = ox_files_find(mf, "blk.0.ffn_gate_inp.weight");
     CHECK(t && t->ne[0] == H && t->ne[1] == 4);
     t = ox_files_find(mf, "blk.0.ffn_gate_up_exps.weight");
-    CHECK(t && t->type == OX_F16 && t->n_dims == 3 && t->ne[0] == H && t->ne[1] == 16 && t->ne[2] == 4 && ox_tensor_rows(t) == 64);
+    CHECK(t && t->type == OX_F16 && t->n_dims == 3 && t->ne[0] == H && t->ne[1] == 16 && t->ne[2] == 4 &&
+          ox_tensor_rows(t) == 64);
     uint16_t x[H];
     CHECK(t && ox_tensor_read_rows(t, 37, 1, x, &e) == 0 && memcmp(x, exps + 37 * H, sizeof x) == 0);
     CHECK(ox_files_find(mf, "output_norm.weight") && ox_files_find(mf, "blk.0.attn_q.weight"));

@@ -20,19 +20,20 @@
 
 /* ids 0..6 fixed, 7..262 <0x00>..<0xFF>, then the normal pieces below */
 static const char *head[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "\n", "\n\n"};
-static const int head_type[] = {OX_TOKEN_CONTROL, OX_TOKEN_CONTROL, OX_TOKEN_CONTROL, OX_TOKEN_UNKNOWN,
+static const int head_type[] = {OX_TOKEN_CONTROL, OX_TOKEN_CONTROL,      OX_TOKEN_CONTROL,     OX_TOKEN_UNKNOWN,
                                 OX_TOKEN_CONTROL, OX_TOKEN_USER_DEFINED, OX_TOKEN_USER_DEFINED};
 #define BYTE0 7
 #define NORM0 (BYTE0 + 256)
-static const char *norm[] = {SP, "a", "b", "c", "h", "e", "l", "o", "w", "r", "d", "\xC3\xA9" /* é */,
-                             "ab", "abc", SP "a", SP "ab", "he", "ll", "hell", "hello", SP "w", "or", SP "wor",
-                             "ld", SP "world", "bc", SP SP, "lo", "aa"};
-#define N_NORM (int)(sizeof norm / sizeof norm[0])
+static const char *norm[] = {
+    SP,         "a",   "b",    "c",     "h",  "e",  "l",    "o",     "w",    "r",  "d",      "\xC3\xA9" /* é */,
+    "ab",       "abc", SP "a", SP "ab", "he", "ll", "hell", "hello", SP "w", "or", SP "wor", "ld",
+    SP "world", "bc",  SP SP,  "lo",    "aa"};
+#define N_NORM  (int)(sizeof norm / sizeof norm[0])
 #define N_VOCAB (NORM0 + N_NORM)
 /* merges in rank order */
-static const char *merges[][2] = {{"a", "b"}, {"ab", "c"}, {SP, "a"}, {SP "a", "b"}, {"h", "e"}, {"l", "l"},
-                                  {"he", "ll"}, {"hell", "o"}, {SP, "w"}, {"o", "r"}, {SP "w", "or"}, {"l", "d"},
-                                  {SP "wor", "ld"}, {"b", "c"}, {SP, SP}, {"l", "o"}, {"a", "a"}};
+static const char *merges[][2] = {{"a", "b"},       {"ab", "c"},   {SP, "a"}, {SP "a", "b"}, {"h", "e"},     {"l", "l"},
+                                  {"he", "ll"},     {"hell", "o"}, {SP, "w"}, {"o", "r"},    {SP "w", "or"}, {"l", "d"},
+                                  {SP "wor", "ld"}, {"b", "c"},    {SP, SP},  {"l", "o"},    {"a", "a"}};
 #define N_MERGES (int)(sizeof merges / sizeof merges[0])
 
 static char byte_names[256][8];
@@ -112,13 +113,17 @@ static char *make_json(const char *model_type) {
         ox_sb_printf(&b, ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":%s}",
                      head_type[i] == OX_TOKEN_USER_DEFINED ? "false" : "true");
     }
-    ox_sb_printf(&b, "],\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"" SP "\"},"
-                     "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"MergedWithPrevious\",\"invert\":false},"
-                     "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<bos>\",\"type_id\":0}},"
-                     "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}]},\"decoder\":null,"
-                     "\"model\":{\"type\":\"%s\",\"dropout\":null,\"unk_token\":\"<unk>\",\"continuing_subword_prefix\":null,"
-                     "\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,\"ignore_merges\":false,\"vocab\":{",
-                 model_type);
+    ox_sb_printf(
+        &b,
+        "],\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"" SP "\"},"
+        "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\" "
+        "\"},\"behavior\":\"MergedWithPrevious\",\"invert\":false},"
+        "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<bos>\",\"type_"
+        "id\":0}},"
+        "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}]},\"decoder\":null,"
+        "\"model\":{\"type\":\"%s\",\"dropout\":null,\"unk_token\":\"<unk>\",\"continuing_subword_prefix\":null,"
+        "\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,\"ignore_merges\":false,\"vocab\":{",
+        model_type);
     for (int i = 0; i < N_VOCAB; i++) {
         if (i) ox_sb_append(&b, ",", 1);
         ox_sb_json_str(&b, piece(i), strlen(piece(i)));
@@ -193,11 +198,17 @@ static void encode_cases(const ox_tokenizer *t, const char *name, int spm) {
     expect(t, name, "   ", 3, S, "__ _");
     /* byte fallback: 'z' and 'ж' (D0 B6) are not pieces; 'é' is */
     expect(t, name, "z", 1, S, "#129");
-    expect(t, name, "\xD0\xB6" "\xC3\xA9", 4, S, "#215 #189 \xC3\xA9");
+    expect(t, name,
+           "\xD0\xB6"
+           "\xC3\xA9",
+           4, S, "#215 #189 \xC3\xA9");
     /* invalid UTF-8: each bad byte is its own character, which falls back to its byte */
-    expect(t, name, "a\x80" "b\xFF", 4, S, "a #135 b #262");
+    expect(t, name,
+           "a\x80"
+           "b\xFF",
+           4, S, "a #135 b #262");
     expect(t, name, "\xC3", 1, S, "#202");
-    expect(t, name, "\xE2\x96", 2, S, "#233 #157"); /* a truncated ▁ */
+    expect(t, name, "\xE2\x96", 2, S, "#233 #157");          /* a truncated ▁ */
     expect(t, name, "\xED\xA0\x80", 3, S, "#244 #167 #135"); /* a UTF-16 surrogate */
     expect(t, name, "ab\0c", 4, S, "ab #7 c");
     /* specials (longest match first), user-defined tokens without the flag, BOS */
@@ -242,7 +253,8 @@ static void roundtrip(const ox_tokenizer *t, const char *name) {
     int ok = 1;
     static int32_t ids[4096];
     static char text[1024], back[8192];
-    const char *alpha[] = {"a", "b", "c", " ", "\n", "<bos>", "<start_of_turn>", "hello", "\xC3\xA9", "\xD0\xB6", "\xFF", "\x80"};
+    const char *alpha[] = {"a",     "b",        "c",        " ",    "\n",  "<bos>", "<start_of_turn>",
+                           "hello", "\xC3\xA9", "\xD0\xB6", "\xFF", "\x80"};
     for (int iter = 0; iter < 2000 && ok; iter++) {
         size_t n = 0;
         int len = (int)((s >> 33) % 60);
@@ -311,7 +323,8 @@ static void test_errors(void) {
         NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}",
         NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"ab\"]}}",
         NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[[\"a\"]]}}",
-        NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"added_tokens\":[{\"id\":99999999,\"content\":\"x\"}]}",
+        NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"added_tokens\":[{\"id\":99999999,"
+           "\"content\":\"x\"}]}",
         NZ "\"model\":{\"type\":\"BPE\",\"vocab\":[],\"merges\":[]}}",
         NZ "\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]}}",
         "[1,2",

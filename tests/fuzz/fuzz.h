@@ -14,8 +14,7 @@
 
 /* Abort (a finding) unless rc is a stable error code and err carries a message. */
 static inline void fuzz_expect_error(int rc, const ox_err *err) {
-    if (rc < OX_E_STATE || rc > OX_E_IO || err->code != rc || !err->msg[0] ||
-        !memchr(err->msg, 0, sizeof err->msg)) {
+    if (rc < OX_E_STATE || rc > OX_E_IO || err->code != rc || !err->msg[0] || !memchr(err->msg, 0, sizeof err->msg)) {
         fprintf(stderr, "fuzz: bad error report: rc %d, err.code %d, msg \"%.*s\"\n", rc, err->code,
                 (int)sizeof err->msg, err->msg);
         abort();

@@ -13,7 +13,8 @@
 #define BUDGET ((uint64_t)64 << 20)
 
 static void check_sum(const ox_mem_estimate *e) {
-    fuzz_assert(e->total == e->weights + e->weight_cache + e->kv + e->scratch + e->runtime, "total is the sum of its parts");
+    fuzz_assert(e->total == e->weights + e->weight_cache + e->kv + e->scratch + e->runtime,
+                "total is the sum of its parts");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -25,8 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opts.quant = (ox_quant)(size % 4);
     opts.stream = (ox_stream)((size >> 2) % 3);
     opts.weight_cache = opts.stream ? (uint64_t)8 << 20 : 0;
-    ox_mem_request rq = {.n_ctx = (int)(size >> 4) % 300 - 20, .kv_type = (int)((size >> 3) % (OX_KV_N_TYPES + 1)),
-                         .threads = 1 + (int)(size % 3), .runtime = 1 << 20};
+    ox_mem_request rq = {.n_ctx = (int)(size >> 4) % 300 - 20,
+                         .kv_type = (int)((size >> 3) % (OX_KV_N_TYPES + 1)),
+                         .threads = 1 + (int)(size % 3),
+                         .runtime = 1 << 20};
     ox_mem_estimate e;
     int rc = ox_memory_estimate(mf, &opts, &rq, &e, &err);
     if (rc) fuzz_expect_error(rc, &err);

@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int32_t ids[64];
             int n = ox_tokenize(tok, text, sizeof text - 1, OX_TOK_ADD_BOS | OX_TOK_SPECIAL, ids, 64, &e);
             if (n < 0) fuzz_expect_error(n, &e);
-            for (int i = 0; i < n && i < 64; i++) fuzz_assert(ids[i] >= 0 && ids[i] < ox_tokenizer_vocab(tok), "id in range");
+            for (int i = 0; i < n && i < 64; i++)
+                fuzz_assert(ids[i] >= 0 && ids[i] < ox_tokenizer_vocab(tok), "id in range");
             ox_tokenizer_free(tok);
         }
         ox_gguf_free(g);

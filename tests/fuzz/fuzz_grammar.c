@@ -50,7 +50,7 @@ static void grammar_setup(void) {
  * compiles to at most 1024 elements, {1024}), a mask at most 64 per token for each of the
  * look-ahead's walks of the vocabulary, an accept 64 per byte per open parse. */
 #define COMPILE_OPS(size) (64 * 1024 * ((uint64_t)(size) + 16))
-#define MASK_OPS ((uint64_t)64 * 16 * (uint64_t)(grammar_n_vocab + 1) * 256)
+#define MASK_OPS          ((uint64_t)64 * 16 * (uint64_t)(grammar_n_vocab + 1) * 256)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!grammar_tok) grammar_setup();
@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int ok = ox_grammar_accept(c, i, &e) == 0;
             if (ok) ox_grammar_free(c), c = ox_grammar_clone(g, &e);
             if (logits[i] == 0) fuzz_assert(ok, "a token the mask allows is accepted");
-            if (logits[i] == 0 && (i != grammar_eos || step == 7) && (pick < 0 || (unsigned)n_ok++ % 7 == salt % 7)) pick = i;
+            if (logits[i] == 0 && (i != grammar_eos || step == 7) && (pick < 0 || (unsigned)n_ok++ % 7 == salt % 7))
+                pick = i;
         }
         ox_grammar_free(c);
         if (pick < 0 || pick == grammar_eos) break;

@@ -12,7 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 4) return 0;
     memcpy(&n, data, 4);
     if (n > size - 4) return 0;
-    int h[2] = {ox_host_open_mem("config.json", data + 4, n), ox_host_open_mem("model.safetensors", data + 4 + n, size - 4 - n)};
+    int h[2] = {ox_host_open_mem("config.json", data + 4, n),
+                ox_host_open_mem("model.safetensors", data + 4 + n, size - 4 - n)};
     ox_err err = {0};
     ox_model_files *mf = ox_files_open(h, 2, &err);
     ox_model *m = NULL;

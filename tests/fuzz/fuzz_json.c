@@ -21,8 +21,10 @@ static void walk(const ox_json *v, int depth) {
         ox_sb_free(&b);
     } else if (k == OX_JSON_NUMBER) {
         int64_t i;
-        if (ox_json_int(v, &i)) fuzz_assert((double)i == ox_json_num(v, 0) || i == INT64_MIN || i == INT64_MAX ||
-                                            (i > (1LL << 53) || i < -(1LL << 53)), "integer agrees with the double");
+        if (ox_json_int(v, &i))
+            fuzz_assert((double)i == ox_json_num(v, 0) || i == INT64_MIN || i == INT64_MAX ||
+                            (i > (1LL << 53) || i < -(1LL << 53)),
+                        "integer agrees with the double");
     } else if (k == OX_JSON_ARRAY || k == OX_JSON_OBJECT) {
         for (size_t i = 0; i < ox_json_len(v); i++) {
             const ox_json *c = ox_json_at(v, i);

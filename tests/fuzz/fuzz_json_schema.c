@@ -12,8 +12,9 @@
 static ox_grammar_vocab *schema_vocab;
 
 static void schema_setup(void) {
-    static const char js[] = "{\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},"
-                             "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<eos>\":0,\"{\":1,\"\\\"\":2},\"merges\":[]}}";
+    static const char js[] =
+        "{\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"},"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<eos>\":0,\"{\":1,\"\\\"\":2},\"merges\":[]}}";
     ox_err err = {0};
     ox_tokenizer *tok = ox_tokenizer_from_json_text(js, sizeof js - 1, "fuzz-schema-vocab.json", &err);
     fuzz_assert(tok != NULL, "the vocabulary");

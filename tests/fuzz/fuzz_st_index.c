@@ -10,7 +10,8 @@ static const uint8_t *shard(size_t *n) {
     static uint8_t buf[256];
     static size_t len;
     if (!len) {
-        const char *hdr = "{\"model.language_model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+        const char *hdr =
+            "{\"model.language_model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
         uint64_t hl = strlen(hdr);
         memcpy(buf, &hl, 8);
         memcpy(buf + 8, hdr, hl);

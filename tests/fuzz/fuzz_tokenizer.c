@@ -13,10 +13,12 @@ static ox_tokenizer *tok;
 
 static ox_tokenizer *vocab(void) {
     static const char *const specials[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<unused0>"};
-    static const char *const pieces[] = {"\xE2\x96\x81", "a", "e", "h", "t", "o", "\n", "\xC3\xA9", "\xE2\x96\x81t",
-                                         "\xE2\x96\x81th", "he", "\xE2\x96\x81the", "aa", "aaaa", "\n\n", "to"};
-    static const char *const merges[][2] = {{"\xE2\x96\x81", "t"}, {"\xE2\x96\x81t", "h"}, {"h", "e"},
-                                            {"\xE2\x96\x81th", "e"}, {"a", "a"}, {"aa", "aa"}, {"\n", "\n"}, {"t", "o"}};
+    static const char *const pieces[] = {
+        "\xE2\x96\x81",    "a",  "e",    "h",    "t", "o", "\n", "\xC3\xA9", "\xE2\x96\x81t", "\xE2\x96\x81th", "he",
+        "\xE2\x96\x81the", "aa", "aaaa", "\n\n", "to"};
+    static const char *const merges[][2] = {
+        {"\xE2\x96\x81", "t"}, {"\xE2\x96\x81t", "h"}, {"h", "e"}, {"\xE2\x96\x81th", "e"}, {"a", "a"},
+        {"aa", "aa"},          {"\n", "\n"},           {"t", "o"}};
     ox_strbuf b = {0};
     int id = 0;
     ox_sb_printf(&b, "{\"added_tokens\": [");
@@ -25,10 +27,13 @@ static ox_tokenizer *vocab(void) {
         ox_sb_json_str(&b, specials[i], strlen(specials[i]));
         ox_sb_printf(&b, ", \"special\": %s}", i < 6 ? "true" : "false");
     }
-    ox_sb_printf(&b, "], \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xE2\x96\x81\"},"
-                     " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\"},"
-                     " \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true, \"fuse_unk\": true,"
-                     " \"vocab\": {");
+    ox_sb_printf(
+        &b,
+        "], \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xE2\x96\x81\"},"
+        " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+        "\"MergedWithPrevious\"},"
+        " \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true, \"fuse_unk\": true,"
+        " \"vocab\": {");
     for (; id < 7; id++) {
         ox_sb_json_str(&b, specials[id], strlen(specials[id]));
         ox_sb_printf(&b, ": %d, ", id);

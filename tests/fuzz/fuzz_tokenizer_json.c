@@ -15,7 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int V = ox_tokenizer_vocab(t);
     for (int i = 0; i < n && i < 256; i++) fuzz_assert(ids[i] >= 0 && ids[i] < V, "id in range");
     char buf[512];
-    if (n > 0) fuzz_assert(ox_detokenize(t, ids, n < 256 ? n : 256, OX_TOK_SHOW_SPECIAL, buf, sizeof buf, &err) >= 0, "decode");
+    if (n > 0)
+        fuzz_assert(ox_detokenize(t, ids, n < 256 ? n : 256, OX_TOK_SHOW_SPECIAL, buf, sizeof buf, &err) >= 0,
+                    "decode");
     for (int id = 0; id < V && id < 4096; id++) {
         size_t len;
         const char *p = ox_token_piece(t, id, &len);

@@ -91,18 +91,24 @@ static void models(void) {
         remove(p);
     }
     /* grammars: the shapes src/decode/json_schema.c writes, and the dialect's corners */
-    put_s("fuzz_grammar", "json.gbnf", "root ::= ws value ws\nvalue ::= (\"{\" ws (\"\\\"a\\\"\" ws \":\" ws num) ws \"}\")\n"
-                                      "num ::= \"-\"? ([0-9] | [1-9] [0-9]{1,15})\nws ::= | \" \" | \"\\n\" [ \\t]{0,8}\n");
-    put_s("fuzz_grammar", "tool.gbnf", "root ::= (\"f\" args) \"<tool_call|>\"\nargs ::= \"{\" (\"x\" \":\" str)? \"}\"\n"
-                                      "str ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n");
+    put_s("fuzz_grammar", "json.gbnf",
+          "root ::= ws value ws\nvalue ::= (\"{\" ws (\"\\\"a\\\"\" ws \":\" ws num) ws \"}\")\n"
+          "num ::= \"-\"? ([0-9] | [1-9] [0-9]{1,15})\nws ::= | \" \" | \"\\n\" [ \\t]{0,8}\n");
+    put_s("fuzz_grammar", "tool.gbnf",
+          "root ::= (\"f\" args) \"<tool_call|>\"\nargs ::= \"{\" (\"x\" \":\" str)? \"}\"\n"
+          "str ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n");
     /* schemas: the first byte picks the mode (fuzz_json_schema.c) */
-    put_s("fuzz_json_schema", "object.json", "\x00{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"maxLength\":8},"
-                                            "\"b\":{\"anyOf\":[{\"type\":\"integer\"},{\"enum\":[1.5,null,\"x\"]}]}},\"required\":[\"a\"]}");
-    put_s("fuzz_json_schema", "refs.json", "\x01{\"$ref\":\"#/$defs/n\",\"$defs\":{\"n\":{\"properties\":{\"k\":{\"type\":\"array\","
-                                          "\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":3}},\"additionalProperties\":{\"const\":{\"z\":[true]}}}}}");
-    put_s("fuzz_json_schema", "tools.json", "\x03[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":"
-                                           "{\"d\":{\"type\":\"string\",\"format\":\"date-time\"},\"u\":{\"allOf\":[{\"format\":\"uuid\"}]}}}}}]");
-    put_s("fuzz_grammar", "classes.gbnf", "root ::= [a-c\\u00e0-\\u00ff]+ [^a-z] . \"\\x41\" (\"ab\" | \"b\"){0,3} # c\n");
+    put_s("fuzz_json_schema", "object.json",
+          "\x00{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"maxLength\":8},"
+          "\"b\":{\"anyOf\":[{\"type\":\"integer\"},{\"enum\":[1.5,null,\"x\"]}]}},\"required\":[\"a\"]}");
+    put_s("fuzz_json_schema", "refs.json",
+          "\x01{\"$ref\":\"#/$defs/n\",\"$defs\":{\"n\":{\"properties\":{\"k\":{\"type\":\"array\","
+          "\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":3}},\"additionalProperties\":{\"const\":{\"z\":[true]}}}}}");
+    put_s("fuzz_json_schema", "tools.json",
+          "\x03[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":"
+          "{\"d\":{\"type\":\"string\",\"format\":\"date-time\"},\"u\":{\"allOf\":[{\"format\":\"uuid\"}]}}}}}]");
+    put_s("fuzz_grammar", "classes.gbnf",
+          "root ::= [a-c\\u00e0-\\u00ff]+ [^a-z] . \"\\x41\" (\"ab\" | \"b\"){0,3} # c\n");
     ox_synth s = mini("tiny");
     s.type = s.embd_type = OX_F32;
     snprintf(p, sizeof p, "%s/tmp-f32.gguf", out);
@@ -120,10 +126,12 @@ static void models(void) {
     snprintf(p, sizeof p, "%s/config.json", d), copy(p, "fuzz_config", "tiny.json"), copy(p, "fuzz_json", "config.json");
     snprintf(p, sizeof p, "%s/tokenizer.json", d), copy(p, "fuzz_tokenizer_json", "tokenizer.json");
     /* the same vocabulary with the other pre-tokenizers tokenizer.c accepts */
-    static const char split_nl[] = "{\"type\": \"Split\", \"pattern\": {\"String\": \"\\n\"}, \"behavior\": \"Isolated\", \"invert\": false}";
+    static const char split_nl[] =
+        "{\"type\": \"Split\", \"pattern\": {\"String\": \"\\n\"}, \"behavior\": \"Isolated\", \"invert\": false}";
     copy_edit(p, "fuzz_tokenizer_json", "tokenizer-nopre.json", split_nl, "null");
-    copy_edit(p, "fuzz_tokenizer_json", "tokenizer-metaspace.json", split_nl,
-              "{\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", \"prepend_scheme\": \"first\", \"split\": false}");
+    copy_edit(
+        p, "fuzz_tokenizer_json", "tokenizer-metaspace.json",
+        split_nl, "{\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", \"prepend_scheme\": \"first\", \"split\": false}");
     copy(p, "fuzz_json", "tokenizer.json");
     static const char *names[] = {"config.json", "tokenizer.json", "model-00001-of-00002.safetensors",
                                   "model-00002-of-00002.safetensors", "model.safetensors.index.json"};
@@ -165,7 +173,8 @@ static void models(void) {
     const char *sp[3];
     snprintf(q, sizeof q, "%s/tmp-mlx", out);
     mkdir(q, 0777);
-    for (int k = 0; k < 3; k++) snprintf(src[k], sizeof src[k], "%s/%s", d, k < 2 ? names[k] : "model.safetensors"), sp[k] = src[k];
+    for (int k = 0; k < 3; k++)
+        snprintf(src[k], sizeof src[k], "%s/%s", d, k < 2 ? names[k] : "model.safetensors"), sp[k] = src[k];
     ox_mlx_write_opts mo = {{4, 32}, "mlp.down_proj", {8, 32}, OX_ST_BF16};
     if (ox_mlx_write(sp, 3, q, NULL, &mo, &e)) die(q, &e);
     for (int k = 0; k < 3; k++) remove(src[k]);
@@ -196,8 +205,9 @@ static void gguf_all_types(void) {
     ox_err e = {0};
     ox_gguf_writer *w = ox_gguf_writer_new();
     ox_gguf_value v;
-    static const ox_gguf_type scalars[] = {OX_GGUF_U8, OX_GGUF_I8, OX_GGUF_U16, OX_GGUF_I16, OX_GGUF_U32, OX_GGUF_I32,
-                                           OX_GGUF_F32, OX_GGUF_BOOL, OX_GGUF_U64, OX_GGUF_I64, OX_GGUF_F64};
+    static const ox_gguf_type scalars[] = {OX_GGUF_U8,  OX_GGUF_I8,  OX_GGUF_U16, OX_GGUF_I16,
+                                           OX_GGUF_U32, OX_GGUF_I32, OX_GGUF_F32, OX_GGUF_BOOL,
+                                           OX_GGUF_U64, OX_GGUF_I64, OX_GGUF_F64};
     char key[64];
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
         memset(&v, 0, sizeof v);
@@ -216,12 +226,13 @@ static void gguf_all_types(void) {
     ox_gguf_w_arr_str(w, "t.arr_str", strs, 3);
     ox_gguf_value inner[2], outer;
     memset(inner, 0, sizeof inner), memset(&outer, 0, sizeof outer);
-    for (int i = 0; i < 2; i++) inner[i].type = OX_GGUF_ARRAY, inner[i].v.arr.type = OX_GGUF_I32, inner[i].v.arr.n = 2,
-                                inner[i].v.arr.data = ints + 2 * i;
+    for (int i = 0; i < 2; i++)
+        inner[i].type = OX_GGUF_ARRAY, inner[i].v.arr.type = OX_GGUF_I32, inner[i].v.arr.n = 2,
+        inner[i].v.arr.data = ints + 2 * i;
     outer.type = OX_GGUF_ARRAY, outer.v.arr.type = OX_GGUF_ARRAY, outer.v.arr.n = 2, outer.v.arr.data = inner;
     ox_gguf_w_value(w, "t.arr_arr", &outer);
-    static const ox_type types[] = {OX_F32, OX_F16, OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1, OX_Q8_0,
-                                    OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
+    static const ox_type types[] = {OX_F32,  OX_F16,  OX_BF16, OX_Q4_0, OX_Q4_1, OX_Q5_0, OX_Q5_1,
+                                    OX_Q8_0, OX_Q2_K, OX_Q3_K, OX_Q4_K, OX_Q5_K, OX_Q6_K};
     static uint8_t zeros[4096];
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         uint64_t ne[2] = {ox_type_block_elems(types[i]) == 1 ? 4 : ox_type_block_elems(types[i]), 2};
@@ -252,10 +263,16 @@ static void safetensors_small(void) {
 }
 
 static void texts(void) {
-    static const char *json[] = {
-        "{}", "[]", "null", "true", "-0.5e-3", "\"\\u00e9\\ud83d\\ude00\\n\\\"\"", "[1, -2, 3.25, 1e308, 9223372036854775807]",
-        "{\"a\": {\"b\": [true, false, null, {\"c\": \"\xe2\x96\x81x\"}]}, \"a\": 2}", "\xef\xbb\xbf{\"bom\": 1}",
-        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"};
+    static const char *json[] = {"{}",
+                                 "[]",
+                                 "null",
+                                 "true",
+                                 "-0.5e-3",
+                                 "\"\\u00e9\\ud83d\\ude00\\n\\\"\"",
+                                 "[1, -2, 3.25, 1e308, 9223372036854775807]",
+                                 "{\"a\": {\"b\": [true, false, null, {\"c\": \"\xe2\x96\x81x\"}]}, \"a\": 2}",
+                                 "\xef\xbb\xbf{\"bom\": 1}",
+                                 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"};
     for (size_t i = 0; i < sizeof json / sizeof json[0]; i++) {
         char n[32];
         snprintf(n, sizeof n, "j%zu.json", i);
@@ -269,14 +286,20 @@ static void texts(void) {
           " \"hidden_size_per_layer_input\": 16, \"vocab_size_per_layer_input\": 400, \"num_kv_shared_layers\": 0,"
           " \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-6, \"final_logit_softcapping\": 30.0,"
           " \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"proportional\", \"rope_theta\": 1000000.0,"
-          " \"partial_rotary_factor\": 0.25}, \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}}}");
+          " \"partial_rotary_factor\": 0.25}, \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+          "10000.0}}}}");
     put_s("fuzz_st_index", "small.json",
-          "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {\"a\": \"x/model-1.safetensors\", \"b\": \"model-2.safetensors\","
+          "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {\"a\": \"x/model-1.safetensors\", \"b\": "
+          "\"model-2.safetensors\","
           " \"c\": \"model-1.safetensors\"}}");
-    static const char *tok[] = {
-        "Hello world", "  leading  spaces\n\n\ttabs", "<bos><|turn>user\nhi<turn|>\n<|turn>model\n",
-        "h\xc3\xa9llo \xe2\x96\x81 \xf0\x9f\x98\x80 \xe4\xb8\xad\xe6\x96\x87", "\xff\xfe\x80\xc0\xaf invalid utf8 \xed\xa0\x80",
-        "<unused0><unused3>text<unused1>", "\x00\x01\x02 nul and controls", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    static const char *tok[] = {"Hello world",
+                                "  leading  spaces\n\n\ttabs",
+                                "<bos><|turn>user\nhi<turn|>\n<|turn>model\n",
+                                "h\xc3\xa9llo \xe2\x96\x81 \xf0\x9f\x98\x80 \xe4\xb8\xad\xe6\x96\x87",
+                                "\xff\xfe\x80\xc0\xaf invalid utf8 \xed\xa0\x80",
+                                "<unused0><unused3>text<unused1>",
+                                "\x00\x01\x02 nul and controls",
+                                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
     for (size_t i = 0; i < sizeof tok / sizeof tok[0]; i++) {
         char n[32];
         snprintf(n, sizeof n, "t%zu.txt", i);
@@ -327,7 +350,10 @@ static void generations(void) {
     uint8_t b[4096];
     for (int k = 0; k < 4; k++) {
         memset(b, 0, 48);
-        b[0] = (uint8_t)(k == 0 ? 1 : k == 1 ? 0x0d : k == 2 ? 0x65 : 0x2f); /* eos; lookup drafts; penalties; logprobs */
+        b[0] = (uint8_t)(k == 0   ? 1
+                         : k == 1 ? 0x0d
+                         : k == 2 ? 0x65
+                                  : 0x2f); /* eos; lookup drafts; penalties; logprobs */
         b[1] = 5, b[2] = (uint8_t)(8 + k), b[3] = 3;
         float t = k == 0 ? 0.0f : 0.8f, tp = 0.9f, mp = 0.05f, rp = 1.1f;
         memcpy(b + 4, &t, 4), memcpy(b + 9, &tp, 4), memcpy(b + 13, &mp, 4), memcpy(b + 17, &rp, 4);
@@ -338,7 +364,8 @@ static void generations(void) {
         put("fuzz_generate", name, b, 64);
     }
     ox_synth s = mini("tiny");
-    s.ple = 0, s.kv_shared = 0, s.layers = 2, s.assistant_of = s.hidden, s.hidden = 64, s.ffn = 128; /* wider than its target */
+    s.ple = 0, s.kv_shared = 0, s.layers = 2, s.assistant_of = s.hidden, s.hidden = 64,
+    s.ffn = 128; /* wider than its target */
     ox_err e = {0};
     char p[4096];
     snprintf(p, sizeof p, "%s/tmp-drafter.gguf", out);
@@ -360,9 +387,10 @@ int main(int argc, char **argv) {
     }
     out = argv[1];
     mkdir(out, 0777);
-    static const char *targets[] = {"fuzz_gguf", "fuzz_model", "fuzz_hf", "fuzz_safetensors", "fuzz_st_index", "fuzz_json",
-                                    "fuzz_config", "fuzz_tokenizer", "fuzz_tokenizer_json", "fuzz_grammar", "fuzz_mlx",
-                                    "fuzz_lora", "fuzz_json_schema", "fuzz_estimate", "fuzz_generate"};
+    static const char *targets[] = {"fuzz_gguf",           "fuzz_model",    "fuzz_hf",      "fuzz_safetensors",
+                                    "fuzz_st_index",       "fuzz_json",     "fuzz_config",  "fuzz_tokenizer",
+                                    "fuzz_tokenizer_json", "fuzz_grammar",  "fuzz_mlx",     "fuzz_lora",
+                                    "fuzz_json_schema",    "fuzz_estimate", "fuzz_generate"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();

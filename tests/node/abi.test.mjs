@@ -15,7 +15,12 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 async function engine(build) {
   const glue = `${root}dist/oxinfer-${build}.js`;
   const factory = createRequire(glue)(glue);
-  return factory({ oxPoolSize: 1, wasmBinary: readFileSync(glue.replace(/\.js$/, '.wasm')), print() {}, printErr() {} });
+  return factory({
+    oxPoolSize: 1,
+    wasmBinary: readFileSync(glue.replace(/\.js$/, '.wasm')),
+    print() {},
+    printErr() {},
+  });
 }
 
 test('js/shared/abi.js is up to date with the headers (node tools/gen_abi.mjs)', () => {
@@ -31,7 +36,9 @@ test('the contract lists what the worker needs', () => {
   assert.ok(Object.values(abi.codes).every((c) => Number.isInteger(c) && c <= 0));
   assert.equal(new Set(Object.values(abi.codes)).size, Object.keys(abi.codes).length, 'two codes share a number');
   assert.deepEqual(Object.keys(abi.genStatus), ['token', 'stop', 'length', 'context']);
-  assert.ok(abi.statsFields.includes('residentBytes') && abi.genOut.includes('token') && abi.genParams.includes('seed'));
+  assert.ok(
+    abi.statsFields.includes('residentBytes') && abi.genOut.includes('token') && abi.genParams.includes('seed'),
+  );
 });
 
 for (const build of ['st', 'mt']) {
@@ -46,14 +53,17 @@ for (const build of ['st', 'mt']) {
       const arity = M.asm[wasmName]?.length;
       assert.equal(arity, e.args.length, `${e.name}: ${arity} parameters in the wasm, ${e.args.length} in abi.h`);
     }
-    for (const [name, code] of Object.entries(abi.codes)) assert.equal(M.UTF8ToString(M._ox_wasm_code_name(code)), name);
+    for (const [name, code] of Object.entries(abi.codes))
+      assert.equal(M.UTF8ToString(M._ox_wasm_code_name(code)), name);
     assert.equal(M.UTF8ToString(M._ox_wasm_code_name(-1000)), 'UNKNOWN');
     if (build === 'mt') M.PThread?.terminateAllThreads?.();
   });
 }
 
 test('the JS libraries (src/host/hostfile_lib.js, src/gpu/gpu_lib.js) provide every declared import', () => {
-  const lib = ['src/host/hostfile_lib.js', 'src/gpu/gpu_lib.js'].map((f) => readFileSync(`${root}${f}`, 'utf8')).join('\n');
+  const lib = ['src/host/hostfile_lib.js', 'src/gpu/gpu_lib.js']
+    .map((f) => readFileSync(`${root}${f}`, 'utf8'))
+    .join('\n');
   for (const i of abi.imports) {
     const m = new RegExp(`\\b${i.name}: function \\(([^)]*)\\)`).exec(lib);
     assert.ok(m, `${i.name} is missing from the JS libraries`);

@@ -21,11 +21,13 @@ before(async () => {
   // the engine files copied to another folder, as an app that serves them elsewhere would
   moved = path.join(dir, 'static', 'engine');
   fs.mkdirSync(moved, { recursive: true });
-  for (const f of fs.readdirSync(path.join(ROOT, 'dist'))) fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(moved, f));
+  for (const f of fs.readdirSync(path.join(ROOT, 'dist')))
+    fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(moved, f));
   // and a folder with the SIMD128 builds only
   plain = path.join(dir, 'static', 'plain');
   fs.mkdirSync(plain, { recursive: true });
-  for (const f of fs.readdirSync(path.join(ROOT, 'dist')).filter((f) => !f.includes('relaxed'))) fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(plain, f));
+  for (const f of fs.readdirSync(path.join(ROOT, 'dist')).filter((f) => !f.includes('relaxed')))
+    fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(plain, f));
   const m = await loadModel(gguf, { threads: 1 });
   want = Array.from(await m.logits(TOKENS));
   await m.unload();
@@ -35,10 +37,16 @@ after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const files = (build, simd) => (build === 'mt' ? ['js', 'mjs', 'wasm', 'worker.js'] : ['js', 'mjs', 'wasm']).map((x) => `oxinfer-${build}${simd === 'relaxed' ? '-relaxed' : ''}.${x}`);
+const files = (build, simd) =>
+  (build === 'mt' ? ['js', 'mjs', 'wasm', 'worker.js'] : ['js', 'mjs', 'wasm']).map(
+    (x) => `oxinfer-${build}${simd === 'relaxed' ? '-relaxed' : ''}.${x}`,
+  );
 
 for (const build of ['mt', 'st'])
-  for (const [folder, simd] of [['engine', 'relaxed'], ['plain', 'simd128']])
+  for (const [folder, simd] of [
+    ['engine', 'relaxed'],
+    ['plain', 'simd128'],
+  ])
     test(`${build}: assetBase and locateFile load the engine from another folder (${folder}: the ${simd} build)`, async () => {
       const at = folder === 'engine' ? moved : plain;
       const seen = new Set();
@@ -55,13 +63,28 @@ for (const build of ['mt', 'st'])
         }
       }
       // the relaxed files are looked for first, the SIMD128 ones loaded where they are missing
-      assert.deepEqual([...seen].sort(), simd === 'relaxed' ? files(build, simd) : [...files(build, 'relaxed'), ...files(build, simd)].sort());
+      assert.deepEqual(
+        [...seen].sort(),
+        simd === 'relaxed' ? files(build, simd) : [...files(build, 'relaxed'), ...files(build, simd)].sort(),
+      );
     });
 
 test('a wrong asset place is an error naming the file', async () => {
   const nowhere = path.join(dir, 'nowhere');
-  await assert.rejects(loadModel(gguf, { assetBase: pathToFileURL(nowhere) }),
-    (e) => e instanceof OxError && e.code === 'MISSING' && e.message.includes(path.join(nowhere, 'oxinfer-mt.js')) && /assetBase/.test(e.message));
-  await assert.rejects(loadModel(gguf, { locateFile: () => 'not a url' }), (e) => e instanceof OxError && e.code === 'RANGE' && /locateFile\("oxinfer-mt.js"\)/.test(e.message));
-  await assert.rejects(loadModel(gguf, { assetBase: 'https://cdn.example/dist/' }), (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && /must be a file/.test(e.message));
+  await assert.rejects(
+    loadModel(gguf, { assetBase: pathToFileURL(nowhere) }),
+    (e) =>
+      e instanceof OxError &&
+      e.code === 'MISSING' &&
+      e.message.includes(path.join(nowhere, 'oxinfer-mt.js')) &&
+      /assetBase/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(gguf, { locateFile: () => 'not a url' }),
+    (e) => e instanceof OxError && e.code === 'RANGE' && /locateFile\("oxinfer-mt.js"\)/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(gguf, { assetBase: 'https://cdn.example/dist/' }),
+    (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && /must be a file/.test(e.message),
+  );
 });

@@ -11,11 +11,18 @@ import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
 
 // prints S:text for a string content, [type:text] per part for an array
-const INSPECT = '{% for m in messages %}<{{ m.role }}>{% if m.content is string %}S:{{ m.content }}'
-  + '{% else %}{{ m.content | length }}{% for p in m.content %}[{{ p.type }}:{{ p.text }}]{% endfor %}{% endif %}{% endfor %}';
+const INSPECT =
+  '{% for m in messages %}<{{ m.role }}>{% if m.content is string %}S:{{ m.content }}' +
+  '{% else %}{{ m.content | length }}{% for p in m.content %}[{{ p.type }}:{{ p.text }}]{% endfor %}{% endif %}{% endfor %}';
 const PARTS = [{ type: 'text', text: 'Hello ' }, 'there', { type: 'text', text: '!' }];
-const MSGS = [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] }, { role: 'user', content: PARTS }];
-const JOINED = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello there!' }];
+const MSGS = [
+  { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+  { role: 'user', content: PARTS },
+];
+const JOINED = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'Hello there!' },
+];
 
 let dir, model;
 
@@ -53,10 +60,15 @@ test('the built-in Gemma 4 format joins the text parts', async () => {
 
 test('parts other than text, and template errors, are OxErrors with their code', async () => {
   const image = [{ role: 'user', content: [{ type: 'image', url: 'x.png' }] }];
-  await assert.rejects(model.renderChat(image), (e) => e instanceof OxError && e.code === 'RANGE' && /content part "image"/.test(e.message));
+  await assert.rejects(
+    model.renderChat(image),
+    (e) => e instanceof OxError && e.code === 'RANGE' && /content part "image"/.test(e.message),
+  );
   await assert.rejects(renderChat(null, image), (e) => e instanceof OxError && e.code === 'RANGE');
-  await assert.rejects(model.renderChat(MSGS, { template: '{{ raise_exception("no arrays here") }}' }),
-    (e) => e instanceof OxError && e.code === 'FORMAT' && /no arrays here/.test(e.message));
+  await assert.rejects(
+    model.renderChat(MSGS, { template: '{{ raise_exception("no arrays here") }}' }),
+    (e) => e instanceof OxError && e.code === 'FORMAT' && /no arrays here/.test(e.message),
+  );
   // the engine stays usable after a template error
   assert.equal(await model.renderChat(JOINED, { template: '{{ messages | length }}' }), '2');
 });

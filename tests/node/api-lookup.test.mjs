@@ -33,15 +33,27 @@ test('prompt lookup: greedy output equals plain decoding, chosen and fixed draft
       assert.equal(plain.stats.draftedTokens ?? 0, 0);
       const steps = [];
       // undefined: a greedy request drafts by default
-      for (const speculative of [true, { draftTokens: 2 }, { draftTokens: 5, fixedLength: true }, { draftTokens: 16, fixedLength: true }, undefined]) {
+      for (const speculative of [
+        true,
+        { draftTokens: 2 },
+        { draftTokens: 5, fixedLength: true },
+        { draftTokens: 16, fixedLength: true },
+        undefined,
+      ]) {
         const s = await collect(m.generate(TOKENS, { ...greedy, logitBias, speculative }));
         steps.push(s.stats.decodeSteps);
         assert.deepEqual(s.tokens, plain.tokens, JSON.stringify({ logitBias, speculative }));
         assert.ok(s.stats.acceptedTokens <= s.stats.draftedTokens);
         if (logitBias[300]) {
           // one token wins every step: after the first repeats every draft is right
-          assert.ok(s.stats.draftedTokens > 0 && s.stats.acceptedTokens > 0.5 * s.stats.draftedTokens, JSON.stringify(s.stats));
-          assert.ok(s.stats.decodeSteps < plain.stats.decodeSteps, `${s.stats.decodeSteps} forwards vs ${plain.stats.decodeSteps}`);
+          assert.ok(
+            s.stats.draftedTokens > 0 && s.stats.acceptedTokens > 0.5 * s.stats.draftedTokens,
+            JSON.stringify(s.stats),
+          );
+          assert.ok(
+            s.stats.decodeSteps < plain.stats.decodeSteps,
+            `${s.stats.decodeSteps} forwards vs ${plain.stats.decodeSteps}`,
+          );
         }
       }
       // all drafts kept: the chosen length stays within one pass of the tiles (3 drafts, 4
@@ -50,7 +62,9 @@ test('prompt lookup: greedy output equals plain decoding, chosen and fixed draft
     }
     const msgs = [{ role: 'user', content: 'say it again and again' }];
     const c0 = await collect(m.chat(msgs, { ...greedy, maxTokens: 12, speculative: false }));
-    const c1 = await collect(m.chat(msgs, { ...greedy, maxTokens: 12, speculative: { draftTokens: 4, fixedLength: true } }));
+    const c1 = await collect(
+      m.chat(msgs, { ...greedy, maxTokens: 12, speculative: { draftTokens: 4, fixedLength: true } }),
+    );
     assert.deepEqual(c1.tokens, c0.tokens);
   } finally {
     await m.unload();
@@ -66,7 +80,11 @@ test('prompt lookup: on by default for greedy requests only', async () => {
     const k1 = await collect(m.generate(TOKENS, { maxTokens: 24, stopIds: [], logitBias, topK: 1 }));
     assert.deepEqual(k1.tokens, g.tokens);
     assert.ok(k1.stats.draftedTokens > 0, 'topK 1 is greedy too');
-    for (const opts of [{ temperature: 0.8, seed: 5 }, { ...greedy, logprobs: 2 }, { ...greedy, speculative: false }]) {
+    for (const opts of [
+      { temperature: 0.8, seed: 5 },
+      { ...greedy, logprobs: 2 },
+      { ...greedy, speculative: false },
+    ]) {
       const s = await collect(m.generate(TOKENS, { maxTokens: 24, stopIds: [], logitBias, ...opts }));
       assert.equal(s.stats.draftedTokens ?? 0, 0, JSON.stringify(opts));
     }
@@ -78,8 +96,16 @@ test('prompt lookup: on by default for greedy requests only', async () => {
 test('prompt lookup: bad options name themselves', async () => {
   const m = await loadModel(file, { threads: 1 });
   try {
-    for (const [speculative, what] of [[{ fixedLength: 'yes' }, /fixedLength/], [{ draftTokens: 17 }, /draftTokens/], [{ draftLength: 3 }, /draftLength/]]) {
-      await assert.rejects(collect(m.generate(TOKENS, { ...greedy, speculative })), (e) => e instanceof OxError && what.test(e.message), JSON.stringify(speculative));
+    for (const [speculative, what] of [
+      [{ fixedLength: 'yes' }, /fixedLength/],
+      [{ draftTokens: 17 }, /draftTokens/],
+      [{ draftLength: 3 }, /draftLength/],
+    ]) {
+      await assert.rejects(
+        collect(m.generate(TOKENS, { ...greedy, speculative })),
+        (e) => e instanceof OxError && what.test(e.message),
+        JSON.stringify(speculative),
+      );
     }
     // the engine stays usable
     assert.equal((await collect(m.generate(TOKENS, { ...greedy, maxTokens: 3 }))).tokens.length, 3);

@@ -25,7 +25,11 @@ before(async () => {
   const file = synth(dir, { preset: 'tiny', type: 'q8_0', extra: ['--all-byte-tokens'] });
   const dist = (f) => pathToFileURL(path.join(ROOT, 'dist', f)).href;
   // the single-threaded build: no pool threads to keep this process alive
-  const M = await startRuntime({ build: 'st', assets: { glue: dist('oxinfer-st.js'), wasm: dist('oxinfer-st.wasm') }, poolSize: 1 });
+  const M = await startRuntime({
+    build: 'st',
+    assets: { glue: dist('oxinfer-st.js'), wasm: dist('oxinfer-st.wasm') },
+    poolSize: 1,
+  });
   // every export of the ABI, and malloc/free, counted by name
   calls = new Map();
   for (const name of [...EXPORTS.map((e) => e.name), 'malloc', 'free']) {

@@ -22,9 +22,26 @@ const MODEL = { preset: 'tiny', type: 'q8_0', extra: ['--all-byte-tokens'] };
 const GENERATE = {
   'pure sampling': [TOKENS, { temperature: 1, topK: 0, topP: 1, seed: 1234, maxTokens: 24, stopIds: [] }],
   'default sampler': [TOKENS, { seed: 7, maxTokens: 24, stopIds: [] }],
-  'top-k, top-p, min-p': [TOKENS, { temperature: 0.8, topK: 20, topP: 0.8, minP: 0.05, seed: 42, maxTokens: 24, stopIds: [] }],
-  'penalties, window 16': [TOKENS, { repetitionPenalty: 1.3, frequencyPenalty: 0.4, presencePenalty: 0.3, penaltyWindow: 16, seed: 5, maxTokens: 32, stopIds: [] }],
-  'repetition penalty, whole history': [TOKENS, { repetitionPenalty: 1.5, penaltyWindow: 0, seed: 6, maxTokens: 32, stopIds: [] }],
+  'top-k, top-p, min-p': [
+    TOKENS,
+    { temperature: 0.8, topK: 20, topP: 0.8, minP: 0.05, seed: 42, maxTokens: 24, stopIds: [] },
+  ],
+  'penalties, window 16': [
+    TOKENS,
+    {
+      repetitionPenalty: 1.3,
+      frequencyPenalty: 0.4,
+      presencePenalty: 0.3,
+      penaltyWindow: 16,
+      seed: 5,
+      maxTokens: 32,
+      stopIds: [],
+    },
+  ],
+  'repetition penalty, whole history': [
+    TOKENS,
+    { repetitionPenalty: 1.5, penaltyWindow: 0, seed: 6, maxTokens: 32, stopIds: [] },
+  ],
   'logit bias': [TOKENS, { seed: 8, maxTokens: 24, stopIds: [], logitBias: { 300: 4, 301: 3, 17: -Infinity } }],
   greedy: [TOKENS, { temperature: 0, maxTokens: 16, stopIds: [] }],
   'small prefill chunks': [TOKENS, { seed: 9, maxTokens: 12, prefillChunk: 3, stopIds: [] }],
@@ -32,7 +49,10 @@ const GENERATE = {
 };
 
 const CHAT = [
-  [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi there' }],
+  [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi there' },
+  ],
   [{ role: 'user', content: 'And again?' }],
   [{ role: 'user', content: 'A third question, a bit longer than the others.' }],
 ];
@@ -44,7 +64,11 @@ const recorded = RECORD ? { cases: {} } : JSON.parse(fs.readFileSync(FIXTURE, 'u
 async function streamed(stream) {
   const { tokens, text, stats } = await collect(stream);
   const { reason, promptTokens, reusedTokens, prefillTokens, generatedTokens, decodeSteps, contextTokens } = stats;
-  return { tokens, text, stats: { reason, promptTokens, reusedTokens, prefillTokens, generatedTokens, decodeSteps, contextTokens } };
+  return {
+    tokens,
+    text,
+    stats: { reason, promptTokens, reusedTokens, prefillTokens, generatedTokens, decodeSteps, contextTokens },
+  };
 }
 
 function check(name, got) {
@@ -62,7 +86,12 @@ before(async () => {
   file = synth(dir, MODEL);
   const sha256 = crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
   if (RECORD) recorded.model = { ...MODEL, sha256 };
-  else assert.equal(sha256, recorded.model.sha256, `the synthetic model (oxinfer synth ${JSON.stringify(MODEL)}) is not the one the streams were recorded with`);
+  else
+    assert.equal(
+      sha256,
+      recorded.model.sha256,
+      `the synthetic model (oxinfer synth ${JSON.stringify(MODEL)}) is not the one the streams were recorded with`,
+    );
   model = await loadModel(file, { threads: 2 });
 });
 

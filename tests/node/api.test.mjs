@@ -47,7 +47,10 @@ function logprobDiffs(logits, vocab, want, label) {
 // F32 weights: the wasm and native builds differ only in summation order.
 function assertClose(logits, vocab, want, label) {
   const d = logprobDiffs(logits, vocab, want, label);
-  assert.ok(Math.max(...d) < 5e-4, `${label}: max |log-prob difference| per position vs the native CLI: ${d.join(' ')}`);
+  assert.ok(
+    Math.max(...d) < 5e-4,
+    `${label}: max |log-prob difference| per position vs the native CLI: ${d.join(' ')}`,
+  );
 }
 
 // Quantized weights: activations are rounded to Q8 per block, so a difference in the last bit
@@ -80,10 +83,11 @@ function ggufOffsetFields(buf) {
     if (t === 8) str();
     else if (t === 9) {
       const et = u32();
-      for (let n = u64(); n-- > 0; ) skip(et);
+      for (let n = u64(); n-- > 0;) skip(et);
     } else p += SIZE[t];
   };
-  const nTensors = u64(), nKv = u64();
+  const nTensors = u64(),
+    nKv = u64();
   for (let i = 0; i < nKv; i++) {
     str();
     skip(u32());
@@ -139,16 +143,27 @@ test('a path, a Blob and HTTP give the same logits, and those of the native CLI'
   // summation order (prefill tiles several tokens per pass)
   const last = await model.logits(TOKENS);
   const tail = ref.subarray((TOKENS.length - 1) * V);
-  assert.ok(last.every((v, i) => Math.abs(v - tail[i]) < 1e-4), 'decode path = last row of the batch');
+  assert.ok(
+    last.every((v, i) => Math.abs(v - tail[i]) < 1e-4),
+    'decode path = last row of the batch',
+  );
   const wantF32 = nativeLogprobs([ggufF32], TOKENS);
   for (const [label, src, srcF32] of [
     ['path', gguf, ggufF32],
-    ['Blob', { blob: new Blob([fs.readFileSync(gguf)]), name: 'tiny.gguf' }, { blob: new Blob([fs.readFileSync(ggufF32)]), name: 'tiny-f32.gguf' }],
+    [
+      'Blob',
+      { blob: new Blob([fs.readFileSync(gguf)]), name: 'tiny.gguf' },
+      { blob: new Blob([fs.readFileSync(ggufF32)]), name: 'tiny-f32.gguf' },
+    ],
     ['HTTP', `${server.base}/f/tiny.gguf`, `${server.base}/f/tiny-f32.gguf`],
   ]) {
     const m = await loadModel(src, { threads: 2 });
     try {
-      assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), Array.from(ref), `${label}: the same logits as from the path`);
+      assert.deepEqual(
+        Array.from(await m.logits(TOKENS, { all: true })),
+        Array.from(ref),
+        `${label}: the same logits as from the path`,
+      );
     } finally {
       await m.unload();
     }
@@ -178,7 +193,10 @@ test('the single-threaded build gives the same logits', async () => {
     assert.equal(m.build, 'st');
     assert.equal(m.threads, 1);
     assert.match(m.engineNote, /threads=4 requested, 1 used/);
-    assert.deepEqual(Array.from(await m.logits(TOKENS, { all: true })), Array.from(await model.logits(TOKENS, { all: true })));
+    assert.deepEqual(
+      Array.from(await m.logits(TOKENS, { all: true })),
+      Array.from(await model.logits(TOKENS, { all: true })),
+    );
   } finally {
     await m.unload();
   }
@@ -203,7 +221,10 @@ test('the PLE table is never read whole: one host read per row used', async () =
     // the load reads headers (GGUF, tokenizer metadata) and every resident tensor; 64 KiB of
     // slack for headers is far less than the table (1024 rows)
     assert.ok(table > 4 * 65536);
-    assert.ok(s0.hostBytesReadAll <= size - table + 65536, `load read ${s0.hostBytesReadAll} bytes of ${size}; the table is ${table}`);
+    assert.ok(
+      s0.hostBytesReadAll <= size - table + 65536,
+      `load read ${s0.hostBytesReadAll} bytes of ${size}; the table is ${table}`,
+    );
     assert.equal(s1.hostBytesReadAll - s0.hostBytesReadAll, s1.hostBytesRead);
     assert.ok(s1.residentBytes > 0 && s1.residentBytes < size, 'resident weights exclude the table');
   } finally {
@@ -261,7 +282,8 @@ test('quant on load: an F32 checkpoint held as Q8 takes less memory and stays cl
   try {
     const [sf, sq] = [await f.stats(), await q.stats()];
     assert.ok(sq.residentBytes < sf.residentBytes / 2, `q8 ${sq.residentBytes} vs f32 ${sf.residentBytes} bytes`);
-    const a = logSoftmax(await f.logits(TOKENS)), b = logSoftmax(await q.logits(TOKENS));
+    const a = logSoftmax(await f.logits(TOKENS)),
+      b = logSoftmax(await q.logits(TOKENS));
     const d = a.map((v, i) => Math.abs(v - b[i]));
     assert.ok(Math.max(...d) < 0.5 && Math.max(...d) > 0, `max |log-prob difference| ${Math.max(...d)}`);
   } finally {
@@ -311,20 +333,27 @@ test('stop ids, stop strings and logit bias', async () => {
   const s = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [first] }));
   assert.deepEqual(s.tokens, []);
   assert.equal(s.stats.reason, 'stop');
-  const banned = await collect(model.generate(TOKENS, { maxTokens: 1, temperature: 0, stopIds: [], logitBias: { [first]: -Infinity } }));
+  const banned = await collect(
+    model.generate(TOKENS, { maxTokens: 1, temperature: 0, stopIds: [], logitBias: { [first]: -Infinity } }),
+  );
   assert.notEqual(banned.tokens[0], first);
   // a stop string made of the 3rd and 4th tokens' text: the text stops before it
   const full = await model.detokenize(g.tokens, { skipSpecial: true });
   const t2 = await model.detokenize(g.tokens.slice(0, 2), { skipSpecial: true });
   const t4 = await model.detokenize(g.tokens.slice(0, 4), { skipSpecial: true });
   const stop = t4.slice(t2.length);
-  assert.ok(stop.length > 0 && full.indexOf(stop) === t2.length, `fixture: ${JSON.stringify(stop)} first occurs after ${JSON.stringify(t2)}`);
+  assert.ok(
+    stop.length > 0 && full.indexOf(stop) === t2.length,
+    `fixture: ${JSON.stringify(stop)} first occurs after ${JSON.stringify(t2)}`,
+  );
   const r = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop }));
   assert.equal(r.text, t2);
   assert.equal(r.stats.reason, 'stop');
   assert.equal(r.stats.stop, stop);
   // text before a possible stop string is held back, then released when it is not one
-  const r2 = await collect(model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop: `${stop}\u0000never` }));
+  const r2 = await collect(
+    model.generate(TOKENS, { maxTokens: 8, temperature: 0, stopIds: [], stop: `${stop}\u0000never` }),
+  );
   assert.equal(r2.text, full);
   assert.equal(r2.stats.reason, 'length');
 });
@@ -335,7 +364,13 @@ test('abort mid-generation stops within a token and leaves the model usable', as
   let n = 0;
   await assert.rejects(
     (async () => {
-      for await (const c of model.generate(TOKENS, { maxTokens: 100000, temperature: 1, seed: 1, stopIds: [], signal: ac.signal })) {
+      for await (const c of model.generate(TOKENS, {
+        maxTokens: 100000,
+        temperature: 1,
+        seed: 1,
+        stopIds: [],
+        signal: ac.signal,
+      })) {
         if (c.stats) continue;
         if (++n === 3) ac.abort();
       }
@@ -344,7 +379,8 @@ test('abort mid-generation stops within a token and leaves the model usable', as
   );
   assert.equal(n, 3);
   // leaving the loop early stops the job too
-  for await (const c of model.generate(TOKENS, { maxTokens: 100000, temperature: 1, seed: 2, stopIds: [] })) if (c.token !== null) break;
+  for await (const c of model.generate(TOKENS, { maxTokens: 100000, temperature: 1, seed: 2, stopIds: [] }))
+    if (c.token !== null) break;
   const st = await model.stats();
   assert.ok(st.contextTokens < TOKENS.length + 1000, `the worker stopped (context ${st.contextTokens})`);
   assert.deepEqual(Array.from(await model.logits(TOKENS, { all: true })), Array.from(before));
@@ -353,7 +389,10 @@ test('abort mid-generation stops within a token and leaves the model usable', as
 test('chat: KV reuse across turns gives the tokens of a fresh prefill', async () => {
   const o = { maxTokens: 6, temperature: 0, stopIds: [] };
   await model.resetChat();
-  const msgs = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi there' }];
+  const msgs = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi there' },
+  ];
   const prompt = await model.renderChat(msgs);
   assert.equal(prompt, '<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi there<turn|>\n<|turn>model\n');
   const t1 = await collect(model.chat(msgs, o));
@@ -368,15 +407,29 @@ test('chat: KV reuse across turns gives the tokens of a fresh prefill', async ()
   assert.equal(fresh.stats.reusedTokens, 0);
   assert.deepEqual(t2.tokens, fresh.tokens);
   // a chat turn ends at <turn|> even where the checkpoint's stop ids lack it
-  const forced = await collect(model.chat(msgs, { maxTokens: 5, temperature: 0, logitBias: { [model.info.turnEnd]: 100 } }));
+  const forced = await collect(
+    model.chat(msgs, { maxTokens: 5, temperature: 0, logitBias: { [model.info.turnEnd]: 100 } }),
+  );
   assert.deepEqual([forced.tokens, forced.stats.reason], [[], 'stop']);
   // thinking switch in the built-in format
-  assert.match(await model.renderChat(msgs, { thinking: true }), /^<bos><\|turn>system\n<\|think\|>Be brief\.<turn\|>\n/);
-  await assert.rejects(collect(model.chat([{ role: 'user', content: 'a' }, { role: 'system', content: 'b' }])), (e) => e.code === 'RANGE');
+  assert.match(
+    await model.renderChat(msgs, { thinking: true }),
+    /^<bos><\|turn>system\n<\|think\|>Be brief\.<turn\|>\n/,
+  );
+  await assert.rejects(
+    collect(
+      model.chat([
+        { role: 'user', content: 'a' },
+        { role: 'system', content: 'b' },
+      ]),
+    ),
+    (e) => e.code === 'RANGE',
+  );
 });
 
 test('a jinja chat template from tokenizer_config.json is used', async () => {
-  const tpl = '{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[model]{% endif %}';
+  const tpl =
+    '{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[model]{% endif %}';
   const cfg = path.join(dir, 'tokenizer_config.json');
   fs.writeFileSync(cfg, JSON.stringify({ chat_template: tpl }));
   const m = await loadModel([gguf, cfg], { threads: 1 });
@@ -396,9 +449,19 @@ test('a jinja chat template from tokenizer_config.json is used', async () => {
 {%- if m['tool_calls'] -%}call:{{ args(m['tool_calls'][0]['arguments'], quote=False) }}{%- endif -%}
 {{- strip(m['content']) if role == 'model' else m['content'] | trim -}}<turn|>{{ nl }}{%- endfor -%}
 {%- if add_generation_prompt -%}<|turn>model{{ nl }}{%- endif -%}`;
-    const msgs = [{ role: 'system', content: ' S ' }, { role: 'user', content: 'Hi ' }, { role: 'assistant', content: '<|channel>thought\nhm<channel|>Yo', tool_calls: [{ arguments: { b: 2, a: 'x' } }] }];
-    assert.equal(await m.renderChat(msgs, { template: gemmaLike, thinking: true, vars: { nl: '\n' } }),
-      '<bos><|turn>system\n<|think|>S<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\ncall:a=x,b=2Yo<turn|>\n<|turn>model\n');
+    const msgs = [
+      { role: 'system', content: ' S ' },
+      { role: 'user', content: 'Hi ' },
+      {
+        role: 'assistant',
+        content: '<|channel>thought\nhm<channel|>Yo',
+        tool_calls: [{ arguments: { b: 2, a: 'x' } }],
+      },
+    ];
+    assert.equal(
+      await m.renderChat(msgs, { template: gemmaLike, thinking: true, vars: { nl: '\n' } }),
+      '<bos><|turn>system\n<|think|>S<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\ncall:a=x,b=2Yo<turn|>\n<|turn>model\n',
+    );
   } finally {
     await m.unload();
   }
@@ -407,19 +470,37 @@ test('a jinja chat template from tokenizer_config.json is used', async () => {
 test('errors reach the caller with codes; loading another model works after', async () => {
   const trunc = path.join(dir, 'truncated.gguf');
   fs.writeFileSync(trunc, fs.readFileSync(gguf).subarray(0, 4000));
-  await assert.rejects(loadModel(trunc), (e) => e instanceof OxError && ['TRUNCATED', 'FORMAT'].includes(e.code) && /truncated\.gguf/.test(e.message));
+  await assert.rejects(
+    loadModel(trunc),
+    (e) => e instanceof OxError && ['TRUNCATED', 'FORMAT'].includes(e.code) && /truncated\.gguf/.test(e.message),
+  );
   const junk = path.join(dir, 'junk.gguf');
   fs.writeFileSync(junk, 'not a model at all');
-  await assert.rejects(loadModel(junk), (e) => e instanceof OxError && typeof e.code === 'string' && /junk\.gguf/.test(e.message));
-  await assert.rejects(loadModel(path.join(dir, 'nope.gguf')), (e) => e.code === 'MISSING' && /nope\.gguf/.test(e.message));
-  await assert.rejects(loadModel(`${server.base}/f/absent.gguf`), (e) => e.code === 'MISSING' && /absent\.gguf: HTTP 404/.test(e.message));
-  await assert.rejects(loadModel(`${server.base}/norange/tiny.gguf`), (e) => e.code === 'UNSUPPORTED' && /Range/.test(e.message));
+  await assert.rejects(
+    loadModel(junk),
+    (e) => e instanceof OxError && typeof e.code === 'string' && /junk\.gguf/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(path.join(dir, 'nope.gguf')),
+    (e) => e.code === 'MISSING' && /nope\.gguf/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(`${server.base}/f/absent.gguf`),
+    (e) => e.code === 'MISSING' && /absent\.gguf: HTTP 404/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(`${server.base}/norange/tiny.gguf`),
+    (e) => e.code === 'UNSUPPORTED' && /Range/.test(e.message),
+  );
   await assert.rejects(loadModel(gguf, { quant: 'q3' }), (e) => e.code === 'RANGE');
   await assert.rejects(loadModel(gguf, { threads: 0 }), (e) => e.code === 'RANGE');
   await assert.rejects(model.logits([model.info.vocab]), (e) => e.code === 'RANGE' && /out of range/.test(e.message));
   await assert.rejects(model.logits([]), (e) => e.code === 'RANGE');
   // an HTTP file that changes between the probe and the reads (ETag differs)
-  await assert.rejects(loadModel(`${server.base}/changing/tiny.gguf`), (e) => e.code === 'IO' && /tiny\.gguf: the file changed on the server/.test(e.message));
+  await assert.rejects(
+    loadModel(`${server.base}/changing/tiny.gguf`),
+    (e) => e.code === 'IO' && /tiny\.gguf: the file changed on the server/.test(e.message),
+  );
   const ok = await loadModel(gguf, { threads: 1 });
   assert.equal((await ok.logits([2])).length, ok.info.vocab);
   await ok.unload();
@@ -434,22 +515,44 @@ test('load progress and abort', async () => {
   assert.equal(seen.at(-1).loaded, seen.at(-1).total);
   assert.ok(seen.every((p, i) => i === 0 || p.loaded >= seen[i - 1].loaded));
   const ac = new AbortController();
-  await assert.rejects(loadModel(gguf, { threads: 1, signal: ac.signal, onProgress: () => ac.abort() }), (e) => e.code === 'ABORTED' && e.name === 'AbortError');
+  await assert.rejects(
+    loadModel(gguf, { threads: 1, signal: ac.signal, onProgress: () => ac.abort() }),
+    (e) => e.code === 'ABORTED' && e.name === 'AbortError',
+  );
   const pre = new AbortController();
   pre.abort();
   await assert.rejects(loadModel(gguf, { signal: pre.signal }), (e) => e.code === 'ABORTED');
   // an exception in onProgress stops the load and is what loadModel rejects with
   const oops = new Error('oops');
-  await assert.rejects(loadModel(gguf, { threads: 1, onProgress: () => { throw oops; } }), (e) => e === oops);
+  await assert.rejects(
+    loadModel(gguf, {
+      threads: 1,
+      onProgress: () => {
+        throw oops;
+      },
+    }),
+    (e) => e === oops,
+  );
   // thrown at the last event, after the engine has read everything (it no longer looks at the
   // abort flag): the load still rejects with it
-  await assert.rejects(loadModel(gguf, { threads: 1, onProgress: (p) => { if (p.loaded === p.total) throw oops; } }), (e) => e === oops);
+  await assert.rejects(
+    loadModel(gguf, {
+      threads: 1,
+      onProgress: (p) => {
+        if (p.loaded === p.total) throw oops;
+      },
+    }),
+    (e) => e === oops,
+  );
   const again = await loadModel(gguf, { threads: 1 });
   await again.unload();
 });
 
 test('the README example runs', () => {
-  const r = spawnSync(process.execPath, [new URL('./readme-example.mjs', import.meta.url).pathname, gguf], { encoding: 'utf8', timeout: 120000 });
+  const r = spawnSync(process.execPath, [new URL('./readme-example.mjs', import.meta.url).pathname, gguf], {
+    encoding: 'utf8',
+    timeout: 120000,
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /synthetic-gemma4-6L-256: 6 layers, mt build, \d+ threads/);
   assert.match(r.stderr, /turn 1: \d+ tokens, first after \d+ ms, [\d.]+ tok\/s/);

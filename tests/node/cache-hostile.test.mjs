@@ -50,7 +50,8 @@ test('sha256 match: the load resolves with the copy complete and verified; the e
     assert.equal(entry.complete, true, 'complete when the load resolved');
     await m.download;
     const out = [];
-    for await (const c of m.generate([2, 5, 300], { maxTokens: 3, temperature: 0, stopIds: [] })) if (c.token !== null) out.push(c.token);
+    for await (const c of m.generate([2, 5, 300], { maxTokens: 3, temperature: 0, stopIds: [] }))
+      if (c.token !== null) out.push(c.token);
     assert.equal(out.length, 3);
   } finally {
     await m.unload();
@@ -60,7 +61,10 @@ test('sha256 match: the load resolves with the copy complete and verified; the e
 test('sha256 mismatch: the load fails, the engine never read a byte, the copy is gone', async () => {
   const { url, cacheDir } = fresh({ bytes: modelBytes, etag: '"b"' });
   const bad = sha(Buffer.from('not the model'));
-  await assert.rejects(loadModel(url, { threads: 2, cache: { dir: cacheDir, sha256: bad } }), (e) => e.code === 'IO' && /sha256 mismatch/.test(e.message));
+  await assert.rejects(
+    loadModel(url, { threads: 2, cache: { dir: cacheDir, sha256: bad } }),
+    (e) => e.code === 'IO' && /sha256 mismatch/.test(e.message),
+  );
   assert.deepEqual(engineReads(), []);
   assert.deepEqual(fs.readdirSync(cacheDir), []);
 });
@@ -80,14 +84,20 @@ test('no ETag and no Last-Modified: no resume, the download starts again (no spl
   const m2 = await loadModel(f.url, { threads: 2, cache: { dir: f.cacheDir } });
   await m2.download;
   await m2.unload();
-  assert.ok(server.log.every((l) => !/^bytes=[1-9]\d*-$/.test(l.range ?? '')), `no resume was asked: ${server.log.map((l) => l.range).join(' ')}`);
+  assert.ok(
+    server.log.every((l) => !/^bytes=[1-9]\d*-$/.test(l.range ?? '')),
+    `no resume was asked: ${server.log.map((l) => l.range).join(' ')}`,
+  );
   assert.ok(fs.readFileSync(bin).equals(other), 'the copy is the current version, byte for byte');
 });
 
 test('a 206 answering a request without Range is refused; nothing is written at offset 0', async () => {
   const { url, cacheDir } = fresh({ bytes: modelBytes, etag: '"c"' });
   server.plan.partialFrom = 1000;
-  await assert.rejects(loadModel(url, { threads: 2, cache: { dir: cacheDir } }), (e) => e.code === 'IO' && /bytes 1000-/.test(e.message));
+  await assert.rejects(
+    loadModel(url, { threads: 2, cache: { dir: cacheDir } }),
+    (e) => e.code === 'IO' && /bytes 1000-/.test(e.message),
+  );
   assert.deepEqual(await listCachedModels({ dir: cacheDir }), []);
   assert.ok(!fs.existsSync(path.join(cacheDir, keyOf(url) + '.bin')), 'no data file');
 });

@@ -45,7 +45,9 @@ function respond(url, init) {
   if (fault === '404' || !f) return new Response('gone', { status: 404 });
   if (fault === '503') return new Response('busy', { status: 503 });
   const total = f.bytes.length;
-  let first = 0, last = total - 1, status = 200;
+  let first = 0,
+    last = total - 1,
+    status = 200;
   if (range && fault !== 'ignore-range') {
     first = Number(range[1]);
     if (range[2]) last = Math.min(last, Number(range[2]));
@@ -73,7 +75,8 @@ function respond(url, init) {
 const realFetch = globalThis.fetch;
 const realTimeout = globalThis.setTimeout;
 before(() => {
-  globalThis.fetch = async (url, init) => (String(url).startsWith(HOST) ? respond(String(url), init) : realFetch(url, init));
+  globalThis.fetch = async (url, init) =>
+    String(url).startsWith(HOST) ? respond(String(url), init) : realFetch(url, init);
   globalThis.setTimeout = (f, ms, ...a) => realTimeout(f, Math.min(ms ?? 0, 1), ...a); // no retry back-off waits here
 });
 after(() => {
@@ -86,7 +89,7 @@ after(() => {
 const bytesOf = (n, seed) => {
   const b = Buffer.alloc(n);
   let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) (x = (Math.imul(x, 1664525) + 1013904223) >>> 0), (b[i] = x >>> 24);
+  for (let i = 0; i < n; i++) ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0), (b[i] = x >>> 24));
   return b;
 };
 
@@ -94,12 +97,48 @@ const FAULTS = ['ok', 'throw', 'cut', 'short', '503', 'ignore-range', 'no-length
 const RECORD_JUNK = [null, -1, 0, '7', 1.5, 2 ** 53, 1e300, true, [], {}, 'x'];
 
 const step = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('load'), u: fc.nat(1), retries: fc.nat(3), plan: fc.array(fc.constantFrom(...FAULTS), { maxLength: 4 }), sha: fc.constantFrom(null, 'right', 'wrong') }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('change'), u: fc.nat(1), size: fc.integer({ min: 1, max: 3000 }), seed: fc.nat() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant('load'),
+      u: fc.nat(1),
+      retries: fc.nat(3),
+      plan: fc.array(fc.constantFrom(...FAULTS), { maxLength: 4 }),
+      sha: fc.constantFrom(null, 'right', 'wrong'),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('change'),
+      u: fc.nat(1),
+      size: fc.integer({ min: 1, max: 3000 }),
+      seed: fc.nat(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('delete'), u: fc.nat(1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('list') }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('corrupt'), u: fc.nat(1), what: fc.constantFrom('record-text', 'record-cut', 'record-empty', 'record-field', 'data-cut', 'data-extend', 'stray', 'tmp'),
-    field: fc.constantFrom('url', 'size', 'complete', 'bytes', 'etag', 'lastModified', 'sha256', 'addedAt'), junk: fc.constantFrom(...RECORD_JUNK), text: fc.string({ maxLength: 20 }), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('corrupt'),
+      u: fc.nat(1),
+      what: fc.constantFrom(
+        'record-text',
+        'record-cut',
+        'record-empty',
+        'record-field',
+        'data-cut',
+        'data-extend',
+        'stray',
+        'tmp',
+      ),
+      field: fc.constantFrom('url', 'size', 'complete', 'bytes', 'etag', 'lastModified', 'sha256', 'addedAt'),
+      junk: fc.constantFrom(...RECORD_JUNK),
+      text: fc.string({ maxLength: 20 }),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+    }),
+  },
 );
 
 const isCoded = (e) => e instanceof OxError && CODES.includes(e.code);
@@ -131,7 +170,10 @@ async function runLoad(dir, s) {
   if (s.sha) assert.equal(src.kind, 'path', 'with a sha256, a complete and verified copy');
   if (src.kind === 'path') {
     const want = probed || before?.etag === f.etag || s.sha ? f.bytes : server.versions.get(before?.etag);
-    assert.ok(want && fs.readFileSync(src.path).equals(want), `a complete local copy is the current file${probed ? '' : ' or, unchecked, the version it was'}`);
+    assert.ok(
+      want && fs.readFileSync(src.path).equals(want),
+      `a complete local copy is the current file${probed ? '' : ' or, unchecked, the version it was'}`,
+    );
     if (want !== f.bytes) return; // a stale copy, knowingly served: the next load checks again
   } else {
     assert.equal(src.kind, 'cached');
@@ -142,7 +184,17 @@ async function runLoad(dir, s) {
   }
   // a resumed download asks for the missing bytes only, when the copy was a prefix of the same version
   const first = server.log.find((r) => r.range !== PROBE_RANGE);
-  if (before?.url === url && before.etag === f.etag && before.size === f.bytes.length && !before.complete && had && had.length > 0 && had.length < f.bytes.length && f.bytes.subarray(0, had.length).equals(had) && first)
+  if (
+    before?.url === url &&
+    before.etag === f.etag &&
+    before.size === f.bytes.length &&
+    !before.complete &&
+    had &&
+    had.length > 0 &&
+    had.length < f.bytes.length &&
+    f.bytes.subarray(0, had.length).equals(had) &&
+    first
+  )
     assert.equal(first.range, `bytes=${had.length}-`, 'resumed from the bytes on disk');
   try {
     await got.done;
@@ -176,20 +228,31 @@ async function corrupt(dir, s) {
   const bin = path.join(dir, key + '.bin');
   const text = fs.existsSync(json) ? fs.readFileSync(json, 'utf8') : null;
   switch (s.what) {
-    case 'record-text': return fs.writeFileSync(json, s.text);
-    case 'record-cut': return text !== null && fs.writeFileSync(json, text.slice(0, Math.floor(s.at * text.length)));
-    case 'record-empty': return fs.writeFileSync(json, '');
+    case 'record-text':
+      return fs.writeFileSync(json, s.text);
+    case 'record-cut':
+      return text !== null && fs.writeFileSync(json, text.slice(0, Math.floor(s.at * text.length)));
+    case 'record-empty':
+      return fs.writeFileSync(json, '');
     case 'record-field': {
       const r = record(dir, key);
       if (!r) return;
       return fs.writeFileSync(json, JSON.stringify({ ...r, [s.field]: s.junk }));
     }
-    case 'data-cut': return fs.existsSync(bin) && fs.truncateSync(bin, Math.floor(s.at * fs.statSync(bin).size));
+    case 'data-cut':
+      return fs.existsSync(bin) && fs.truncateSync(bin, Math.floor(s.at * fs.statSync(bin).size));
     // past the end of a complete copy (bytes appended to a partial one are indistinguishable
     // from downloaded ones without a sha256, as a flipped byte is: the data file is trusted)
-    case 'data-extend': return fs.existsSync(bin) && record(dir, key)?.complete && fs.appendFileSync(bin, bytesOf(1 + Math.floor(s.at * 500), 7));
-    case 'stray': return fs.writeFileSync(path.join(dir, `${'0'.repeat(63)}${s.u}.json`), s.text); // a record with no data, not a URL's
-    case 'tmp': return fs.writeFileSync(json + '.tmp', s.text); // a write torn by a crash
+    case 'data-extend':
+      return (
+        fs.existsSync(bin) &&
+        record(dir, key)?.complete &&
+        fs.appendFileSync(bin, bytesOf(1 + Math.floor(s.at * 500), 7))
+      );
+    case 'stray':
+      return fs.writeFileSync(path.join(dir, `${'0'.repeat(63)}${s.u}.json`), s.text); // a record with no data, not a URL's
+    case 'tmp':
+      return fs.writeFileSync(json + '.tmp', s.text); // a write torn by a crash
   }
 }
 
@@ -209,30 +272,45 @@ test('cache index: arbitrary sequences of loads, faults, changes, deletes, lists
   const root = tmpDir('cache-property');
   let run = 0;
   try {
-    await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
-      const dir = path.join(root, String(++run));
-      URLS.forEach((u, i) => publish(u, bytesOf(500 + 700 * i, i + 1)));
-      for (const s of steps) {
-        if (s.op === 'load') await runLoad(dir, s);
-        else if (s.op === 'change') publish(URLS[s.u], bytesOf(s.size, s.seed));
-        else if (s.op === 'corrupt') fs.mkdirSync(dir, { recursive: true }), await corrupt(dir, s);
-        else if (s.op === 'list') await checkList(dir);
-        else if (s.op === 'delete') {
-          await deleteCachedModel(URLS[s.u], { dir });
-          const key = await keyOf(URLS[s.u]);
-          assert.ok(!fs.existsSync(path.join(dir, key + '.json')) && !fs.existsSync(path.join(dir, key + '.bin')), 'deleted');
-          assert.ok(!(await checkList(dir)).some((m) => m.url === URLS[s.u]), 'a deleted model is not listed');
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
+        const dir = path.join(root, String(++run));
+        URLS.forEach((u, i) => publish(u, bytesOf(500 + 700 * i, i + 1)));
+        for (const s of steps) {
+          if (s.op === 'load') await runLoad(dir, s);
+          else if (s.op === 'change') publish(URLS[s.u], bytesOf(s.size, s.seed));
+          else if (s.op === 'corrupt') (fs.mkdirSync(dir, { recursive: true }), await corrupt(dir, s));
+          else if (s.op === 'list') await checkList(dir);
+          else if (s.op === 'delete') {
+            await deleteCachedModel(URLS[s.u], { dir });
+            const key = await keyOf(URLS[s.u]);
+            assert.ok(
+              !fs.existsSync(path.join(dir, key + '.json')) && !fs.existsSync(path.join(dir, key + '.bin')),
+              'deleted',
+            );
+            assert.ok(!(await checkList(dir)).some((m) => m.url === URLS[s.u]), 'a deleted model is not listed');
+          }
         }
-      }
-      // whatever happened before, a clean load (no faults) ends with the current file
-      for (const u of [0, 1]) await runLoad(dir, { u, retries: 0, plan: [], sha: null });
-      for (const u of [0, 1]) {
-        const f = server.files.get(URLS[u]);
-        assert.ok(fs.readFileSync(path.join(dir, (await keyOf(URLS[u])) + '.bin')).equals(f.bytes), `after the steps, a clean load of ${URLS[u]} gives the file`);
-      }
-      const list = await checkList(dir);
-      assert.deepEqual(list.filter((m) => URLS.includes(m.url)).map((m) => [m.url, m.complete, m.size]).sort(), URLS.map((u) => [u, true, server.files.get(u).bytes.length]).sort());
-    }), { seed: SEED, numRuns: 150, includeErrorInReport: true });
+        // whatever happened before, a clean load (no faults) ends with the current file
+        for (const u of [0, 1]) await runLoad(dir, { u, retries: 0, plan: [], sha: null });
+        for (const u of [0, 1]) {
+          const f = server.files.get(URLS[u]);
+          assert.ok(
+            fs.readFileSync(path.join(dir, (await keyOf(URLS[u])) + '.bin')).equals(f.bytes),
+            `after the steps, a clean load of ${URLS[u]} gives the file`,
+          );
+        }
+        const list = await checkList(dir);
+        assert.deepEqual(
+          list
+            .filter((m) => URLS.includes(m.url))
+            .map((m) => [m.url, m.complete, m.size])
+            .sort(),
+          URLS.map((u) => [u, true, server.files.get(u).bytes.length]).sort(),
+        );
+      }),
+      { seed: SEED, numRuns: 150, includeErrorInReport: true },
+    );
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
@@ -241,7 +319,8 @@ test('cache index: arbitrary sequences of loads, faults, changes, deletes, lists
 // ---- runDownload over a store that fails: full disks, writes that throw, no room ----
 
 function memoryStore({ failWriteAt, free, recordFails }) {
-  const records = new Map(), data = new Map();
+  const records = new Map(),
+    data = new Map();
   let written = 0;
   return {
     where: 'memory',
@@ -267,7 +346,10 @@ function memoryStore({ failWriteAt, free, recordFails }) {
           next.set(bytes, at);
           data.set(k, next);
         },
-        read: (bytes, at) => (bytes.set(data.get(k).subarray(at, at + bytes.length)), Math.min(bytes.length, Math.max(0, data.get(k).length - at))),
+        read: (bytes, at) => (
+          bytes.set(data.get(k).subarray(at, at + bytes.length)),
+          Math.min(bytes.length, Math.max(0, data.get(k).length - at))
+        ),
         truncate: (n) => data.set(k, data.get(k).slice(0, n)),
         flush() {},
         close() {},
@@ -279,24 +361,39 @@ function memoryStore({ failWriteAt, free, recordFails }) {
 test('runDownload over a failing store: a coded error or the whole file, never a wrong one', async () => {
   const url = URLS[0];
   const key = await keyOf(url);
-  await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 3000 }), fc.integer({ min: 0, max: 4000 }), fc.integer({ min: 0, max: 5000 }), fc.boolean(), fc.array(fc.constantFrom('ok', 'cut', 'throw'), { maxLength: 3 }),
-    async (size, failWriteAt, free, recordFails, plan) => {
-      publish(url, bytesOf(size, size));
-      const f = server.files.get(url);
-      const store = memoryStore({ failWriteAt, free, recordFails });
-      server.plan = plan;
-      let ready = null;
-      try {
-        await runDownload(store, { url, name: 'a.gguf', key, sha256: null, hashUrl: null, retries: 2 }, new AbortController().signal, (ev) => ev.type === 'ready' && (ready = ev));
-      } catch (e) {
-        assert.ok(isCoded(e), `${e?.constructor?.name}: ${e?.message}`);
-        if (free < size) assert.equal(ready, null, 'no room: refused before it is used');
-        const d = store.data.get(key);
-        if (d) assert.ok(Buffer.from(f.bytes.subarray(0, d.length)).equals(Buffer.from(d)), 'what is kept is a prefix');
-        return;
-      }
-      assert.ok(free >= size, `${size} bytes cached with ${free} free`);
-      assert.ok(Buffer.from(store.data.get(key)).equals(f.bytes));
-      assert.equal(ready.size, size);
-    }), { seed: SEED, numRuns: 300, includeErrorInReport: true });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 3000 }),
+      fc.integer({ min: 0, max: 4000 }),
+      fc.integer({ min: 0, max: 5000 }),
+      fc.boolean(),
+      fc.array(fc.constantFrom('ok', 'cut', 'throw'), { maxLength: 3 }),
+      async (size, failWriteAt, free, recordFails, plan) => {
+        publish(url, bytesOf(size, size));
+        const f = server.files.get(url);
+        const store = memoryStore({ failWriteAt, free, recordFails });
+        server.plan = plan;
+        let ready = null;
+        try {
+          await runDownload(
+            store,
+            { url, name: 'a.gguf', key, sha256: null, hashUrl: null, retries: 2 },
+            new AbortController().signal,
+            (ev) => ev.type === 'ready' && (ready = ev),
+          );
+        } catch (e) {
+          assert.ok(isCoded(e), `${e?.constructor?.name}: ${e?.message}`);
+          if (free < size) assert.equal(ready, null, 'no room: refused before it is used');
+          const d = store.data.get(key);
+          if (d)
+            assert.ok(Buffer.from(f.bytes.subarray(0, d.length)).equals(Buffer.from(d)), 'what is kept is a prefix');
+          return;
+        }
+        assert.ok(free >= size, `${size} bytes cached with ${free} free`);
+        assert.ok(Buffer.from(store.data.get(key)).equals(f.bytes));
+        assert.equal(ready.size, size);
+      },
+    ),
+    { seed: SEED, numRuns: 300, includeErrorInReport: true },
+  );
 });

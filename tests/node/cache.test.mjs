@@ -71,19 +71,29 @@ function readInWorker(src, offsets, len) {
     const h = await host.open(workerData.src);
     parentPort.postMessage(workerData.offsets.map((off) => { const b = new Uint8Array(workerData.len); host.read(h, off, b); return b; }));
     host.closeAll();`;
-  const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), { workerData: { src, offsets, len, lib: new URL('../../js/host/hostfile.js', import.meta.url).href } });
+  const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), {
+    workerData: { src, offsets, len, lib: new URL('../../js/host/hostfile.js', import.meta.url).href },
+  });
   return new Promise((resolve, reject) => {
     w.once('message', resolve);
     w.once('error', reject);
   });
 }
 
-const cachedCopy = (cacheDir) => fs.readdirSync(cacheDir).filter((f) => f.endsWith('.bin')).map((f) => path.join(cacheDir, f));
+const cachedCopy = (cacheDir) =>
+  fs
+    .readdirSync(cacheDir)
+    .filter((f) => f.endsWith('.bin'))
+    .map((f) => path.join(cacheDir, f));
 
 test('download into the cache directory, list, load again from the copy, delete', async () => {
   const { url, cacheDir } = fresh();
   const events = [];
-  const m = await loadModel(url, { threads: 2, cache: { dir: cacheDir }, onProgress: (e) => e.phase === 'download' && events.push(e) });
+  const m = await loadModel(url, {
+    threads: 2,
+    cache: { dir: cacheDir },
+    onProgress: (e) => e.phase === 'download' && events.push(e),
+  });
   await m.download;
   assert.deepEqual(await collect(m.generate(TOKENS, GREEDY)), await referenceTokens());
   await m.unload();
@@ -93,10 +103,26 @@ test('download into the cache directory, list, load again from the copy, delete'
   assert.equal(last.bytes, modelBytes.length);
   assert.equal(last.total, modelBytes.length);
   assert.equal(last.eta, 0);
-  assert.ok(events.every((e) => e.rate >= 0 && e.url === url && Object.keys(e).sort().join() === 'bytes,eta,phase,rate,total,url'), 'progress events: {phase, url, bytes, total, rate, eta}');
+  assert.ok(
+    events.every(
+      (e) => e.rate >= 0 && e.url === url && Object.keys(e).sort().join() === 'bytes,eta,phase,rate,total,url',
+    ),
+    'progress events: {phase, url, bytes, total, rate, eta}',
+  );
   const list = await listCachedModels({ dir: cacheDir });
   assert.equal(list.length, 1);
-  assert.deepEqual({ ...list[0], addedAt: 0 }, { url, size: modelBytes.length, complete: true, bytes: modelBytes.length, etag: '"v1"', lastModified: null, addedAt: 0 });
+  assert.deepEqual(
+    { ...list[0], addedAt: 0 },
+    {
+      url,
+      size: modelBytes.length,
+      complete: true,
+      bytes: modelBytes.length,
+      etag: '"v1"',
+      lastModified: null,
+      addedAt: 0,
+    },
+  );
 
   // a second load reads the copy: one 1-byte check of the ETag, no body
   log.length = 0;
@@ -104,7 +130,10 @@ test('download into the cache directory, list, load again from the copy, delete'
   await again.download;
   assert.deepEqual(await collect(again.generate(TOKENS, GREEDY)), await referenceTokens());
   await again.unload();
-  assert.deepEqual(log.map((l) => l.range), ['bytes=0-1']);
+  assert.deepEqual(
+    log.map((l) => l.range),
+    ['bytes=0-1'],
+  );
 
   assert.equal(await deleteCachedModel(url, { dir: cacheDir }), true);
   assert.deepEqual(await listCachedModels({ dir: cacheDir }), []);
@@ -127,7 +156,10 @@ test('a download stopped by a failure resumes in the next load; an ETag change r
   const { url, name, cacheDir } = fresh();
   plan.dropAfter = 1_500_000;
   const m = await loadModel(url, { threads: 2, cache: { dir: cacheDir, retries: 0 } });
-  await assert.rejects(m.download, (e) => e.code === 'IO' && /model\.gguf: download failed at byte 1500000 of \d+ after 1 attempts/.test(e.message));
+  await assert.rejects(
+    m.download,
+    (e) => e.code === 'IO' && /model\.gguf: download failed at byte 1500000 of \d+ after 1 attempts/.test(e.message),
+  );
   await m.unload();
   const [entry] = await listCachedModels({ dir: cacheDir });
   assert.equal(entry.complete, false);
@@ -139,7 +171,10 @@ test('a download stopped by a failure resumes in the next load; an ETag change r
   const m2 = await loadModel(url, { threads: 2, cache: { dir: cacheDir, retries: 0 } });
   await assert.rejects(m2.download, /failed at byte 2500000/);
   await m2.unload();
-  assert.deepEqual(log.filter((l) => /^bytes=\d+-$/.test(l.range ?? '')).map((l) => l.range), ['bytes=1500000-']);
+  assert.deepEqual(
+    log.filter((l) => /^bytes=\d+-$/.test(l.range ?? '')).map((l) => l.range),
+    ['bytes=1500000-'],
+  );
 
   // the file changed on the server: the resume sees the new ETag and starts over
   files.get(name).etag = '"v2"';
@@ -147,7 +182,10 @@ test('a download stopped by a failure resumes in the next load; an ETag change r
   const m3 = await loadModel(url, { threads: 2, cache: { dir: cacheDir } });
   await m3.download;
   await m3.unload();
-  assert.deepEqual(log.filter((l) => l.range === null || /^bytes=\d+-$/.test(l.range)).map((l) => l.range), ['bytes=2500000-', null]);
+  assert.deepEqual(
+    log.filter((l) => l.range === null || /^bytes=\d+-$/.test(l.range)).map((l) => l.range),
+    ['bytes=2500000-', null],
+  );
   assert.ok(fs.readFileSync(cachedCopy(cacheDir)[0]).equals(modelBytes));
   const [done] = await listCachedModels({ dir: cacheDir });
   assert.equal(done.etag, '"v2"');
@@ -159,7 +197,10 @@ test('a download stopped by a failure resumes in the next load; an ETag change r
   const m4 = await loadModel(url, { threads: 2, cache: { dir: cacheDir } });
   await m4.download;
   await m4.unload();
-  assert.deepEqual(log.filter((l) => l.range === null || /^bytes=\d+-$/.test(l.range)).map((l) => l.range), [null]);
+  assert.deepEqual(
+    log.filter((l) => l.range === null || /^bytes=\d+-$/.test(l.range)).map((l) => l.range),
+    [null],
+  );
   assert.equal((await listCachedModels({ dir: cacheDir }))[0].etag, '"v3"');
 });
 
@@ -175,25 +216,46 @@ test('sha256: a match completes, a mismatch is an error and deletes the partial 
   // a complete copy asked for with another sha256 is checked again before it is used (from
   // the disk: no download): the load fails, the copy is deleted
   log.length = 0;
-  await assert.rejects(loadModel(a.url, { threads: 2, cache: { dir: a.cacheDir, sha256: bad } }), (e) => e.code === 'IO' && /sha256 mismatch/.test(e.message));
-  assert.ok(log.every((l) => /^bytes=\d+-\d+$/.test(l.range ?? '')), 'no download');
+  await assert.rejects(
+    loadModel(a.url, { threads: 2, cache: { dir: a.cacheDir, sha256: bad } }),
+    (e) => e.code === 'IO' && /sha256 mismatch/.test(e.message),
+  );
+  assert.ok(
+    log.every((l) => /^bytes=\d+-\d+$/.test(l.range ?? '')),
+    'no download',
+  );
   assert.deepEqual(await listCachedModels({ dir: a.cacheDir }), []);
 
   // the engine is handed the copy only once it is verified: a mismatch fails the load itself
   const b = fresh();
-  await assert.rejects(loadModel(b.url, { threads: 2, cache: { dir: b.cacheDir, sha256: bad } }),
-    (e) => e.code === 'IO' && e.message.includes(`model.gguf: sha256 mismatch: expected ${bad}, got ${good}; the cached copy was deleted`));
+  await assert.rejects(
+    loadModel(b.url, { threads: 2, cache: { dir: b.cacheDir, sha256: bad } }),
+    (e) =>
+      e.code === 'IO' &&
+      e.message.includes(`model.gguf: sha256 mismatch: expected ${bad}, got ${good}; the cached copy was deleted`),
+  );
   assert.deepEqual(await listCachedModels({ dir: b.cacheDir }), []);
   assert.deepEqual(fs.readdirSync(b.cacheDir), []);
-  await assert.rejects(loadModel(b.url, { cache: { dir: b.cacheDir, sha256: 'abc' } }), (e) => e.code === 'RANGE' && /64 hex digits/.test(e.message));
+  await assert.rejects(
+    loadModel(b.url, { cache: { dir: b.cacheDir, sha256: 'abc' } }),
+    (e) => e.code === 'RANGE' && /64 hex digits/.test(e.message),
+  );
 });
 
 test('not enough room: NOMEM naming the file and the bytes, before the download', async () => {
   const { url, cacheDir } = fresh();
-  await assert.rejects(loadModel(url, { cache: { dir: cacheDir, maxBytes: 1000 } }),
-    (e) => e.code === 'NOMEM' && e.message === `model.gguf: not enough storage to cache it: ${modelBytes.length} more bytes needed, 1000 left of cache.maxBytes=1000`);
+  await assert.rejects(
+    loadModel(url, { cache: { dir: cacheDir, maxBytes: 1000 } }),
+    (e) =>
+      e.code === 'NOMEM' &&
+      e.message ===
+        `model.gguf: not enough storage to cache it: ${modelBytes.length} more bytes needed, 1000 left of cache.maxBytes=1000`,
+  );
   assert.deepEqual(await listCachedModels({ dir: cacheDir }), []);
-  assert.ok(log.every((l) => l.range === null), 'no body was read');
+  assert.ok(
+    log.every((l) => l.range === null),
+    'no body was read',
+  );
 });
 
 test('generation while the download runs gives the tokens of the finished file', async () => {
@@ -214,7 +276,8 @@ test('generation while the download runs gives the tokens of the finished file',
 });
 
 test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the URL', async () => {
-  const big = 2 ** 32 + (3 << 20), have = 2 ** 32 + (1 << 20);
+  const big = 2 ** 32 + (3 << 20),
+    have = 2 ** 32 + (1 << 20);
   const byteAt = (off) => (off < 2 ** 32 ? 0 : (off * 31 + (off >>> 12)) & 255);
   const name = '/big/huge.bin';
   files.set(name, { size: big, byteAt, etag: '"big"' });
@@ -227,21 +290,40 @@ test('files over 4 GiB: a resume past 2^32 and reads there from the copy and the
   fs.ftruncateSync(fd, 2 ** 32);
   fs.writeSync(fd, bodyOf({ byteAt }, 2 ** 32, have - 1), 0, 1 << 20, 2 ** 32);
   fs.closeSync(fd);
-  fs.writeFileSync(path.join(cacheDir, key + '.json'), JSON.stringify({ url, size: big, etag: '"big"', lastModified: null, addedAt: 1, complete: false, bytes: have }));
+  fs.writeFileSync(
+    path.join(cacheDir, key + '.json'),
+    JSON.stringify({ url, size: big, etag: '"big"', lastModified: null, addedAt: 1, complete: false, bytes: have }),
+  );
 
   // the host-file table blocks its thread while it reads: read from another one
-  const src = { kind: 'cached', name: 'huge.bin', url, size: big, want: { size: big, validator: '"big"' }, dir: cacheDir, key };
+  const src = {
+    kind: 'cached',
+    name: 'huge.bin',
+    url,
+    size: big,
+    want: { size: big, validator: '"big"' },
+    dir: cacheDir,
+    key,
+  };
   const offsets = [2 ** 32 + 100, have - 10, have + 12345];
   log.length = 0;
   const got = await readInWorker(src, offsets, 100);
-  offsets.forEach((off, i) => assert.deepEqual(Buffer.from(got[i]), bodyOf({ byteAt }, off, off + 99), `bytes at ${off}`));
+  offsets.forEach((off, i) =>
+    assert.deepEqual(Buffer.from(got[i]), bodyOf({ byteAt }, off, off + 99), `bytes at ${off}`),
+  );
   // the URL's probe at open, then only the reads past the copy's end went to the server
-  assert.deepEqual(log.map((l) => l.range), ['bytes=0-1', `bytes=${have - 10}-${have + 89}`, `bytes=${have + 12345}-${have + 12444}`]);
+  assert.deepEqual(
+    log.map((l) => l.range),
+    ['bytes=0-1', `bytes=${have - 10}-${have + 89}`, `bytes=${have + 12345}-${have + 12444}`],
+  );
 
   log.length = 0;
   const { done } = await cacheSources([{ kind: 'url', url, name: 'huge.bin' }], { cache: { dir: cacheDir } });
   await done;
-  assert.deepEqual(log.map((l) => l.range), [`bytes=${have}-`]);
+  assert.deepEqual(
+    log.map((l) => l.range),
+    [`bytes=${have}-`],
+  );
   const tail = Buffer.alloc(2 << 20);
   const fd2 = fs.openSync(path.join(cacheDir, key + '.bin'), 'r');
   fs.readSync(fd2, tail, 0, tail.length, have);
@@ -257,7 +339,10 @@ test('an abort stops the download (ABORTED) and keeps what it had for the next l
   const m = await loadModel(url, { threads: 2, cache: { dir: cacheDir }, signal: ac.signal });
   await new Promise((r) => setTimeout(r, 500));
   ac.abort();
-  await assert.rejects(m.download, (e) => e.code === 'ABORTED' && /model\.gguf: download aborted at byte \d+/.test(e.message));
+  await assert.rejects(
+    m.download,
+    (e) => e.code === 'ABORTED' && /model\.gguf: download aborted at byte \d+/.test(e.message),
+  );
   await m.unload();
   const [entry] = await listCachedModels({ dir: cacheDir });
   assert.equal(entry.complete, false);
@@ -267,6 +352,9 @@ test('an abort stops the download (ABORTED) and keeps what it had for the next l
   const again = await loadModel(url, { threads: 2, cache: { dir: cacheDir } });
   await again.download;
   await again.unload();
-  assert.deepEqual(log.filter((l) => /^bytes=\d+-$/.test(l.range ?? '')).map((l) => l.range), [`bytes=${entry.bytes}-`]);
+  assert.deepEqual(
+    log.filter((l) => /^bytes=\d+-$/.test(l.range ?? '')).map((l) => l.range),
+    [`bytes=${entry.bytes}-`],
+  );
   assert.ok(fs.readFileSync(cachedCopy(cacheDir)[0]).equals(modelBytes));
 });

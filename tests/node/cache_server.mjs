@@ -19,7 +19,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TYPES = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json', '.html': 'text/html' };
+const TYPES = {
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.html': 'text/html',
+};
 
 export function bodyOf(f, first, last) {
   if (f.bytes) return f.bytes.subarray(first, last + 1);
@@ -32,13 +38,18 @@ export async function startCacheServer({ isolate = false, pages = {}, aliases = 
   const files = new Map();
   const log = [];
   const plan = { dropAfter: 0, slow: 0, partialFrom: 0 };
-  const iso = { ...(isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}), ...extra };
+  const iso = {
+    ...(isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
+    ...extra,
+  };
 
   function model(req, res, f) {
     const size = f.bytes ? f.bytes.length : f.size;
     const head = { ...iso, ...(f.etag ? { ETag: f.etag } : {}), 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
-    let first = 0, last = size - 1, status = 200;
+    let first = 0,
+      last = size - 1,
+      status = 200;
     if (!m && plan.partialFrom > 0) {
       [first, status, plan.partialFrom] = [plan.partialFrom, 206, 0];
       head['Content-Range'] = `bytes ${first}-${last}/${size}`;
@@ -56,7 +67,8 @@ export async function startCacheServer({ isolate = false, pages = {}, aliases = 
     const drop = download && plan.dropAfter > 0 ? plan.dropAfter : 0;
     if (drop) plan.dropAfter = 0;
     // a FIN after a pause, not a reset: the bytes sent reach the reader, then the body ends short
-    if (drop && drop < data.length) return void res.write(data.subarray(0, drop), () => setTimeout(() => res.socket.end(), 300));
+    if (drop && drop < data.length)
+      return void res.write(data.subarray(0, drop), () => setTimeout(() => res.socket.end(), 300));
     if (!(download && plan.slow)) return void res.end(data);
     let at = 0;
     const pump = () => {
@@ -76,11 +88,17 @@ export async function startCacheServer({ isolate = false, pages = {}, aliases = 
       return model(req, res, f);
     }
     const headers = { ...iso, 'Cache-Control': 'no-store' };
-    if (pages[p] !== undefined) return void res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }).end(pages[p]);
+    if (pages[p] !== undefined)
+      return void res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }).end(pages[p]);
     if (p === '/favicon.ico') return void res.writeHead(204, headers).end();
     const top = aliases[p] ? 'js' : p.split('/')[1];
     const file = path.join(ROOT, path.normalize(decodeURIComponent(aliases[p] ?? p)));
-    if (!['js', 'dist', 'node_modules'].includes(top) || !file.startsWith(ROOT + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile())
+    if (
+      !['js', 'dist', 'node_modules'].includes(top) ||
+      !file.startsWith(ROOT + path.sep) ||
+      !fs.existsSync(file) ||
+      !fs.statSync(file).isFile()
+    )
       return void res.writeHead(404, headers).end('not found');
     res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
     fs.createReadStream(file).pipe(res);

@@ -104,12 +104,19 @@ test('random messages and templates render or throw clean errors, never hang', a
 });
 
 test('valid conversations in the built-in format', async () => {
-  const r = await inWorker(`async (renderChat) => [
+  const r = await inWorker(
+    `async (renderChat) => [
     await renderChat(null, [{ role: 'system', content: ' Be brief. ' }, { role: 'user', content: 'Hi \u{1F600}' },
       { role: 'assistant', content: '<|channel>thought<channel|>Hello' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }]),
     await renderChat(null, [{ role: 'user', content: 'x' }], { thinking: true, addGenerationPrompt: false }),
-  ]`, {}, 30000);
-  assert.equal(r[0], '<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi \u{1F600}<turn|>\n<|turn>model\nHello<turn|>\n<|turn>user\nab<turn|>\n<|turn>model\n');
+  ]`,
+    {},
+    30000,
+  );
+  assert.equal(
+    r[0],
+    '<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi \u{1F600}<turn|>\n<|turn>model\nHello<turn|>\n<|turn>user\nab<turn|>\n<|turn>model\n',
+  );
   assert.equal(r[1], '<bos><|turn>system\n<|think|><turn|>\n<|turn>user\nx<turn|>\n');
 });
 
@@ -123,14 +130,26 @@ function renderInChild(template) {
       console.log(JSON.stringify({ out: out.length })); }
     catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
   // the timeout is the watchdog of a hang (hours of work), not a timing check
-  return spawnSync(process.execPath, ['--input-type=module', '-e', code, template], { encoding: 'utf8', timeout: 60000 });
+  return spawnSync(process.execPath, ['--input-type=module', '-e', code, template], {
+    encoding: 'utf8',
+    timeout: 60000,
+  });
 }
 
 for (const [what, template] of [
   ['loops 10^9 times', '{% for i in range(1000000000) %}{% endfor %}x'],
-  ['nests three loops of 65536 (2.8e14 steps)', '{% for a in range(65536) %}{% for b in range(65536) %}{% for c in range(65536) %}{% endfor %}{% endfor %}{% endfor %}x'],
-  ['doubles a string 40 times', "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}"],
-  ['doubles a list 40 times', '{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}'],
+  [
+    'nests three loops of 65536 (2.8e14 steps)',
+    '{% for a in range(65536) %}{% for b in range(65536) %}{% for c in range(65536) %}{% endfor %}{% endfor %}{% endfor %}x',
+  ],
+  [
+    'doubles a string 40 times',
+    "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+  ],
+  [
+    'doubles a list 40 times',
+    '{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}',
+  ],
 ]) {
   test(`a template that ${what} is refused with an error, not a crash or a hang`, () => {
     const r = renderInChild(template);

@@ -13,9 +13,37 @@ import { startServer } from './hostfile_server.mjs';
 
 // 2 layers x 4 KV heads x 256 dims: 16 KiB of KV cache per position, so the cache's doubling
 // steps are what grows wasm memory during a generation
-const KVHEAVY = ['--hidden', '64', '--layers', '2', '--heads', '4', '--kv-heads', '4', '--head-dim', '256',
-  '--global-head-dim', '256', '--ffn', '64', '--ple', '16', '--vocab', '384', '--user-tokens', '4',
-  '--swa-period', '2', '--kv-shared', '0', '--window', '4096', '--ctx', '4096', '--all-byte-tokens'];
+const KVHEAVY = [
+  '--hidden',
+  '64',
+  '--layers',
+  '2',
+  '--heads',
+  '4',
+  '--kv-heads',
+  '4',
+  '--head-dim',
+  '256',
+  '--global-head-dim',
+  '256',
+  '--ffn',
+  '64',
+  '--ple',
+  '16',
+  '--vocab',
+  '384',
+  '--user-tokens',
+  '4',
+  '--swa-period',
+  '2',
+  '--kv-shared',
+  '0',
+  '--window',
+  '4096',
+  '--ctx',
+  '4096',
+  '--all-byte-tokens',
+];
 
 let dir, good, server;
 
@@ -45,7 +73,9 @@ const drain = async (it) => {
 test('a model server that never answers: IO after host.timeoutMs, ABORTED at once on the signal; then loads work', async () => {
   const url = `${server.base}/stall/kv.gguf`;
   const t0 = Date.now();
-  await assert.rejects(loadModel(url, { threads: 1, host: { timeoutMs: 500 } }), (e) => isOx(e, 'IO', /kv\.gguf: first request \(bytes 0-1\): no answer in 500 ms/));
+  await assert.rejects(loadModel(url, { threads: 1, host: { timeoutMs: 500 } }), (e) =>
+    isOx(e, 'IO', /kv\.gguf: first request \(bytes 0-1\): no answer in 500 ms/),
+  );
   assert.ok(Date.now() - t0 < 10000);
   const ac = new AbortController();
   setTimeout(() => ac.abort(), 300);
@@ -55,7 +85,9 @@ test('a model server that never answers: IO after host.timeoutMs, ABORTED at onc
   // a load stuck in a read (the probe answered, the reads never are)
   const ac2 = new AbortController();
   setTimeout(() => ac2.abort(), 300);
-  await assert.rejects(loadModel(`${server.base}/stallread/kv.gguf`, { threads: 1, signal: ac2.signal }), (e) => isOx(e, 'ABORTED'));
+  await assert.rejects(loadModel(`${server.base}/stallread/kv.gguf`, { threads: 1, signal: ac2.signal }), (e) =>
+    isOx(e, 'ABORTED'),
+  );
   const m = await loadModel(`${server.base}/f/kv.gguf`, { threads: 1 });
   assert.equal((await m.logits([2, 3])).length, 384);
   await m.unload();
@@ -78,8 +110,9 @@ test('wasm memory growth refused mid-generation: NOMEM, then the same model give
   try {
     const prompt = [2, 100, 101, 102];
     const before = await m.logits(prompt);
-    await assert.rejects(drain(m.generate([2, 5], { maxTokens: 4000, temperature: 0, stopIds: [] })),
-      (e) => isOx(e, 'NOMEM', /out of memory|cannot allocate/));
+    await assert.rejects(drain(m.generate([2, 5], { maxTokens: 4000, temperature: 0, stopIds: [] })), (e) =>
+      isOx(e, 'NOMEM', /out of memory|cannot allocate/),
+    );
     const s = await m.stats();
     assert.ok(s.wasmMemoryBytes <= base + (6 << 20), `wasm memory ${s.wasmMemoryBytes} stayed under the cap`);
     assert.deepEqual(Array.from(await m.logits(prompt)), Array.from(before));

@@ -15,9 +15,37 @@ import { loadModel, OxError } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
 const CODES = ['IO', 'FORMAT', 'TRUNCATED', 'UNSUPPORTED', 'MISSING', 'CONFIG', 'NOMEM', 'RANGE', 'ABORTED', 'STATE'];
-const MINI = ['--hidden', '32', '--layers', '2', '--heads', '2', '--kv-heads', '1', '--head-dim', '16',
-  '--global-head-dim', '32', '--ffn', '64', '--ple', '16', '--vocab', '384', '--user-tokens', '4',
-  '--swa-period', '2', '--kv-shared', '0', '--window', '4', '--ctx', '64', '--all-byte-tokens'];
+const MINI = [
+  '--hidden',
+  '32',
+  '--layers',
+  '2',
+  '--heads',
+  '2',
+  '--kv-heads',
+  '1',
+  '--head-dim',
+  '16',
+  '--global-head-dim',
+  '32',
+  '--ffn',
+  '64',
+  '--ple',
+  '16',
+  '--vocab',
+  '384',
+  '--user-tokens',
+  '4',
+  '--swa-period',
+  '2',
+  '--kv-shared',
+  '0',
+  '--window',
+  '4',
+  '--ctx',
+  '64',
+  '--all-byte-tokens',
+];
 
 let dir, good, goodBytes, hfDir, server;
 
@@ -76,16 +104,21 @@ async function startServer(files) {
     w.once('message', resolve);
     w.once('error', reject);
   });
-  const set = (mode) => new Promise((resolve) => {
-    w.once('message', resolve);
-    w.postMessage(mode);
-  });
+  const set = (mode) =>
+    new Promise((resolve) => {
+      w.once('message', resolve);
+      w.postMessage(mode);
+    });
   return { base: `http://127.0.0.1:${port}`, set, close: () => w.terminate() };
 }
 
 // ---------------------------------------------------------------- GGUF surgery
 
-const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); return b; };
+const u64 = (v) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(v));
+  return b;
+};
 
 // Offset just past tensor `name`'s name in the tensor infos (then: u32 n_dims, u64 ne[n], u32 type, u64 offset).
 function tensorInfo(buf, name) {
@@ -108,12 +141,42 @@ const CASES = [
   ['unsupported version', 'UNSUPPORTED', /GGUF version 7/, () => corrupt((b) => b.writeUInt32LE(7, 4))],
   ['truncated header', 'TRUNCATED', /truncated/, () => goodBytes.subarray(0, 100)],
   ['truncated tensor data', 'TRUNCATED', /beyond file end/, () => goodBytes.subarray(0, goodBytes.length - 100)],
-  ['tensor offset beyond the file', 'TRUNCATED', new RegExp(`${Q}.*beyond file end`), () => corrupt((b) => b.writeBigUInt64LE(1n << 40n, tensorInfo(b, Q).offset))],
-  ['size overflowing 64 bits', 'FORMAT', new RegExp(`${Q}.*overflows`), () => corrupt((b) => b.writeBigUInt64LE(1n << 62n, tensorInfo(b, Q).ne(1)))],
-  ['size beyond 32 bits', 'TRUNCATED', new RegExp(`${Q}.*beyond file end`), () => corrupt((b) => b.writeBigUInt64LE((1n << 32n) + 1n, tensorInfo(b, Q).ne(1)))],
-  ['shape disagreeing with the config', 'CONFIG', new RegExp(`${Q}.*disagrees with the config`), () => corrupt((b) => b.writeBigUInt64LE(8n, tensorInfo(b, Q).ne(1)))],
-  ['unknown tensor type', 'UNSUPPORTED', new RegExp(`${Q}.*type 99`), () => corrupt((b) => b.writeUInt32LE(99, tensorInfo(b, Q).type))],
-  ['missing tensor', 'MISSING', new RegExp(`${Q} is missing`), () => corrupt((b) => b.write('attn_X', tensorInfo(b, Q).p - 'attn_q.weight'.length))],
+  [
+    'tensor offset beyond the file',
+    'TRUNCATED',
+    new RegExp(`${Q}.*beyond file end`),
+    () => corrupt((b) => b.writeBigUInt64LE(1n << 40n, tensorInfo(b, Q).offset)),
+  ],
+  [
+    'size overflowing 64 bits',
+    'FORMAT',
+    new RegExp(`${Q}.*overflows`),
+    () => corrupt((b) => b.writeBigUInt64LE(1n << 62n, tensorInfo(b, Q).ne(1))),
+  ],
+  [
+    'size beyond 32 bits',
+    'TRUNCATED',
+    new RegExp(`${Q}.*beyond file end`),
+    () => corrupt((b) => b.writeBigUInt64LE((1n << 32n) + 1n, tensorInfo(b, Q).ne(1))),
+  ],
+  [
+    'shape disagreeing with the config',
+    'CONFIG',
+    new RegExp(`${Q}.*disagrees with the config`),
+    () => corrupt((b) => b.writeBigUInt64LE(8n, tensorInfo(b, Q).ne(1))),
+  ],
+  [
+    'unknown tensor type',
+    'UNSUPPORTED',
+    new RegExp(`${Q}.*type 99`),
+    () => corrupt((b) => b.writeUInt32LE(99, tensorInfo(b, Q).type)),
+  ],
+  [
+    'missing tensor',
+    'MISSING',
+    new RegExp(`${Q} is missing`),
+    () => corrupt((b) => b.write('attn_X', tensorInfo(b, Q).p - 'attn_q.weight'.length)),
+  ],
   ['not a model at all', null, /bad\.gguf/, () => Buffer.from('not a model at all, just text')],
 ];
 
@@ -166,7 +229,11 @@ test('corrupt GGUF files, as a path and as a Blob', async () => {
     const p = path.join(dir, 'bad.gguf');
     fs.writeFileSync(p, bytes);
     await assert.rejects(loadModel(p, { threads: 1 }), (e) => isOx(e, code, re, 'bad.gguf'), `${what} (path)`);
-    await assert.rejects(loadModel({ blob: new Blob([bytes]), name: 'bad.gguf' }, { threads: 1 }), (e) => isOx(e, code, re, 'bad.gguf'), `${what} (Blob)`);
+    await assert.rejects(
+      loadModel({ blob: new Blob([bytes]), name: 'bad.gguf' }, { threads: 1 }),
+      (e) => isOx(e, code, re, 'bad.gguf'),
+      `${what} (Blob)`,
+    );
   }
   await goodModelWorks();
 });
@@ -175,8 +242,9 @@ test('HF checkpoint: a missing shard, an inconsistent config, a tokenizer.json t
   const f = (n) => path.join(hfDir, n);
   const all = fs.readdirSync(hfDir).map(f);
   const noShard = all.filter((p) => !p.endsWith('model-00002-of-00002.safetensors'));
-  await assert.rejects(loadModel(noShard, { threads: 1 }),
-    (e) => isOx(e, 'MISSING', /model-00002-of-00002\.safetensors/, 'model.safetensors.index.json'));
+  await assert.rejects(loadModel(noShard, { threads: 1 }), (e) =>
+    isOx(e, 'MISSING', /model-00002-of-00002\.safetensors/, 'model.safetensors.index.json'),
+  );
 
   const cfg = fs.readFileSync(f('config.json'), 'utf8');
   const bad = path.join(dir, 'badcfg');
@@ -184,7 +252,9 @@ test('HF checkpoint: a missing shard, an inconsistent config, a tokenizer.json t
   for (const p of all) fs.copyFileSync(p, path.join(bad, path.basename(p)));
   const files = all.map((p) => path.join(bad, path.basename(p)));
   fs.writeFileSync(path.join(bad, 'config.json'), cfg.replace('"num_key_value_heads": 1', '"num_key_value_heads": 3'));
-  await assert.rejects(loadModel(files, { threads: 1 }), (e) => isOx(e, 'CONFIG', /num_key_value_heads/, 'config.json'));
+  await assert.rejects(loadModel(files, { threads: 1 }), (e) =>
+    isOx(e, 'CONFIG', /num_key_value_heads/, 'config.json'),
+  );
   fs.writeFileSync(path.join(bad, 'config.json'), cfg.replace('{', '{,'));
   await assert.rejects(loadModel(files, { threads: 1 }), (e) => isOx(e, 'FORMAT', /config\.json:1:2/, 'config.json'));
   fs.writeFileSync(path.join(bad, 'config.json'), cfg);
@@ -203,7 +273,9 @@ test('HTTP sources that misbehave', async () => {
   await assert.rejects(loadModel(`${b}/r416/good.gguf`, { threads: 1 }), (e) => isOx(e, null, /416/, 'good.gguf'));
   await assert.rejects(loadModel(`${b}/short/good.gguf`, { threads: 1 }), (e) => isOx(e, 'IO', null, 'good.gguf'));
   await assert.rejects(loadModel(`${b}/etag/good.gguf`, { threads: 1 }), (e) => isOx(e, 'IO', /changed/, 'good.gguf'));
-  await assert.rejects(loadModel(`${b}/lastmod/good.gguf`, { threads: 1 }), (e) => isOx(e, 'IO', /changed/, 'good.gguf'));
+  await assert.rejects(loadModel(`${b}/lastmod/good.gguf`, { threads: 1 }), (e) =>
+    isOx(e, 'IO', /changed/, 'good.gguf'),
+  );
   await goodModelWorks();
   const m = await loadModel(`${b}/f/good.gguf`, { threads: 1 });
   assert.equal((await m.logits([2])).length, 384);
@@ -221,11 +293,17 @@ test('a server that starts failing mid-generation: IO error, then the same model
     // tokens not seen yet: their table rows must come from the server
     await assert.rejects(m.logits([2, 200, 201]), (e) => isOx(e, 'IO', /500/, 'flaky.gguf'));
     const it = m.generate([2, 210, 211, 212], { maxTokens: 4, temperature: 0 });
-    await assert.rejects((async () => { for await (const c of it) void c; })(), (e) => isOx(e, 'IO', null, 'flaky.gguf'));
+    await assert.rejects(
+      (async () => {
+        for await (const c of it) void c;
+      })(),
+      (e) => isOx(e, 'IO', null, 'flaky.gguf'),
+    );
     await server.set('heal');
     assert.deepEqual(Array.from(await m.logits([2, 200, 201])), Array.from(want));
     let n = 0;
-    for await (const c of m.generate([2, 210, 211, 212], { maxTokens: 3, temperature: 0, stopIds: [] })) if (c.token !== null) n++;
+    for await (const c of m.generate([2, 210, 211, 212], { maxTokens: 3, temperature: 0, stopIds: [] }))
+      if (c.token !== null) n++;
     assert.equal(n, 3);
   } finally {
     await server.set('heal');
@@ -238,8 +316,10 @@ test('a header claiming tensors larger than wasm memory, and maxResident', async
   // token_embd and the PLE table claim 50M rows (6.4 GB each): the file is sparse, so the data
   // "exists"; the engine must refuse (NOMEM / RANGE / CONFIG), not crash its worker.
   // 25M rows (3.2 GB: fits a 32-bit size, not the wasm heap) and 50M rows (6.4 GB: does not fit 32 bits)
-  for (const [V, code, re] of [[25_000_000n, 'NOMEM', /out of memory: 3200000000 bytes for tensor token_embd\.weight/],
-    [50_000_000n, null, /token_embd\.weight/]]) {
+  for (const [V, code, re] of [
+    [25_000_000n, 'NOMEM', /out of memory: 3200000000 bytes for tensor token_embd\.weight/],
+    [50_000_000n, null, /token_embd\.weight/],
+  ]) {
     const b = corrupt((x) => {
       x.writeBigUInt64LE(V, tensorInfo(x, 'token_embd.weight').ne(1));
       x.writeBigUInt64LE(V, tensorInfo(x, 'per_layer_token_embd.weight').ne(1));
@@ -247,7 +327,10 @@ test('a header claiming tensors larger than wasm memory, and maxResident', async
     const p = path.join(dir, 'huge.gguf');
     fs.writeFileSync(p, b);
     fs.truncateSync(p, 20 * 2 ** 30); // sparse: 20 GB of holes
-    await assert.rejects(loadModel(p, { threads: 1 }), (e) => isOx(e, code, re, 'huge.gguf') && ['NOMEM', 'RANGE', 'CONFIG'].includes(e.code));
+    await assert.rejects(
+      loadModel(p, { threads: 1 }),
+      (e) => isOx(e, code, re, 'huge.gguf') && ['NOMEM', 'RANGE', 'CONFIG'].includes(e.code),
+    );
     fs.rmSync(p);
   }
   await assert.rejects(loadModel(good, { threads: 1, maxResident: 4096 }), (e) => isOx(e, 'NOMEM', /needs \d+ bytes/));
@@ -257,7 +340,9 @@ test('a header claiming tensors larger than wasm memory, and maxResident', async
 const drain = async (it) => {
   const tokens = [];
   let stats = null;
-  for await (const c of it) if (c.stats) stats = c.stats; else if (c.token !== null) tokens.push(c.token);
+  for await (const c of it)
+    if (c.stats) stats = c.stats;
+    else if (c.token !== null) tokens.push(c.token);
   return { tokens, stats };
 };
 
@@ -267,7 +352,8 @@ test('limits: token ids, context, threads', async () => {
   await assert.rejects(loadModel(good, { threads: 1e6 }), (e) => isOx(e, 'RANGE', /threads/));
   const m = await loadModel(good, { threads: 1, maxContext: 8 });
   try {
-    for (const bad of [[384], [-1], [1.5], [NaN], []]) await assert.rejects(m.logits(bad), (e) => isOx(e, 'RANGE'), JSON.stringify(bad));
+    for (const bad of [[384], [-1], [1.5], [NaN], []])
+      await assert.rejects(m.logits(bad), (e) => isOx(e, 'RANGE'), JSON.stringify(bad));
     await assert.rejects(m.logits(new Array(9).fill(2)), (e) => isOx(e, null) && ['RANGE', 'STATE'].includes(e.code));
     await assert.rejects(drain(m.generate([2, 3], { seed: -1 })), (e) => isOx(e, 'RANGE', /seed/));
     await assert.rejects(drain(m.generate([2, 3], { topP: 7 })), (e) => isOx(e, 'RANGE', /top_p/));
@@ -282,9 +368,20 @@ test('limits: token ids, context, threads', async () => {
 test('limits: absurd generation options are RANGE errors', async () => {
   const m = await loadModel(good, { threads: 1, maxContext: 16 });
   try {
-    for (const [k, v] of [['maxTokens', -5], ['maxTokens', 2.5], ['topK', -1], ['temperature', -1], ['prefillChunk', 0],
-      ['prefillChunk', -2], ['penaltyWindow', -3]])
-      await assert.rejects(drain(m.generate([2, 3], { [k]: v, maxTokens: k === 'maxTokens' ? v : 2 })), (e) => isOx(e, 'RANGE', new RegExp(k)), `${k}: ${v}`);
+    for (const [k, v] of [
+      ['maxTokens', -5],
+      ['maxTokens', 2.5],
+      ['topK', -1],
+      ['temperature', -1],
+      ['prefillChunk', 0],
+      ['prefillChunk', -2],
+      ['penaltyWindow', -3],
+    ])
+      await assert.rejects(
+        drain(m.generate([2, 3], { [k]: v, maxTokens: k === 'maxTokens' ? v : 2 })),
+        (e) => isOx(e, 'RANGE', new RegExp(k)),
+        `${k}: ${v}`,
+      );
   } finally {
     await m.unload();
   }

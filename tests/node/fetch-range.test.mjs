@@ -19,10 +19,12 @@ test('concurrent Range reads give the exact bytes, round after round (pooled sta
   for (let round = 0; round < 3; round++) {
     const spans = Array.from({ length: 8 }, (_, i) => {
       const len = [1, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (3 << 20) + 17, 777, 2 << 20][i];
-      return [((i * 611953 + round * 104729) % (SIZE - len)), len];
+      return [(i * 611953 + round * 104729) % (SIZE - len), len];
     });
     const got = await Promise.all(spans.map(([off, len]) => fetchRange('data.bin', url, off, len, want, 30000)));
-    spans.forEach(([off, len], i) => assert.deepEqual(got[i], bytes.subarray(off, off + len), `round ${round} off ${off} len ${len}`));
+    spans.forEach(([off, len], i) =>
+      assert.deepEqual(got[i], bytes.subarray(off, off + len), `round ${round} off ${off} len ${len}`),
+    );
   }
   // into a view of shared memory (the reader thread's answer block), at an offset
   const shared = new Uint8Array(new SharedArrayBuffer(3 << 20));
@@ -33,7 +35,10 @@ test('concurrent Range reads give the exact bytes, round after round (pooled sta
 });
 
 test('a body cut mid-read is an IO error, and the reads after it are exact', async () => {
-  await assert.rejects(fetchRange('data.bin', `${fx.server.base}/short/data.bin`, 100, 3 << 20, want, 30000), (e) => e instanceof OxError && e.code === 'IO' && /data\.bin: short body/.test(e.message));
+  await assert.rejects(
+    fetchRange('data.bin', `${fx.server.base}/short/data.bin`, 100, 3 << 20, want, 30000),
+    (e) => e instanceof OxError && e.code === 'IO' && /data\.bin: short body/.test(e.message),
+  );
   const url = `${fx.server.base}/f/data.bin`;
   const got = await Promise.all([0, 1, 2].map((i) => fetchRange('data.bin', url, i * 1000003, 1500000, want, 30000)));
   got.forEach((g, i) => assert.deepEqual(g, bytes.subarray(i * 1000003, i * 1000003 + 1500000)));
@@ -67,12 +72,27 @@ test('a byte-stream body delivered in odd pieces, and a body that is not a byte 
     });
   };
   for (const type of ['bytes', undefined]) {
-    const got = await withBody(pieces(type), () => Promise.all([[3, 2500000], [1 << 20, 1 << 20], [SIZE - 10, 10]].map(([off, len]) => fetchRange('data.bin', 'http://stub/data.bin', off, len, want, 30000))));
+    const got = await withBody(pieces(type), () =>
+      Promise.all(
+        [
+          [3, 2500000],
+          [1 << 20, 1 << 20],
+          [SIZE - 10, 10],
+        ].map(([off, len]) => fetchRange('data.bin', 'http://stub/data.bin', off, len, want, 30000)),
+      ),
+    );
     assert.deepEqual(got[0], bytes.subarray(3, 2500003), String(type));
     assert.deepEqual(got[1], bytes.subarray(1 << 20, 2 << 20), String(type));
     assert.deepEqual(got[2], bytes.subarray(SIZE - 10), String(type));
   }
   // a body longer than asked is refused, whichever reader
   for (const type of ['bytes', undefined])
-    await withBody((a, b) => pieces(type)(a, b + 5), () => assert.rejects(fetchRange('data.bin', 'http://stub/data.bin', 0, 1000, want, 30000), (e) => e.code === 'IO' && /long body/.test(e.message)));
+    await withBody(
+      (a, b) => pieces(type)(a, b + 5),
+      () =>
+        assert.rejects(
+          fetchRange('data.bin', 'http://stub/data.bin', 0, 1000, want, 30000),
+          (e) => e.code === 'IO' && /long body/.test(e.message),
+        ),
+    );
 });

@@ -85,10 +85,16 @@ gpuTest('F32: greedy stream identical to the CPU engine; logits and embeddings a
   assert.deepEqual(argmaxes(r.gpu.logits), argmaxes(r.cpu.logits));
   const g = r.gpu.stats;
   assert.equal(g.backend, 'webgpu');
-  assert.ok(g.gpuMemory.weights > 5e6 && g.gpuMemory.kv > 0 && g.gpuBytes >= g.gpuMemory.weights + g.gpuMemory.kv, JSON.stringify(g.gpuMemory));
+  assert.ok(
+    g.gpuMemory.weights > 5e6 && g.gpuMemory.kv > 0 && g.gpuBytes >= g.gpuMemory.weights + g.gpuMemory.kv,
+    JSON.stringify(g.gpuMemory),
+  );
   assert.equal(r.cpu.stats.gpuBytes, 0);
   // the uploaded matrices left wasm memory (the embedding table stays: rows are read from it)
-  assert.ok(r.gpu.stats.residentBytes < r.cpu.stats.residentBytes - 0.8 * g.gpuMemory.weights, `resident ${r.gpu.stats.residentBytes} vs ${r.cpu.stats.residentBytes}`);
+  assert.ok(
+    r.gpu.stats.residentBytes < r.cpu.stats.residentBytes - 0.8 * g.gpuMemory.weights,
+    `resident ${r.gpu.stats.residentBytes} vs ${r.cpu.stats.residentBytes}`,
+  );
   assert.match(r.gpu.info.gpu.adapter, /\S/);
   assert.equal(r.gpu.info.gpu.fallbackAdapter, true);
 });
@@ -99,12 +105,17 @@ gpuTest('F32: greedy stream identical to the CPU engine; logits and embeddings a
 // on lavapipe over the kernels' versions: Q4_K up to 0.05, Q8_0 up to 0.2; the argmax agreed at
 // 39 or 40 of the 40 positions).
 const CALM = ['--branch-gain', '0.5', '--qk-norm-scale', '0.5'];
-for (const [type, band] of [['q8_0', 0.5], ['q4_k', 0.5]])
+for (const [type, band] of [
+  ['q8_0', 0.5],
+  ['q4_k', 0.5],
+])
   gpuTest(`${type}: logits within the CPU band at every position`, async (t) => {
     const file = synth(dir, { preset: 'tiny', type, extra: CALM });
     const r = await both(file, (m) => m.logits(TOKENS, { all: true }));
     const d = maxDlogp(r.gpu, r.cpu);
-    const a = argmaxes(r.gpu), b = argmaxes(r.cpu), same = a.filter((x, i) => x === b[i]).length;
+    const a = argmaxes(r.gpu),
+      b = argmaxes(r.cpu),
+      same = a.filter((x, i) => x === b[i]).length;
     t.diagnostic(`${type}: max |dlogp| ${d.toExponential(2)}, argmax agrees at ${same}/${N}`);
     assert.ok(d < band, `${type} max |dlogp| ${d} (band ${band})`);
     assert.ok(same >= N - 1, `${type}: argmax agrees at ${same}/${N}`);
@@ -121,7 +132,8 @@ gpuTest('KV caches on the GPU grow with the positions (two micro-batches, one gr
       await m.unload();
     }
   };
-  const c = await run({ backend: 'cpu' }), g = await run(GPU);
+  const c = await run({ backend: 'cpu' }),
+    g = await run(GPU);
   let d = 0;
   for (let i = 0; i < V; i++) d = Math.max(d, Math.abs(c.logits[i] - g.logits[i]));
   t.diagnostic(`after 300 positions: max |dlogit| ${d.toExponential(2)}`);
@@ -156,12 +168,21 @@ gpuTest("backend choice: 'auto' never takes a software adapter, 'webgpu' asks fo
   } finally {
     await auto.unload();
   }
-  await assert.rejects(loadModel(file, { threads: 1, backend: 'webgpu' }), (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && /allowFallback/.test(e.message));
-  await assert.rejects(loadModel(file, { backend: 'gpu' }), (e) => e instanceof OxError && e.code === 'RANGE' && /backend/.test(e.message));
+  await assert.rejects(
+    loadModel(file, { threads: 1, backend: 'webgpu' }),
+    (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && /allowFallback/.test(e.message),
+  );
+  await assert.rejects(
+    loadModel(file, { backend: 'gpu' }),
+    (e) => e instanceof OxError && e.code === 'RANGE' && /backend/.test(e.message),
+  );
 });
 
 gpuTest('what the GPU backend lacks runs on the CPU: a weight type with no kernel, MoE', async () => {
-  for (const [preset, type, note] of [['tiny', 'q5_0', /weight type 6 has no GPU kernel/], ['moe', 'f32', /mixture-of-experts/]]) {
+  for (const [preset, type, note] of [
+    ['tiny', 'q5_0', /weight type 6 has no GPU kernel/],
+    ['moe', 'f32', /mixture-of-experts/],
+  ]) {
     const file = synth(dir, { preset, type });
     const m = await loadModel(file, { threads: 1, maxContext: 64, ...GPU });
     const c = await loadModel(file, { threads: 1, maxContext: 64, backend: 'cpu' });
@@ -185,12 +206,19 @@ gpuTest('a lost device ends that request with a clear error; the model goes on o
     const want = (await collect(cpu.generate(TOKENS, greedy))).tokens;
     assert.deepEqual((await collect(m.generate(TOKENS, greedy))).tokens, want);
     assert.equal(await m.engine.call('gpuDestroyDevice'), true);
-    await assert.rejects(collect(m.generate(TOKENS, greedy)), (e) => e instanceof OxError && e.code === 'IO' && /GPU device was lost/.test(e.message));
+    await assert.rejects(
+      collect(m.generate(TOKENS, greedy)),
+      (e) => e instanceof OxError && e.code === 'IO' && /GPU device was lost/.test(e.message),
+    );
     const st = await m.stats();
     assert.equal(st.backend, 'cpu');
     assert.equal(m.backend, 'cpu');
     assert.equal(st.gpuBytes, 0);
-    assert.deepEqual((await collect(m.generate(TOKENS, greedy))).tokens, want, 'the same tokens on the CPU after the loss');
+    assert.deepEqual(
+      (await collect(m.generate(TOKENS, greedy))).tokens,
+      want,
+      'the same tokens on the CPU after the loss',
+    );
   } finally {
     await cpu.unload();
     await m.unload();

@@ -37,12 +37,33 @@ for (const preset of ['tiny', 'moe', 'keqv']) {
     const hfFiles = fs.readdirSync(hf).map((f) => path.join(hf, f));
     const ref = await oracle.reference(gguf, SEQ);
     const fromHF = nativeLogprobs(hfFiles, ref.seq);
-    assert.deepEqual(fromHF.pos.map((p) => Array.from(p)), nativeLogprobs(gguf, ref.seq).pos.map((p) => Array.from(p)), 'the GGUF carries the HF weights');
-    for (const [name, eng] of [['native', fromHF], ['wasm', await engineLogprobs(hfFiles, ref.seq)]]) {
-      const c = compareToReference(ref, (pos, id) => eng.pos[pos][id], (pos) => argmax(eng.pos[pos]), { tieTol: TIE });
-      console.log(`${preset} HF ${name}: max |Δ log p| ${c.maxDelta.toExponential(2)} @pos ${c.worstPos}, argmax ${c.argmaxAgree}/${c.positions}`);
-      assert.deepEqual(c.mismatches, [], `${preset} HF ${name}: argmax differs from llama.cpp at ${JSON.stringify(c.mismatches)}`);
-      assert.ok(c.maxDelta <= TOL, `${preset} HF ${name}: max |Δ log p| ${c.maxDelta} > ${TOL} at position ${c.worstPos}`);
+    assert.deepEqual(
+      fromHF.pos.map((p) => Array.from(p)),
+      nativeLogprobs(gguf, ref.seq).pos.map((p) => Array.from(p)),
+      'the GGUF carries the HF weights',
+    );
+    for (const [name, eng] of [
+      ['native', fromHF],
+      ['wasm', await engineLogprobs(hfFiles, ref.seq)],
+    ]) {
+      const c = compareToReference(
+        ref,
+        (pos, id) => eng.pos[pos][id],
+        (pos) => argmax(eng.pos[pos]),
+        { tieTol: TIE },
+      );
+      console.log(
+        `${preset} HF ${name}: max |Δ log p| ${c.maxDelta.toExponential(2)} @pos ${c.worstPos}, argmax ${c.argmaxAgree}/${c.positions}`,
+      );
+      assert.deepEqual(
+        c.mismatches,
+        [],
+        `${preset} HF ${name}: argmax differs from llama.cpp at ${JSON.stringify(c.mismatches)}`,
+      );
+      assert.ok(
+        c.maxDelta <= TOL,
+        `${preset} HF ${name}: max |Δ log p| ${c.maxDelta} > ${TOL} at position ${c.worstPos}`,
+      );
     }
   });
 }

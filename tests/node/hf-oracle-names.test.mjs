@@ -20,7 +20,12 @@ import { spawnSync } from 'node:child_process';
 import { ROOT } from '../../tools/serve.mjs';
 import { cli, CLI, tmpDir } from '../oracle/fixtures.mjs';
 
-const GGUF_PY = path.join(process.env.OX_LLAMACPP_DIR ?? path.join(os.homedir(), '.cache', 'llamacpp'), 'src', 'gguf-py', 'gguf');
+const GGUF_PY = path.join(
+  process.env.OX_LLAMACPP_DIR ?? path.join(os.homedir(), '.cache', 'llamacpp'),
+  'src',
+  'gguf-py',
+  'gguf',
+);
 const N_BLOCKS = 64;
 
 // HF names on stdin (JSON) -> {hf: gguf name | null (skipped, as the converter skips towers)}.
@@ -52,14 +57,18 @@ print(json.dumps({n: convert(n) for n in json.load(sys.stdin)}))
 `;
 
 function oracle(names) {
-  const r = spawnSync('python3', ['-c', ORACLE, GGUF_PY, String(N_BLOCKS)], { input: JSON.stringify(names), encoding: 'utf8' });
+  const r = spawnSync('python3', ['-c', ORACLE, GGUF_PY, String(N_BLOCKS)], {
+    input: JSON.stringify(names),
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`gguf-py oracle: ${r.error?.message ?? r.stderr.trim()}`);
   return JSON.parse(r.stdout);
 }
 
 function why() {
   if (spawnSync('python3', ['--version']).status !== 0) return 'python3 not found';
-  if (!fs.existsSync(path.join(GGUF_PY, 'tensor_mapping.py'))) return `${GGUF_PY}/tensor_mapping.py not found (tools/llamacpp.sh unpacks llama.cpp's source)`;
+  if (!fs.existsSync(path.join(GGUF_PY, 'tensor_mapping.py')))
+    return `${GGUF_PY}/tensor_mapping.py not found (tools/llamacpp.sh unpacks llama.cpp's source)`;
   return null;
 }
 
@@ -84,11 +93,21 @@ test('every entry of our HF name map maps as llama.cpp converts it', (t) => {
   const ours = ourTable();
   assert.ok(Object.keys(ours).length >= 6 + 3 * 25, `${Object.keys(ours).length} entries read from tensors.c`);
   const theirs = oracle(Object.keys(ours));
-  const wrong = Object.keys(ours).filter((k) => theirs[k] !== ours[k]).map((k) => `${k}: ours ${ours[k]}, llama.cpp ${theirs[k]}`);
+  const wrong = Object.keys(ours)
+    .filter((k) => theirs[k] !== ours[k])
+    .map((k) => `${k}: ours ${ours[k]}, llama.cpp ${theirs[k]}`);
   assert.deepEqual(wrong, []);
   // and towers are left out by both
-  assert.deepEqual(oracle(['model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight', 'model.embed_audio.embedding_projection.weight']),
-    { 'model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight': null, 'model.embed_audio.embedding_projection.weight': null });
+  assert.deepEqual(
+    oracle([
+      'model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight',
+      'model.embed_audio.embedding_projection.weight',
+    ]),
+    {
+      'model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight': null,
+      'model.embed_audio.embedding_projection.weight': null,
+    },
+  );
 });
 
 // the safetensors header: [{name, shape}] in file order
@@ -100,7 +119,10 @@ function header(file) {
     const json = Buffer.alloc(Number(len.readBigUInt64LE()));
     fs.readSync(fd, json, 0, json.length, 8);
     const h = JSON.parse(json.toString('utf8'));
-    return Object.entries(h).filter(([k]) => k !== '__metadata__').sort((a, b) => a[1].data_offsets[0] - b[1].data_offsets[0]).map(([name, v]) => ({ name, shape: v.shape }));
+    return Object.entries(h)
+      .filter(([k]) => k !== '__metadata__')
+      .sort((a, b) => a[1].data_offsets[0] - b[1].data_offsets[0])
+      .map(([name, v]) => ({ name, shape: v.shape }));
   } finally {
     fs.closeSync(fd);
   }
@@ -109,8 +131,13 @@ function header(file) {
 // our loader's directory: [{name, ne}] as `oxinfer inspect` lists it
 function inspect(dir) {
   const out = cli(['inspect', ...fs.readdirSync(dir).map((f) => path.join(dir, f))]);
-  return out.split('\ntensors:\n')[1].split('\n').slice(1).filter((l) => /^\s+\S+\s+\S+\s+\[/.test(l))
-    .map((l) => /^\s+(\S+)\s+\S+\s+\[([\d, ]+)\]/.exec(l)).map((m) => ({ name: m[1], ne: m[2].split(',').map(Number) }));
+  return out
+    .split('\ntensors:\n')[1]
+    .split('\n')
+    .slice(1)
+    .filter((l) => /^\s+\S+\s+\S+\s+\[/.test(l))
+    .map((l) => /^\s+(\S+)\s+\S+\s+\[([\d, ]+)\]/.exec(l))
+    .map((m) => ({ name: m[1], ne: m[2].split(',').map(Number) }));
 }
 
 test('the tensors of our HF checkpoints load under the names and shapes llama.cpp gives them', (t) => {
@@ -129,7 +156,11 @@ test('the tensors of our HF checkpoints load under the names and shapes llama.cp
         assert.equal(ours[i].name, theirs[x.name], `${preset}: ${x.name}`);
         assert.deepEqual(ours[i].ne, [...x.shape].reverse(), `${preset}: shape of ${x.name}`);
       });
-      if (preset === 'moe') assert.ok(h.some((x) => x.name.endsWith('router.per_expert_scale')), 'the moe checkpoint has the renamed tensors');
+      if (preset === 'moe')
+        assert.ok(
+          h.some((x) => x.name.endsWith('router.per_expert_scale')),
+          'the moe checkpoint has the renamed tensors',
+        );
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -25,13 +25,19 @@ const isHostError = (code, pattern) => (e) => {
 
 // sets flag[0] = 1 after ms from another thread (the test's own thread may be blocked in a read)
 function raiseLater(flag, ms) {
-  return new Worker(`const { workerData: f } = require('node:worker_threads'); setTimeout(() => { Atomics.store(f, 0, 1); Atomics.notify(f, 0); }, ${ms});`, { eval: true, workerData: flag });
+  return new Worker(
+    `const { workerData: f } = require('node:worker_threads'); setTimeout(() => { Atomics.store(f, 0, 1); Atomics.notify(f, 0); }, ${ms});`,
+    { eval: true, workerData: flag },
+  );
 }
 
 test('a server that never answers the probe: IO after timeoutMs, naming the file and the request', async () => {
   const host = new HostFiles({ timeoutMs: 300 });
   const t0 = Date.now();
-  await assert.rejects(host.open(`${fx.server.base}/stall/data.bin`), isHostError('IO', /^data\.bin: first request \(bytes 0-1\): no answer in 300 ms$/));
+  await assert.rejects(
+    host.open(`${fx.server.base}/stall/data.bin`),
+    isHostError('IO', /^data\.bin: first request \(bytes 0-1\): no answer in 300 ms$/),
+  );
   assert.ok(Date.now() - t0 < 5000);
   host.closeAll();
 });
@@ -41,7 +47,10 @@ test('a stalled probe ends in ABORTED on the signal or the abort flag, long befo
   const host = new HostFiles({ timeoutMs: 60000, signal: ac.signal });
   setTimeout(() => ac.abort(), 100);
   const t0 = Date.now();
-  await assert.rejects(host.open(`${fx.server.base}/stall/data.bin`), isHostError('ABORTED', /data\.bin: first request \(bytes 0-1\): aborted/));
+  await assert.rejects(
+    host.open(`${fx.server.base}/stall/data.bin`),
+    isHostError('ABORTED', /data\.bin: first request \(bytes 0-1\): aborted/),
+  );
   assert.ok(Date.now() - t0 < 5000);
 
   const flag = new Int32Array(new SharedArrayBuffer(4));
@@ -57,7 +66,10 @@ test('a read the server never answers: IO after timeoutMs; the next file still r
   const h = await host.open(`${fx.server.base}/stallread/data.bin`);
   assert.equal(host.size(h), SIZE);
   const t0 = Date.now();
-  assert.throws(() => host.read(h, 1000, new Uint8Array(10)), isHostError('IO', /^data\.bin: bytes 1000-1009: no answer in 400 ms$/));
+  assert.throws(
+    () => host.read(h, 1000, new Uint8Array(10)),
+    isHostError('IO', /^data\.bin: bytes 1000-1009: no answer in 400 ms$/),
+  );
   assert.ok(Date.now() - t0 < 6000);
   assert.equal(host.readInto(h, 2000, new Uint8Array(10)), -1);
   host.closeAll();
@@ -75,7 +87,10 @@ test('a blocked read ends in ABORTED within a moment of the abort flag; the tabl
   const h = await host.open(`${fx.server.base}/stallread/data.bin`);
   const w = raiseLater(flag, 200);
   const t0 = Date.now();
-  assert.throws(() => host.read(h, 1000, new Uint8Array(10)), isHostError('ABORTED', /data\.bin: read of bytes 1000-1009: aborted/));
+  assert.throws(
+    () => host.read(h, 1000, new Uint8Array(10)),
+    isHostError('ABORTED', /data\.bin: read of bytes 1000-1009: aborted/),
+  );
   const ms = Date.now() - t0;
   assert.ok(ms >= 150 && ms < 3000, `aborted after ${ms} ms`);
   Atomics.store(flag, 0, 0);
@@ -84,7 +99,7 @@ test('a blocked read ends in ABORTED within a moment of the abort flag; the tabl
   host.closeAll();
 });
 
-test('read-ahead: a sequential scan with gaps, small reads and jumps gives the file\'s bytes, the scan in one streamed request', async () => {
+test("read-ahead: a sequential scan with gaps, small reads and jumps gives the file's bytes, the scan in one streamed request", async () => {
   const host = new HostFiles({ cacheBytes: 0 });
   const h = await host.open(`${fx.server.base}/count/data.bin`);
   // a whole-file scan in CHUNK pieces: the probe, the first piece on its own, then one request
@@ -92,15 +107,29 @@ test('read-ahead: a sequential scan with gaps, small reads and jumps gives the f
   const all = new Uint8Array(SIZE);
   host.read(h, 0, all);
   assert.deepEqual(all, bytes);
-  const hits = Number(await new Promise((resolve, reject) => http.get(`${fx.server.base}/hits/data.bin`, { agent: false }, (r) => {
-    let t = '';
-    r.on('data', (b) => (t += b)).on('end', () => resolve(t));
-  }).on('error', reject)));
+  const hits = Number(
+    await new Promise((resolve, reject) =>
+      http
+        .get(`${fx.server.base}/hits/data.bin`, { agent: false }, (r) => {
+          let t = '';
+          r.on('data', (b) => (t += b)).on('end', () => resolve(t));
+        })
+        .on('error', reject),
+    ),
+  );
   assert.equal(hits, 3);
   // tensors as a model file lays them out: big reads separated by small gaps, small reads
   // between them, then random rows (no read-ahead) and a jump back
-  const spans = [[100, CHUNK + 5], [CHUNK + 200, 3 * CHUNK], [4 * CHUNK + 300, 4096], [4 * CHUNK + 5000, CHUNK - 6000],
-    [77, 10], [3 * CHUNK + 1, 999], [5 * CHUNK, 77], [0, CHUNK]];
+  const spans = [
+    [100, CHUNK + 5],
+    [CHUNK + 200, 3 * CHUNK],
+    [4 * CHUNK + 300, 4096],
+    [4 * CHUNK + 5000, CHUNK - 6000],
+    [77, 10],
+    [3 * CHUNK + 1, 999],
+    [5 * CHUNK, 77],
+    [0, CHUNK],
+  ];
   for (const [off, len] of spans) {
     const dst = new Uint8Array(len);
     host.read(h, off, dst);
@@ -110,7 +139,10 @@ test('read-ahead: a sequential scan with gaps, small reads and jumps gives the f
 });
 
 test('a scan whose streamed body is cut or stalls midway: IO naming the file; the table still reads', async () => {
-  const cases = [['short', /^data\.bin: short body/], ['stallbody', new RegExp(`^data\\.bin: bytes ${CHUNK}-${SIZE - 1}: no answer in 400 ms$`)]];
+  const cases = [
+    ['short', /^data\.bin: short body/],
+    ['stallbody', new RegExp(`^data\\.bin: bytes ${CHUNK}-${SIZE - 1}: no answer in 400 ms$`)],
+  ];
   for (const [mode, pattern] of cases) {
     const host = new HostFiles({ cacheBytes: 0, timeoutMs: 400 });
     const h = await host.open(`${fx.server.base}/${mode}/data.bin`);
@@ -118,13 +150,16 @@ test('a scan whose streamed body is cut or stalls midway: IO naming the file; th
     host.read(h, 0, first); // alone: the scan starts with the next read
     assert.deepEqual(first, bytes.subarray(0, CHUNK));
     const t0 = Date.now();
-    assert.throws(() => {
-      for (let off = CHUNK; off < SIZE; off += CHUNK) {
-        const dst = new Uint8Array(Math.min(CHUNK, SIZE - off));
-        host.read(h, off, dst);
-        assert.deepEqual(dst, bytes.subarray(off, off + dst.length), `${mode}: bytes at ${off}`);
-      }
-    }, isHostError('IO', pattern));
+    assert.throws(
+      () => {
+        for (let off = CHUNK; off < SIZE; off += CHUNK) {
+          const dst = new Uint8Array(Math.min(CHUNK, SIZE - off));
+          host.read(h, off, dst);
+          assert.deepEqual(dst, bytes.subarray(off, off + dst.length), `${mode}: bytes at ${off}`);
+        }
+      },
+      isHostError('IO', pattern),
+    );
     assert.ok(Date.now() - t0 < 6000);
     const again = new Uint8Array(100);
     host.read(h, 0, again);

@@ -37,24 +37,35 @@ function throwsCode(fn, code, pattern) {
 // and lengths (across the 64 KiB bounce size), and nothing outside [at, at + length) changes.
 test('copyShared writes exactly what set() writes, at any alignment', () => {
   const src = new Uint8Array(200_000).map((_, i) => (i * 131 + 7) & 255);
-  fc.assert(fc.property(fc.nat(15), fc.integer({ min: 0, max: 140_000 }), fc.nat(15), fc.nat(16), (so, len, dof, at) => {
-    const part = src.subarray(so, so + len);
-    const want = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9), got = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9);
-    want.subarray(dof).set(part, at);
-    copyShared(got.subarray(dof), part, at);
-    return Buffer.compare(want, got) === 0;
-  }), { numRuns: 200 });
+  fc.assert(
+    fc.property(fc.nat(15), fc.integer({ min: 0, max: 140_000 }), fc.nat(15), fc.nat(16), (so, len, dof, at) => {
+      const part = src.subarray(so, so + len);
+      const want = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9),
+        got = new Uint8Array(new SharedArrayBuffer(150_000)).fill(9);
+      want.subarray(dof).set(part, at);
+      copyShared(got.subarray(dof), part, at);
+      return Buffer.compare(want, got) === 0;
+    }),
+    { numRuns: 200 },
+  );
 });
 
 test('describeSource: paths, URLs, blobs, named objects', () => {
   assert.deepEqual(describeSource('/a/b/model.gguf'), { kind: 'path', path: '/a/b/model.gguf', name: 'model.gguf' });
-  assert.deepEqual(describeSource('http://h/x/config.json?x=1'), { kind: 'url', url: 'http://h/x/config.json?x=1', name: 'config.json' });
+  assert.deepEqual(describeSource('http://h/x/config.json?x=1'), {
+    kind: 'url',
+    url: 'http://h/x/config.json?x=1',
+    name: 'config.json',
+  });
   assert.equal(describeSource(new URL('file:///t/m%201.gguf')).path, '/t/m 1.gguf');
   const b = new Blob([new Uint8Array(4)]);
   assert.equal(describeSource(b).kind, 'blob');
   assert.equal(describeSource({ blob: b, name: 'tokenizer.json' }).name, 'tokenizer.json');
   assert.equal(describeSource({ url: 'http://h/a/b', name: 'model.gguf' }).name, 'model.gguf');
-  assert.throws(() => describeSource(42), (e) => e.code === 'RANGE');
+  assert.throws(
+    () => describeSource(42),
+    (e) => e.code === 'RANGE',
+  );
 });
 
 test('path, Blob and HTTP give the same bytes, across chunk boundaries', async () => {
@@ -70,10 +81,18 @@ test('path, Blob and HTTP give the same bytes, across chunk boundaries', async (
     assert.equal(host.size(h), SIZE);
     assert.equal(host.name(h), 'data.bin');
   }
-  const spans = [[0, 1], [0, 4096], [CHUNK - 10, 20], [SIZE - 7, 7], [12345, CHUNK + 1000], [0, SIZE]];
+  const spans = [
+    [0, 1],
+    [0, 4096],
+    [CHUNK - 10, 20],
+    [SIZE - 7, 7],
+    [12345, CHUNK + 1000],
+    [0, SIZE],
+  ];
   for (const [off, len] of spans) {
     const want = bytes.subarray(off, off + len);
-    for (const h of [hp, hb, hu]) assert.deepEqual(readAt(host, h, off, len), want, `handle ${h} off ${off} len ${len}`);
+    for (const h of [hp, hb, hu])
+      assert.deepEqual(readAt(host, h, off, len), want, `handle ${h} off ${off} len ${len}`);
   }
   // into shared memory (what wasm memory is with pthreads)
   const shared = new Uint8Array(new SharedArrayBuffer(64));
@@ -83,21 +102,40 @@ test('path, Blob and HTTP give the same bytes, across chunk boundaries', async (
     assert.deepEqual(shared.slice(8, 40), bytes.slice(1000, 1032));
     assert.equal(shared[7], 0);
   }
-  throwsCode(() => readAt(host, hu, SIZE - 3, 4), 'TRUNCATED', /data\.bin: read of 4 bytes at offset \d+ beyond file end/);
+  throwsCode(
+    () => readAt(host, hu, SIZE - 3, 4),
+    'TRUNCATED',
+    /data\.bin: read of 4 bytes at offset \d+ beyond file end/,
+  );
   host.closeAll();
 });
 
 test('HTTP failures are errors with codes and the file name', async () => {
   const host = new HostFiles();
-  await assert.rejects(host.open(`${fx.server.base}/nope/missing.gguf`), (e) => e.code === 'MISSING' && /missing\.gguf: HTTP 404/.test(e.message));
-  await assert.rejects(host.open(`${fx.server.base}/norange/data.bin`), (e) => e.code === 'UNSUPPORTED' && /data\.bin: the server ignored the Range header \(HTTP 200 instead of 206\)/.test(e.message));
-  await assert.rejects(host.open('http://127.0.0.1:9/x.gguf'), (e) => e.code === 'IO' && /x\.gguf: fetch failed/.test(e.message));
+  await assert.rejects(
+    host.open(`${fx.server.base}/nope/missing.gguf`),
+    (e) => e.code === 'MISSING' && /missing\.gguf: HTTP 404/.test(e.message),
+  );
+  await assert.rejects(
+    host.open(`${fx.server.base}/norange/data.bin`),
+    (e) =>
+      e.code === 'UNSUPPORTED' &&
+      /data\.bin: the server ignored the Range header \(HTTP 200 instead of 206\)/.test(e.message),
+  );
+  await assert.rejects(
+    host.open('http://127.0.0.1:9/x.gguf'),
+    (e) => e.code === 'IO' && /x\.gguf: fetch failed/.test(e.message),
+  );
 
   const short = await host.open(`${fx.server.base}/short/data.bin`);
   throwsCode(() => readAt(host, short, 100, 5000), 'IO', /data\.bin: short body/);
 
   const changing = await host.open(`${fx.server.base}/changing/data.bin`);
-  throwsCode(() => readAt(host, changing, 0, 10), 'IO', /data\.bin: the file changed on the server while in use \("v0" -> "v1"\)/);
+  throwsCode(
+    () => readAt(host, changing, 0, 10),
+    'IO',
+    /data\.bin: the file changed on the server while in use \("v0" -> "v1"\)/,
+  );
 
   const shrinking = await host.open(`${fx.server.base}/shrinking/data.bin`);
   throwsCode(() => readAt(host, shrinking, 10, 10), 'IO', /data\.bin: HTTP 416/);
@@ -117,7 +155,10 @@ test('HTTP failures are errors with codes and the file name', async () => {
 
 test('missing path and directory are clear errors', async () => {
   const host = new HostFiles();
-  await assert.rejects(host.open(path.join(dir, 'nope.gguf')), (e) => e.code === 'MISSING' && /nope\.gguf: cannot open/.test(e.message));
+  await assert.rejects(
+    host.open(path.join(dir, 'nope.gguf')),
+    (e) => e.code === 'MISSING' && /nope\.gguf: cannot open/.test(e.message),
+  );
   await assert.rejects(host.open(dir), (e) => e.code === 'IO' && /not a regular file/.test(e.message));
 });
 
@@ -139,7 +180,11 @@ test('a 3 GB sparse file reads at high offsets without a 3 GB buffer', async () 
   assert.deepEqual(readAt(host, h, 2 ** 31 + 3, 5), tail);
   assert.deepEqual(readAt(host, h, 3 * 2 ** 30 - 2, 4), new Uint8Array(4));
   assert.ok(process.memoryUsage().rss - rss0 < 256 * 1024 ** 2, 'resident memory grew by less than 256 MiB');
-  throwsCode(() => readAt(host, h, size - 2, 3), 'TRUNCATED', /big\.bin: read of 3 bytes at offset 3221225487 beyond file end \(3221225489 bytes\)/);
+  throwsCode(
+    () => readAt(host, h, size - 2, 3),
+    'TRUNCATED',
+    /big\.bin: read of 3 bytes at offset 3221225487 beyond file end \(3221225489 bytes\)/,
+  );
   host.closeAll();
 });
 

@@ -50,7 +50,10 @@ function serve(files) {
   const hits = new Map(); // per url
   const bytes = new Map(); // per url: range bytes
   const server = http.createServer((req, res) => {
-    const m = /^\/(f|norange|short|stallbody|changing|shrinking|hidden|stall|stallread|count|hits|bytes)\/([^/]+)$/.exec(req.url);
+    const m =
+      /^\/(f|norange|short|stallbody|changing|shrinking|hidden|stall|stallread|count|hits|bytes)\/([^/]+)$/.exec(
+        req.url,
+      );
     const path = m && files[decodeURIComponent(m[2])];
     if (!path) {
       res.writeHead(404).end('not found');
@@ -78,7 +81,8 @@ function serve(files) {
       else fs.createReadStream(path).pipe(res);
       return;
     }
-    const first = Number(r[1]), last = Math.min(Number(r[2]), size - 1);
+    const first = Number(r[1]),
+      last = Math.min(Number(r[2]), size - 1);
     if (first >= size || (mode === 'shrinking' && first > 0)) {
       res.writeHead(416, { 'Content-Range': `bytes */${size}` }).end();
       return;
@@ -86,7 +90,11 @@ function serve(files) {
     if (mode === 'stallread' && first > 0) return;
     const len = last - first + 1;
     bytes.set(req.url, (bytes.get(req.url) ?? 0) + len);
-    res.writeHead(206, { ...common, 'Content-Length': len, ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }) });
+    res.writeHead(206, {
+      ...common,
+      'Content-Length': len,
+      ...(mode === 'hidden' ? {} : { 'Content-Range': `bytes ${first}-${last}/${size}` }),
+    });
     if ((mode === 'short' || mode === 'stallbody') && first > 0) {
       const fd = fs.openSync(path, 'r');
       const half = Buffer.alloc(Math.max(1, len >> 1));

@@ -29,12 +29,24 @@ after(() => model?.unload());
 // ---- random schemas of the subset, and documents for them ----
 
 const key = fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$/);
-const scalar = fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.boolean(), fc.constant(null), fc.string({ maxLength: 6 }));
+const scalar = fc.oneof(
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.string({ maxLength: 6 }),
+);
 const typed = fc.oneof(
   fc.constant({ type: 'integer' }),
   fc.constant({ type: 'number' }),
   fc.constant({ type: 'boolean' }),
-  fc.record({ type: fc.constant('string'), minLength: fc.integer({ min: 0, max: 3 }), maxLength: fc.integer({ min: 3, max: 8 }) }, { requiredKeys: ['type'] }),
+  fc.record(
+    {
+      type: fc.constant('string'),
+      minLength: fc.integer({ min: 0, max: 3 }),
+      maxLength: fc.integer({ min: 3, max: 8 }),
+    },
+    { requiredKeys: ['type'] },
+  ),
 );
 const leaf = fc.oneof(
   typed,
@@ -43,18 +55,31 @@ const leaf = fc.oneof(
   fc.oneof(scalar, fc.dictionary(key, scalar, { maxKeys: 2 })).map((c) => ({ const: c })),
 );
 const { schema: schemaArb } = fc.letrec((tie) => ({
-  schema: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('object'), tie('array'), tie('anyOf'), tie('nullable')),
+  schema: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    leaf,
+    tie('object'),
+    tie('array'),
+    tie('anyOf'),
+    tie('nullable'),
+  ),
   object: fc.dictionary(key, tie('schema'), { minKeys: 0, maxKeys: 4 }).chain((props) =>
-    fc.record({
-      required: fc.subarray(Object.keys(props)),
-      extra: fc.oneof(fc.constant(undefined), fc.constant(false), fc.constant(true), leaf),
-    }).map(({ required, extra }) => {
-      const s = { type: 'object', properties: props, required };
-      if (extra !== undefined) s.additionalProperties = extra;
-      return s;
-    })),
-  array: fc.record({ items: tie('schema'), lo: fc.integer({ min: 0, max: 2 }), n: fc.option(fc.integer({ min: 0, max: 3 })) }).map(({ items, lo, n }) =>
-    n === null ? { type: 'array', items, minItems: lo } : { type: 'array', items, minItems: lo, maxItems: lo + n }),
+    fc
+      .record({
+        required: fc.subarray(Object.keys(props)),
+        extra: fc.oneof(fc.constant(undefined), fc.constant(false), fc.constant(true), leaf),
+      })
+      .map(({ required, extra }) => {
+        const s = { type: 'object', properties: props, required };
+        if (extra !== undefined) s.additionalProperties = extra;
+        return s;
+      }),
+  ),
+  array: fc
+    .record({ items: tie('schema'), lo: fc.integer({ min: 0, max: 2 }), n: fc.option(fc.integer({ min: 0, max: 3 })) })
+    .map(({ items, lo, n }) =>
+      n === null ? { type: 'array', items, minItems: lo } : { type: 'array', items, minItems: lo, maxItems: lo + n },
+    ),
   anyOf: fc.array(tie('schema'), { minLength: 1, maxLength: 3 }).map((a) => ({ anyOf: a })),
   nullable: typed.map((s) => ({ ...s, nullable: true })), // (ajv: nullable needs a type)
 }));
@@ -67,16 +92,40 @@ function valueArb(s, depth = 0) {
   if (s.enum) return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...s.enum) }, scalar);
   if (s.anyOf) return fc.oneof(...s.anyOf.map((a) => valueArb(a, depth + 1)));
   switch (s.type) {
-    case 'integer': return fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -1e6, max: 1e6 }) }, fc.integer({ min: -40, max: 40 }).map((x) => x + 0.5));
-    case 'number': return fc.oneof(fc.integer({ min: -1e6, max: 1e6 }), fc.integer({ min: -4000, max: 4000 }).map((x) => x / 8));
-    case 'boolean': return fc.boolean();
-    case 'null': return fc.constant(null);
-    case 'string': return fc.string({ minLength: Math.max(0, (s.minLength ?? 0) - 1), maxLength: (s.maxLength ?? 8) + 1 });
-    case 'array': return fc.array(valueArb(s.items, depth + 1), { minLength: Math.max(0, s.minItems - 1), maxLength: (s.maxItems ?? s.minItems + 3) + 1 });
+    case 'integer':
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.integer({ min: -1e6, max: 1e6 }) },
+        fc.integer({ min: -40, max: 40 }).map((x) => x + 0.5),
+      );
+    case 'number':
+      return fc.oneof(
+        fc.integer({ min: -1e6, max: 1e6 }),
+        fc.integer({ min: -4000, max: 4000 }).map((x) => x / 8),
+      );
+    case 'boolean':
+      return fc.boolean();
+    case 'null':
+      return fc.constant(null);
+    case 'string':
+      return fc.string({ minLength: Math.max(0, (s.minLength ?? 0) - 1), maxLength: (s.maxLength ?? 8) + 1 });
+    case 'array':
+      return fc.array(valueArb(s.items, depth + 1), {
+        minLength: Math.max(0, s.minItems - 1),
+        maxLength: (s.maxItems ?? s.minItems + 3) + 1,
+      });
     case 'object': {
-      const entries = Object.entries(s.properties).map(([k, v]) => [k, fc.option(valueArb(v, depth + 1), { nil: undefined, freq: s.required.includes(k) ? 100 : 2 })]);
-      const extra = s.additionalProperties === undefined || s.additionalProperties === false ? fc.constant({})
-        : fc.dictionary(fc.stringMatching(/^x[a-z]{0,3}$/), s.additionalProperties === true ? scalar : valueArb(s.additionalProperties, depth + 1), { maxKeys: 2 });
+      const entries = Object.entries(s.properties).map(([k, v]) => [
+        k,
+        fc.option(valueArb(v, depth + 1), { nil: undefined, freq: s.required.includes(k) ? 100 : 2 }),
+      ]);
+      const extra =
+        s.additionalProperties === undefined || s.additionalProperties === false
+          ? fc.constant({})
+          : fc.dictionary(
+              fc.stringMatching(/^x[a-z]{0,3}$/),
+              s.additionalProperties === true ? scalar : valueArb(s.additionalProperties, depth + 1),
+              { maxKeys: 2 },
+            );
       return fc.tuple(fc.tuple(...entries.map(([, a]) => a)), extra).map(([vals, more]) => {
         const o = {};
         entries.forEach(([k], i) => vals[i] !== undefined && (o[k] = vals[i]));
@@ -88,29 +137,50 @@ function valueArb(s, depth = 0) {
 }
 
 // documents: values for the schema (mostly valid), values for another part of it, any JSON
-const docsArb = (s) => fc.array(fc.oneof({ weight: 4, arbitrary: valueArb(s) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }), { minLength: 4, maxLength: 8 })
-  .chain((vals) => fc.tuple(...vals.map((v) => fc.constantFrom(JSON.stringify(v), JSON.stringify(v, null, 1), ` ${JSON.stringify(v)}`))));
+const docsArb = (s) =>
+  fc
+    .array(fc.oneof({ weight: 4, arbitrary: valueArb(s) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }), {
+      minLength: 4,
+      maxLength: 8,
+    })
+    .chain((vals) =>
+      fc.tuple(
+        ...vals.map((v) => fc.constantFrom(JSON.stringify(v), JSON.stringify(v, null, 1), ` ${JSON.stringify(v)}`)),
+      ),
+    );
 
 test('property: what the grammar accepts is ajv-valid, and ajv-valid documents of the subset are accepted', async () => {
   const ajv = new Ajv({ strict: false });
-  let accepted = 0, refused = 0;
+  let accepted = 0,
+    refused = 0;
   await fc.assert(
     // (through JSON: fc.dictionary's objects have no prototype, which ajv's const compares)
-    fc.asyncProperty(schemaArb.map((s) => JSON.parse(JSON.stringify(s))).chain((s) => fc.tuple(fc.constant(s), docsArb(s))), async ([schema, docs]) => {
-      const valid = ajv.compile(schema);
-      const grammar = await model.jsonSchemaGrammar(schema);
-      for (const doc of docs) {
-        const ok = await accepts(grammar, doc);
-        const parsed = JSON.parse(doc);
-        // ajv-valid and in the grammar's shape: JSON.stringify writes keys in insertion order,
-        // which valueArb makes the order of properties; fc.jsonValue's objects may have keys
-        // the subset does not take (no additionalProperties: no other keys, as llama.cpp)
-        const shaped = inShape(schema, parsed, doc.includes('\n'));
-        if (ok) assert.ok(valid(parsed), `accepted but invalid: ${doc}\nschema ${JSON.stringify(schema)}\n${ajv.errorsText(valid.errors)}`);
-        else assert.ok(!(valid(parsed) && shaped), `valid but refused: ${doc}\nschema ${JSON.stringify(schema)}\n${grammar}`);
-        ok ? accepted++ : refused++;
-      }
-    }),
+    fc.asyncProperty(
+      schemaArb.map((s) => JSON.parse(JSON.stringify(s))).chain((s) => fc.tuple(fc.constant(s), docsArb(s))),
+      async ([schema, docs]) => {
+        const valid = ajv.compile(schema);
+        const grammar = await model.jsonSchemaGrammar(schema);
+        for (const doc of docs) {
+          const ok = await accepts(grammar, doc);
+          const parsed = JSON.parse(doc);
+          // ajv-valid and in the grammar's shape: JSON.stringify writes keys in insertion order,
+          // which valueArb makes the order of properties; fc.jsonValue's objects may have keys
+          // the subset does not take (no additionalProperties: no other keys, as llama.cpp)
+          const shaped = inShape(schema, parsed, doc.includes('\n'));
+          if (ok)
+            assert.ok(
+              valid(parsed),
+              `accepted but invalid: ${doc}\nschema ${JSON.stringify(schema)}\n${ajv.errorsText(valid.errors)}`,
+            );
+          else
+            assert.ok(
+              !(valid(parsed) && shaped),
+              `valid but refused: ${doc}\nschema ${JSON.stringify(schema)}\n${grammar}`,
+            );
+          ok ? accepted++ : refused++;
+        }
+      },
+    ),
     { numRuns: 120, seed: 3301 },
   );
   assert.ok(accepted > 100 && refused > 50, `accepted ${accepted}, refused ${refused}: both sides exercised`);
@@ -133,8 +203,11 @@ function inShape(s, v, indented) {
     if (named.some((k, i) => i > 0 && names.indexOf(k) < names.indexOf(named[i - 1]))) return false;
     if (keys.slice(0, named.length).some((k) => !(k in s.properties))) return false;
     const extra = s.additionalProperties;
-    if (keys.length > named.length && (extra === undefined || extra === false || keys.length - named.length > 17)) return false;
-    const extraOk = keys.slice(named.length).every((k) => /^[^"\\\x00-\x1f]{1,64}$/.test(k) && (extra === true || inShape(extra, v[k], indented)));
+    if (keys.length > named.length && (extra === undefined || extra === false || keys.length - named.length > 17))
+      return false;
+    const extraOk = keys
+      .slice(named.length)
+      .every((k) => /^[^"\\\x00-\x1f]{1,64}$/.test(k) && (extra === true || inShape(extra, v[k], indented)));
     return extraOk && named.every((k) => inShape(s.properties[k], v[k], indented));
   }
   if (typeof v === 'number' && s.type === 'integer') return /^-?\d{1,16}$/.test(JSON.stringify(v));
@@ -142,16 +215,30 @@ function inShape(s, v, indented) {
   return true;
 }
 
-test('the CLI and the engine convert with the same code: identical grammars', { skip: !fs.existsSync(path.join(process.cwd(), 'build/oxinfer')) && 'build/oxinfer not built' }, async () => {
-  const schema = { type: 'object', properties: { a: { type: 'string', maxLength: 4 }, b: { anyOf: [{ type: 'integer' }, { enum: ['x', null] }] } }, required: ['a'] };
-  const file = path.join(dir, 'schema.json');
-  fs.writeFileSync(file, JSON.stringify(schema));
-  const cli = execFileSync(path.join(process.cwd(), 'build/oxinfer'), ['run', '--json-schema', file], { encoding: 'utf8' });
-  assert.equal(cli, await model.jsonSchemaGrammar(schema));
-  assert.ok(await accepts(cli, '{"a": "abcd", "b": null}'));
-  const g4 = execFileSync(path.join(process.cwd(), 'build/oxinfer'), ['run', '--json-schema', file, '--tool-notation'], { encoding: 'utf8' });
-  assert.match(g4, /"<\|\\"\|>" g4-char1\{0,4\} "<\|\\"\|>"/);
-});
+test(
+  'the CLI and the engine convert with the same code: identical grammars',
+  { skip: !fs.existsSync(path.join(process.cwd(), 'build/oxinfer')) && 'build/oxinfer not built' },
+  async () => {
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string', maxLength: 4 }, b: { anyOf: [{ type: 'integer' }, { enum: ['x', null] }] } },
+      required: ['a'],
+    };
+    const file = path.join(dir, 'schema.json');
+    fs.writeFileSync(file, JSON.stringify(schema));
+    const cli = execFileSync(path.join(process.cwd(), 'build/oxinfer'), ['run', '--json-schema', file], {
+      encoding: 'utf8',
+    });
+    assert.equal(cli, await model.jsonSchemaGrammar(schema));
+    assert.ok(await accepts(cli, '{"a": "abcd", "b": null}'));
+    const g4 = execFileSync(
+      path.join(process.cwd(), 'build/oxinfer'),
+      ['run', '--json-schema', file, '--tool-notation'],
+      { encoding: 'utf8' },
+    );
+    assert.match(g4, /"<\|\\"\|>" g4-char1\{0,4\} "<\|\\"\|>"/);
+  },
+);
 
 test('issue #33: $ref to a non-entry, bad percent-encoding and over-limit schemas are coded UNSUPPORTED errors naming the cause', async () => {
   const bad = [
@@ -163,11 +250,18 @@ test('issue #33: $ref to a non-entry, bad percent-encoding and over-limit schema
     [{ type: 'string', pattern: 'a+' }, /keyword "pattern"/],
   ];
   for (const [schema, msg] of bad)
-    await assert.rejects(model.jsonSchemaGrammar(schema), (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && msg.test(e.message), JSON.stringify(schema).slice(0, 80));
+    await assert.rejects(
+      model.jsonSchemaGrammar(schema),
+      (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && msg.test(e.message),
+      JSON.stringify(schema).slice(0, 80),
+    );
   // through the OpenAI layer: a 400 naming the keyword, and the model still answers
   const res = await model.fetch('http://oxinfer.local/v1/chat/completions', {
     method: 'POST',
-    body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { schema: { $ref: '#/$defs/%E0' } } } }),
+    body: JSON.stringify({
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { schema: { $ref: '#/$defs/%E0' } } },
+    }),
   });
   assert.equal(res.status, 400);
   assert.match((await res.json()).error.message, /bad percent-encoding/);
@@ -175,8 +269,16 @@ test('issue #33: $ref to a non-entry, bad percent-encoding and over-limit schema
   await assert.rejects(model.jsonSchemaGrammar(undefined), (e) => e.code === 'RANGE');
 });
 
-test('a forced call\'s grammar: the arguments in Gemma 4 notation, closable strings, more calls with parallel', async () => {
-  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+test("a forced call's grammar: the arguments in Gemma 4 notation, closable strings, more calls with parallel", async () => {
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    },
+  ];
   const one = await model.jsonSchemaGrammar(tools, { toolCalls: true, afterName: true, parallel: false });
   assert.match(one, /^root ::= get-weather "<tool_call\|>"\n/);
   assert.match(one, /^get-weather ::= \("\{" ws \("city" ws ":" ws city\) ws "\}"\)$/m);
@@ -189,18 +291,27 @@ test('a forced call\'s grammar: the arguments in Gemma 4 notation, closable stri
 // ordinary tokens starting with `<`, which this model, trained on plain text, hardly ever samples
 // mid-string (issue #33: forced calls ran to max_tokens). The grammar admits the close after any
 // content (a trailing `<` included); maxLength is the bound that makes the call end.
-test('demo model: a forced call\'s string can always close, and with maxLength it does', async () => {
+test("demo model: a forced call's string can always close, and with maxLength it does", async () => {
   const demo = await loadModel(path.join(process.cwd(), 'web/models/oxinfer-demo.gguf'), { threads: 1 });
   try {
-    const tool = (city) => [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city }, required: ['city'] } } }];
+    const tool = (city) => [
+      {
+        type: 'function',
+        function: { name: 'get_weather', parameters: { type: 'object', properties: { city }, required: ['city'] } },
+      },
+    ];
     const g = await demo.jsonSchemaGrammar(tool({ type: 'string' }), { toolCalls: true, afterName: true });
     for (const s of ['Paris', 'a<', '<<', 'a<b', ''])
       assert.ok(await demo.engine.call('grammarAccepts', { grammar: g, text: `{city:<|"|>${s}<|"|>}<tool_call|>` }), s);
     assert.ok(!(await demo.engine.call('grammarAccepts', { grammar: g, text: '{city:<|"|>a<|b<|"|>}<tool_call|>' })));
     for (const seed of [1, 2, 3]) {
       const r = await demo.createChatCompletion({
-        messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: tool({ type: 'string', maxLength: 16 }),
-        tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, max_tokens: 64, seed,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: tool({ type: 'string', maxLength: 16 }),
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        parallel_tool_calls: false,
+        max_tokens: 64,
+        seed,
       });
       const c = r.choices[0];
       assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c.message));

@@ -34,7 +34,8 @@ test('kvType reaches the engine: logits and resident bytes', { timeout: 600000 }
   }
   assert.deepEqual(run.f32.logits, run.default.logits, "the default is 'f32'");
   assert.equal(run.f32.resident, run.default.resident);
-  const d16 = maxDlogp(run.f16.logits, run.f32.logits), d8 = maxDlogp(run.q8_0.logits, run.f32.logits);
+  const d16 = maxDlogp(run.f16.logits, run.f32.logits),
+    d8 = maxDlogp(run.q8_0.logits, run.f32.logits);
   t.diagnostic(`max |dlogp| vs f32 over ${N} positions: f16 ${d16.toExponential(2)}, q8_0 ${d8.toExponential(2)}`);
   assert.ok(d16 > 0 && d16 < 0.03, `f16: ${d16}`); // measured 0.0097 and 0.35
   assert.ok(d8 > d16 && d8 < 1, `q8_0: ${d8}`);
@@ -48,5 +49,8 @@ test('kvType: bad values are RANGE errors naming it', async () => {
   requireCli();
   const file = synth(tmpDir('kv'), { preset: 'tiny', type: 'f32' });
   for (const kvType of ['q4', 'F16', 1, null])
-    await assert.rejects(loadModel(file, { kvType }), (e) => e instanceof OxError && e.code === 'RANGE' && /kvType/.test(e.message));
+    await assert.rejects(
+      loadModel(file, { kvType }),
+      (e) => e instanceof OxError && e.code === 'RANGE' && /kvType/.test(e.message),
+    );
 });

@@ -22,10 +22,14 @@ test('lookup bound: a hand-worked case', () => {
 
 test('lookup bound: 1 <= best lookup schedule <= every draft right', () => {
   const tokens = fc.array(fc.integer({ min: 0, max: 5 }), { minLength: 2, maxLength: 40 });
-  const curve = fc.array(fc.double({ min: 0.05, max: 1, noNaN: true }), { minLength: 1, maxLength: 8 })
+  const curve = fc
+    .array(fc.double({ min: 0.05, max: 1, noNaN: true }), { minLength: 1, maxLength: 8 })
     .map((steps) => [0, 1, ...steps.map((_, i) => 1 + steps.slice(0, i + 1).reduce((a, b) => a + b, 0))]);
-  fc.assert(fc.property(tokens, tokens, curve, (prompt, out, cost) => {
-    const best = bestLookup(prompt, out, cost), ceil = allRight(out, cost);
-    return best >= 1 - 1e-12 && best <= ceil + 1e-12;
-  }));
+  fc.assert(
+    fc.property(tokens, tokens, curve, (prompt, out, cost) => {
+      const best = bestLookup(prompt, out, cost),
+        ceil = allRight(out, cost);
+      return best >= 1 - 1e-12 && best <= ceil + 1e-12;
+    }),
+  );
 });

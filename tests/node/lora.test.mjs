@@ -78,7 +78,7 @@ test('a GGUF adapter: the native logits with it, the KV cache recomputed', async
   assert.ok(maxDiff(last, got.subarray((TOKENS.length - 1) * vocab)) < 1e-5, 'no stale KV entries');
 });
 
-test('PEFT files (either order) give the GGUF adapter\'s logits', async () => {
+test("PEFT files (either order) give the GGUF adapter's logits", async () => {
   const files = [path.join(peft, 'adapter_model.safetensors'), path.join(peft, 'adapter_config.json')];
   await model.setLora([{ source: files, scale: 0.7 }]);
   const got = await allLogits();
@@ -91,9 +91,15 @@ test('PEFT files (either order) give the GGUF adapter\'s logits', async () => {
 test('scale, two adapters at once, detach', async () => {
   await model.setLora([{ source: loraA, scale: 0 }]);
   assert.deepEqual(await allLogits(), base, 'scale 0 is the base, bit for bit');
-  await model.setLora([{ source: loraA, scale: 0.7 }, { source: loraB, scale: -1.5 }]);
+  await model.setLora([
+    { source: loraA, scale: 0.7 },
+    { source: loraB, scale: -1.5 },
+  ]);
   const two = await allLogits();
-  const d = maxLogprobDiff(two, native(['--lora', loraA, '--lora-scale', '0.7', '--lora', loraB, '--lora-scale', '-1.5']));
+  const d = maxLogprobDiff(
+    two,
+    native(['--lora', loraA, '--lora-scale', '0.7', '--lora', loraB, '--lora-scale', '-1.5']),
+  );
   assert.ok(d < 5e-4, `two adapters vs native: ${d}`);
   assert.deepEqual(await model.setLora([]), { adapters: 0, modules: 0 });
   assert.deepEqual(await allLogits(), base, 'detached: the base, bit for bit');
@@ -107,14 +113,19 @@ test('scale, two adapters at once, detach', async () => {
 test('bad adapters: coded errors, the attached set unchanged', async () => {
   await model.setLora([{ source: loraA, scale: 0.7 }]);
   const want = await allLogits();
-  const rejects = (p, code, re) => assert.rejects(p, (e) => e instanceof OxError && e.code === code && re.test(e.message));
+  const rejects = (p, code, re) =>
+    assert.rejects(p, (e) => e instanceof OxError && e.code === code && re.test(e.message));
   await rejects(model.setLora({ source: loraA }), 'RANGE', /array/);
   await rejects(model.setLora([{ source: loraA, scale: NaN }]), 'RANGE', /scale/);
   await rejects(model.setLora([{ scale: 1 }]), 'RANGE', /source/);
   await rejects(model.setLora([{ source: loraA, weight: 1 }]), 'RANGE', /unknown option "weight"/);
   await rejects(model.setLora([{ source: gguf }]), 'FORMAT', /general\.type/);
   await rejects(model.setLora([{ source: path.join(dir, 'missing.gguf') }]), 'MISSING', /missing\.gguf/);
-  await rejects(model.setLora([{ source: [path.join(peft, 'adapter_config.json')] }]), 'FORMAT', /adapter_config\.json/);
+  await rejects(
+    model.setLora([{ source: [path.join(peft, 'adapter_config.json')] }]),
+    'FORMAT',
+    /adapter_config\.json/,
+  );
   const cut = path.join(dir, 'cut.gguf');
   fs.writeFileSync(cut, fs.readFileSync(loraA).subarray(0, 4000));
   await rejects(model.setLora([{ source: loraB }, { source: cut }]), 'TRUNCATED', /cut\.gguf/);

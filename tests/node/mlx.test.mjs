@@ -49,7 +49,8 @@ function diffs(logits, vocab, want) {
 
 // an MLX dir (+ reference dir) of the bf16 checkpoint
 function mlxPair(name, quant, group) {
-  const out = path.join(dir, name), ref = path.join(dir, `${name}-ref`);
+  const out = path.join(dir, name),
+    ref = path.join(dir, `${name}-ref`);
   fs.mkdirSync(out);
   fs.mkdirSync(ref);
   cli(['quantize', ...files(hfDir), '-o', out, '--quant', quant, '--group', String(group), '--reference', ref]);
@@ -62,20 +63,38 @@ before(() => {
   hfDir = path.join(dir, 'hf');
   fs.mkdirSync(hfDir);
   // calmer (as test_model.c): an activation rounding flip moves the logits less
-  cli(['synth', '--preset', 'tiny', '--type', 'bf16', '--format', 'hf', '--all-byte-tokens', '--branch-gain', '0.5',
-    '--qk-norm-scale', '0.5', '-o', hfDir]);
+  cli([
+    'synth',
+    '--preset',
+    'tiny',
+    '--type',
+    'bf16',
+    '--format',
+    'hf',
+    '--all-byte-tokens',
+    '--branch-gain',
+    '0.5',
+    '--qk-norm-scale',
+    '0.5',
+    '-o',
+    hfDir,
+  ]);
 });
 
 after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-for (const [quant, group] of [['mlx4', 64], ['mlx8', 32]]) {
+for (const [quant, group] of [
+  ['mlx4', 64],
+  ['mlx8', 32],
+]) {
   test(`an MLX ${quant} group ${group} directory loads and matches the native CLI and the reference`, async () => {
     const { out, ref } = mlxPair(`${quant}-g${group}`, quant, group);
     const cfg = JSON.parse(fs.readFileSync(path.join(out, 'config.json'), 'utf8'));
     assert.deepEqual(cfg.quantization, { group_size: group, bits: quant === 'mlx4' ? 4 : 8, mode: 'affine' });
-    const native = nativeLogprobs(files(out), TOKENS), nativeRef = nativeLogprobs(files(ref), TOKENS);
+    const native = nativeLogprobs(files(out), TOKENS),
+      nativeRef = nativeLogprobs(files(ref), TOKENS);
     const m = await loadModel(files(out), { threads: 2 });
     try {
       assert.equal(m.info.files.length, 3);
@@ -86,11 +105,15 @@ for (const [quant, group] of [['mlx4', 64], ['mlx8', 32]]) {
       // position without such a flip matches to float rounding; a wrong kernel matches at none.
       const dn = diffs(lg, m.info.vocab, native);
       assert.ok(Math.max(...dn) < 0.2, `vs native on the MLX files: ${dn.join(' ')}`);
-      assert.ok(dn.some((d) => d < 1e-4), `vs native, no position within 1e-4: ${dn.join(' ')}`);
+      assert.ok(
+        dn.some((d) => d < 1e-4),
+        `vs native, no position within 1e-4: ${dn.join(' ')}`,
+      );
       native.forEach((row, i) => {
         const order = (a) => [...a.keys()].sort((x, y) => a[y] - a[x]);
         const [n0, n1] = order(row);
-        if (row[n0] - row[n1] > 0.2) assert.equal(order(lg.subarray(i * m.info.vocab, (i + 1) * m.info.vocab))[0], n0, `argmax at ${i}`);
+        if (row[n0] - row[n1] > 0.2)
+          assert.equal(order(lg.subarray(i * m.info.vocab, (i + 1) * m.info.vocab))[0], n0, `argmax at ${i}`);
       });
       // against the dequantized reference (f32 weights, f32 activations): activation rounding only
       const dr = diffs(lg, m.info.vocab, nativeRef);
@@ -130,7 +153,10 @@ test('a broken MLX directory is a coded error naming the tensor; the engine stay
   });
   cfg.quantization = { group_size: 64, bits: 3 };
   fs.writeFileSync(cfgPath, JSON.stringify(cfg));
-  await assert.rejects(loadModel(files(out), { threads: 1 }), (e) => e.code === 'CONFIG' && /config\.json: quantization: bits 3/.test(e.message));
+  await assert.rejects(
+    loadModel(files(out), { threads: 1 }),
+    (e) => e.code === 'CONFIG' && /config\.json: quantization: bits 3/.test(e.message),
+  );
   fs.writeFileSync(cfgPath, good);
   const m = await loadModel(files(out), { threads: 1 });
   assert.equal(m.info.layers, 6);

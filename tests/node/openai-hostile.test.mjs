@@ -10,7 +10,13 @@ import { createFetchHandler, createChatCompletion } from '../../js/main/openai.j
 import { loadModel } from '../../js/main/index.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 
-const TOOL = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 
 // a model whose generation is the given pieces, then stats with the given reason
 function scripted(pieces, reason) {
@@ -30,10 +36,17 @@ function scripted(pieces, reason) {
   };
 }
 
-const post = (model, body) => createFetchHandler(model)('http://x/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) });
+const post = (model, body) =>
+  createFetchHandler(model)('http://x/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) });
 
 test('stream: 1 (or any non-boolean) and bad stream_options answer 400 before any generation runs', async () => {
-  for (const extra of [{ stream: 1 }, { stream: 'yes' }, { stream: {} }, { stream: true, stream_options: 3 }, { stream_options: [] }]) {
+  for (const extra of [
+    { stream: 1 },
+    { stream: 'yes' },
+    { stream: {} },
+    { stream: true, stream_options: 3 },
+    { stream_options: [] },
+  ]) {
     const m = scripted(['hello'], 'stop');
     const r = await post(m, { messages: [{ role: 'user', content: 'hi' }], ...extra });
     assert.equal(r.status, 400, JSON.stringify(extra));
@@ -52,19 +65,31 @@ test('stream: 1 (or any non-boolean) and bad stream_options answer 400 before an
 const CUT = ['get_weather{', 'city:', '<|"|>Par', 'is and on and o'];
 
 test('max_tokens cuts a forced tool call: finish_reason length, the partial call as a call, no markup in content', async () => {
-  const req = { messages: [{ role: 'user', content: 'weather?' }], tools: [TOOL], tool_choice: 'required', max_tokens: 4 };
+  const req = {
+    messages: [{ role: 'user', content: 'weather?' }],
+    tools: [TOOL],
+    tool_choice: 'required',
+    max_tokens: 4,
+  };
   const r = await createChatCompletion(scripted(CUT, 'length'), req);
   const c = r.choices[0];
   assert.equal(c.finish_reason, 'length');
   assert.ok(!c.message.content, `no content: ${JSON.stringify(c.message.content)}`);
   assert.equal(c.message.tool_calls.length, 1);
   assert.equal(c.message.tool_calls[0].function.name, 'get_weather');
-  assert.equal(c.message.tool_calls[0].function.arguments, '{"city":"Paris and on and o', 'the arguments as far as they went (not JSON: the answer was cut)');
+  assert.equal(
+    c.message.tool_calls[0].function.arguments,
+    '{"city":"Paris and on and o',
+    'the arguments as far as they went (not JSON: the answer was cut)',
+  );
   // the same, streamed: no content delta carries markup, the call's deltas add up
   const chunks = [];
   for await (const ch of await createChatCompletion(scripted(CUT, 'length'), { ...req, stream: true })) chunks.push(ch);
   const content = chunks.map((ch) => ch.choices[0]?.delta.content ?? '').join('');
-  const args = chunks.flatMap((ch) => ch.choices[0]?.delta.tool_calls ?? []).map((t) => t.function.arguments).join('');
+  const args = chunks
+    .flatMap((ch) => ch.choices[0]?.delta.tool_calls ?? [])
+    .map((t) => t.function.arguments)
+    .join('');
   assert.equal(content, '');
   assert.equal(args, '{"city":"Paris and on and o');
   assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
@@ -74,18 +99,31 @@ test('max_tokens cuts a forced tool call: finish_reason length, the partial call
   assert.equal(done.choices[0].message.tool_calls[0].function.arguments, '{"city":"Par"}');
 });
 
-test('the engine: a forced tool call cut by max_tokens (random weights) never puts markup in content', { timeout: 120000 }, async () => {
-  requireDist();
-  const model = await loadModel(synth(tmpDir('openai-hostile'), { preset: 'tiny', type: 'q8_0', extra: ['--chat-tokens'] }), { threads: 2 });
-  try {
-    for (const seed of [1, 2, 3]) {
-      const r = await model.createChatCompletion({ messages: [{ role: 'user', content: 'weather?' }], tools: [TOOL], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 3, seed });
-      const c = r.choices[0];
-      assert.equal(c.finish_reason, 'length', `seed ${seed}`);
-      assert.doesNotMatch(c.message.content ?? '', /<\|tool_call>|call:/, `seed ${seed}: ${c.message.content}`);
-      assert.equal(c.message.tool_calls?.[0]?.function.name, 'get_weather', `seed ${seed}`);
+test(
+  'the engine: a forced tool call cut by max_tokens (random weights) never puts markup in content',
+  { timeout: 120000 },
+  async () => {
+    requireDist();
+    const model = await loadModel(
+      synth(tmpDir('openai-hostile'), { preset: 'tiny', type: 'q8_0', extra: ['--chat-tokens'] }),
+      { threads: 2 },
+    );
+    try {
+      for (const seed of [1, 2, 3]) {
+        const r = await model.createChatCompletion({
+          messages: [{ role: 'user', content: 'weather?' }],
+          tools: [TOOL],
+          tool_choice: { type: 'function', function: { name: 'get_weather' } },
+          max_tokens: 3,
+          seed,
+        });
+        const c = r.choices[0];
+        assert.equal(c.finish_reason, 'length', `seed ${seed}`);
+        assert.doesNotMatch(c.message.content ?? '', /<\|tool_call>|call:/, `seed ${seed}: ${c.message.content}`);
+        assert.equal(c.message.tool_calls?.[0]?.function.name, 'get_weather', `seed ${seed}`);
+      }
+    } finally {
+      await model.unload();
     }
-  } finally {
-    await model.unload();
-  }
-});
+  },
+);

@@ -26,14 +26,16 @@ import { ROOT } from '../../tools/serve.mjs';
 const BIN = process.env.LLAMACPP_BIN || path.join(os.homedir(), '.cache', 'llamacpp', 'src', 'build', 'bin');
 const QUANTIZE = path.join(BIN, 'llama-quantize');
 const CACHE = path.join(ROOT, 'build', 'oracle-files');
-const SKIP = fs.existsSync(QUANTIZE) ? false
+const SKIP = fs.existsSync(QUANTIZE)
+  ? false
   : `llama.cpp's llama-quantize not found in ${BIN}: build it with tools/llamacpp.sh (or set LLAMACPP_BIN)`;
 
 const SYNTH = ['--branch-gain', '0.1', '--qk-norm-scale', '0.5']; // as oracle.test.mjs
 const SEQ = { seqLen: 24, seqSeed: 7, topK: 20 };
 const TOL = 0.15; // quantized weights: llama.cpp also quantizes the activations
 const TIE = 1e-2;
-const KNOWN_BENCHLIKE = 'quantized benchlike files: random 10-layer weights amplify int8 activation-rounding flips (our own native and wasm engines differ by 0.67 nats on benchlike q8_0), so ~0.5 nats is not a verdict on the kernels';
+const KNOWN_BENCHLIKE =
+  'quantized benchlike files: random 10-layer weights amplify int8 activation-rounding flips (our own native and wasm engines differ by 0.67 nats on benchlike q8_0), so ~0.5 nats is not a verdict on the kernels';
 // recipe -> the ggml type most weight matrices get (inspect must list it);
 // imatrix: llama-quantize refuses the recipe without an importance matrix
 const FILES = [
@@ -63,7 +65,9 @@ const measured = [];
 function run(bin, args) {
   const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.error || r.status !== 0)
-    throw new Error(`${path.basename(bin)} ${args.join(' ')}: ${r.error?.message || `exit ${r.status}`}\n${(r.stderr || '').slice(-2000)}`);
+    throw new Error(
+      `${path.basename(bin)} ${args.join(' ')}: ${r.error?.message || `exit ${r.status}`}\n${(r.stderr || '').slice(-2000)}`,
+    );
   return r.stdout;
 }
 
@@ -77,12 +81,18 @@ function run(bin, args) {
 function imatrixFor(f16) {
   const out = path.join(CACHE, `${sha256File(f16).slice(0, 16)}.imatrix.dat`);
   if (fs.existsSync(out)) return out;
-  const entries = [...cli(['inspect', f16]).matchAll(/^ {2}(\S+\.weight)\s+\S+\s+\[(\d+), \d+\]/gm)].map((m) => [m[1], +m[2]]);
+  const entries = [...cli(['inspect', f16]).matchAll(/^ {2}(\S+\.weight)\s+\S+\s+\[(\d+), \d+\]/gm)].map((m) => [
+    m[1],
+    +m[2],
+  ]);
   const parts = [i32(entries.length)];
   let x = 12345;
   for (const [name, n] of entries) {
     const v = new Float32Array(n);
-    for (let i = 0; i < n; i++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; v[i] = 0.5 + (x >>> 8) / 2 ** 24; }
+    for (let i = 0; i < n; i++) {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      v[i] = 0.5 + (x >>> 8) / 2 ** 24;
+    }
     parts.push(i32(Buffer.byteLength(name)), Buffer.from(name), i32(1), i32(n), Buffer.from(v.buffer));
   }
   fs.writeFileSync(out, Buffer.concat(parts));
@@ -117,36 +127,69 @@ after(async () => {
   await oracle?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   if (measured.length) {
-    console.log('\nllama.cpp-quantized files, max |Δ log p| over llama.cpp\'s top-20 ids (argmax agreement):');
+    console.log("\nllama.cpp-quantized files, max |Δ log p| over llama.cpp's top-20 ids (argmax agreement):");
     for (const line of measured) console.log(`  ${line}`);
   }
 });
 
 for (const f of FILES) {
   const label = `${f.preset} ${f.recipe}`;
-  test(`${label} (llama-quantize): inspect loads it, native and wasm logits match llama.cpp`, { skip: SKIP, todo: f.todo, timeout: 900000 }, async () => {
-    const f16 = synth(dir, { preset: f.preset, type: 'f16', extra: SYNTH });
-    const file = quantize(f16, f);
+  test(
+    `${label} (llama-quantize): inspect loads it, native and wasm logits match llama.cpp`,
+    { skip: SKIP, todo: f.todo, timeout: 900000 },
+    async () => {
+      const f16 = synth(dir, { preset: f.preset, type: 'f16', extra: SYNTH });
+      const file = quantize(f16, f);
 
-    const listing = cli(['inspect', file]);
-    const types = new Map();
-    for (const m of listing.matchAll(/^ {2}(\S+\.weight)\s+(\S+)\s+\[/gm)) types.set(m[2], (types.get(m[2]) || 0) + 1);
-    assert.ok(types.has(f.main), `${label}: inspect lists no ${f.main} tensor (types: ${[...types.keys()].join(', ')})`);
-    const mix = [...types].map(([t, n]) => `${n} ${t}`).join(', ');
+      const listing = cli(['inspect', file]);
+      const types = new Map();
+      for (const m of listing.matchAll(/^ {2}(\S+\.weight)\s+(\S+)\s+\[/gm))
+        types.set(m[2], (types.get(m[2]) || 0) + 1);
+      assert.ok(
+        types.has(f.main),
+        `${label}: inspect lists no ${f.main} tensor (types: ${[...types.keys()].join(', ')})`,
+      );
+      const mix = [...types].map(([t, n]) => `${n} ${t}`).join(', ');
 
-    const ref = await oracle.reference(file, SEQ);
-    assert.equal(ref.positions.length, SEQ.seqLen);
-    const results = [];
-    for (const [name, eng] of [['native', nativeLogprobs(file, ref.seq)], ['wasm', await engineLogprobs(file, ref.seq)]])
-      results.push({ name, ...compareToReference(ref, (pos, id) => eng.pos[pos][id], (pos) => argmax(eng.pos[pos]), { tieTol: TIE }) });
-    const line = `${label.padEnd(17)} [${mix}]: ` + results.map((r) =>
-      `${r.name} ${r.maxDelta.toExponential(2)} @pos ${r.worstPos}, argmax ${r.argmaxAgree}/${r.positions}` +
-      (r.nearTies ? ` (${r.nearTies} near-tie)` : '')).join('; ') + (ref.cached ? ' [ref cached]' : '');
-    measured.push(line);
-    console.log(line);
-    for (const r of results) {
-      assert.deepEqual(r.mismatches, [], `${label} ${r.name}: argmax differs from llama.cpp at ${JSON.stringify(r.mismatches)}`);
-      assert.ok(r.maxDelta <= TOL, `${label} ${r.name}: max |Δ log p| ${r.maxDelta} > ${TOL} at position ${r.worstPos} (per position: ${r.perPos.map((x) => x.toExponential(1)).join(' ')})`);
-    }
-  });
+      const ref = await oracle.reference(file, SEQ);
+      assert.equal(ref.positions.length, SEQ.seqLen);
+      const results = [];
+      for (const [name, eng] of [
+        ['native', nativeLogprobs(file, ref.seq)],
+        ['wasm', await engineLogprobs(file, ref.seq)],
+      ])
+        results.push({
+          name,
+          ...compareToReference(
+            ref,
+            (pos, id) => eng.pos[pos][id],
+            (pos) => argmax(eng.pos[pos]),
+            { tieTol: TIE },
+          ),
+        });
+      const line =
+        `${label.padEnd(17)} [${mix}]: ` +
+        results
+          .map(
+            (r) =>
+              `${r.name} ${r.maxDelta.toExponential(2)} @pos ${r.worstPos}, argmax ${r.argmaxAgree}/${r.positions}` +
+              (r.nearTies ? ` (${r.nearTies} near-tie)` : ''),
+          )
+          .join('; ') +
+        (ref.cached ? ' [ref cached]' : '');
+      measured.push(line);
+      console.log(line);
+      for (const r of results) {
+        assert.deepEqual(
+          r.mismatches,
+          [],
+          `${label} ${r.name}: argmax differs from llama.cpp at ${JSON.stringify(r.mismatches)}`,
+        );
+        assert.ok(
+          r.maxDelta <= TOL,
+          `${label} ${r.name}: max |Δ log p| ${r.maxDelta} > ${TOL} at position ${r.worstPos} (per position: ${r.perPos.map((x) => x.toExponential(1)).join(' ')})`,
+        );
+      }
+    },
+  );
 }

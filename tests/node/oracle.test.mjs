@@ -19,7 +19,7 @@ import { nativeLogprobs, engineLogprobs, argmax, loadPackage } from '../oracle/e
 // small branch outputs and softer attention: a random model that is not
 // chaotic, so one rounding flip does not swing the rest of the sequence
 const SYNTH = ['--branch-gain', '0.1', '--qk-norm-scale', '0.5'];
-const SEQ = { seqLen: 24, seqSeed: 7, topK: 20 };  // tiny preset window: 16
+const SEQ = { seqLen: 24, seqSeed: 7, topK: 20 }; // tiny preset window: 16
 const FIXTURES = [
   { preset: 'tiny', type: 'f32', tol: 2e-2 },
   { preset: 'tiny', type: 'f16', tol: 2e-2 },
@@ -38,7 +38,7 @@ const FIXTURES = [
   { preset: 'keqv', type: 'f32', tol: 2e-2 },
   { preset: 'keqv', type: 'q8_0', tol: 0.15 },
 ];
-const TIE = 1e-2;  // a different argmax within this many nats of llama.cpp's is a near-tie
+const TIE = 1e-2; // a different argmax within this many nats of llama.cpp's is a near-tie
 
 let dir, oracle;
 const measured = [];
@@ -52,13 +52,18 @@ after(async () => {
   await oracle?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   if (measured.length) {
-    console.log('\nllama.cpp oracle, max |Δ log p| over llama.cpp\'s top-20 ids (argmax agreement):');
+    console.log("\nllama.cpp oracle, max |Δ log p| over llama.cpp's top-20 ids (argmax agreement):");
     for (const m of measured) console.log(`  ${m.line}`);
   }
 });
 
 function check(name, ref, eng, tol) {
-  const c = compareToReference(ref, (pos, id) => eng.pos[pos][id], (pos) => argmax(eng.pos[pos]), { tieTol: TIE });
+  const c = compareToReference(
+    ref,
+    (pos, id) => eng.pos[pos][id],
+    (pos) => argmax(eng.pos[pos]),
+    { tieTol: TIE },
+  );
   return { name, ...c, tol };
 }
 
@@ -70,14 +75,28 @@ for (const { preset, type, tol } of FIXTURES) {
     assert.equal(ref.positions.length, SEQ.seqLen);
     const results = [check('native', ref, nativeLogprobs(file, ref.seq), tol)];
     results.push(check('wasm', ref, await engineLogprobs(file, ref.seq), tol));
-    const line = `${label.padEnd(14)} tol ${tol}: ` + results.map((r) =>
-      `${r.name} ${r.maxDelta.toExponential(2)} @pos ${r.worstPos}, argmax ${r.argmaxAgree}/${r.positions}` +
-      (r.nearTies ? ` (${r.nearTies} near-tie)` : '')).join('; ') + (ref.cached ? ' [ref cached]' : '');
+    const line =
+      `${label.padEnd(14)} tol ${tol}: ` +
+      results
+        .map(
+          (r) =>
+            `${r.name} ${r.maxDelta.toExponential(2)} @pos ${r.worstPos}, argmax ${r.argmaxAgree}/${r.positions}` +
+            (r.nearTies ? ` (${r.nearTies} near-tie)` : ''),
+        )
+        .join('; ') +
+      (ref.cached ? ' [ref cached]' : '');
     measured.push({ label, line, results });
     console.log(line);
     for (const r of results) {
-      assert.deepEqual(r.mismatches, [], `${label} ${r.name}: argmax differs from llama.cpp at ${JSON.stringify(r.mismatches)}`);
-      assert.ok(r.maxDelta <= tol, `${label} ${r.name}: max |Δ log p| ${r.maxDelta} > ${tol} at position ${r.worstPos} (per position: ${r.perPos.map((x) => x.toExponential(1)).join(' ')})`);
+      assert.deepEqual(
+        r.mismatches,
+        [],
+        `${label} ${r.name}: argmax differs from llama.cpp at ${JSON.stringify(r.mismatches)}`,
+      );
+      assert.ok(
+        r.maxDelta <= tol,
+        `${label} ${r.name}: max |Δ log p| ${r.maxDelta} > ${tol} at position ${r.worstPos} (per position: ${r.perPos.map((x) => x.toExponential(1)).join(' ')})`,
+      );
     }
   });
 }
@@ -87,7 +106,11 @@ for (const { preset, type, tol } of FIXTURES) {
 test('the comparison catches a model that differs in one detail', { timeout: 600000 }, async () => {
   const file = synth(dir, { preset: 'tiny', type: 'f32', extra: SYNTH });
   const ref = await oracle.reference(file, SEQ);
-  for (const change of [['--window', '8'], ['--rope-base-swa', '20000'], ['--softcap', '25']]) {
+  for (const change of [
+    ['--window', '8'],
+    ['--rope-base-swa', '20000'],
+    ['--softcap', '25'],
+  ]) {
     const other = synth(dir, { preset: 'tiny', type: 'f32', extra: [...SYNTH, ...change] });
     const r = check('native', ref, nativeLogprobs(other, ref.seq), 2e-2);
     console.log(`F32 reference vs engine with ${change.join(' ')}: max |Δ log p| ${r.maxDelta.toExponential(2)}`);
@@ -108,7 +131,10 @@ const TEXTS = [
 
 // default vocab: byte tokens <0x80>..<0xFF> typed UNUSED (see src/writers/synth.c), which
 // llama.cpp still uses for byte fallback; --all-byte-tokens types them BYTE
-for (const [label, extra] of [['default vocab', []], ['--all-byte-tokens', ['--all-byte-tokens']]]) {
+for (const [label, extra] of [
+  ['default vocab', []],
+  ['--all-byte-tokens', ['--all-byte-tokens']],
+]) {
   test(`tokenizer (${label}): native and wasm tokenize like llama.cpp`, { timeout: 600000 }, async () => {
     const file = synth(dir, { preset: 'tiny', type: 'q8_0', extra });
     const theirs = await oracle.tokenize(file, TEXTS);
@@ -120,8 +146,14 @@ for (const [label, extra] of [['default vocab', []], ['--all-byte-tokens', ['--a
         // like llama.cpp's probe: no BOS, special-token text not parsed
         const ours = cli(['tokenize', file, '--text', TEXTS[i], '--json', '--no-bos', '--no-special'], { json: true });
         assert.deepEqual(ours, theirs[i], `native tokens of ${JSON.stringify(TEXTS[i])}`);
-        assert.deepEqual(await m.tokenize(TEXTS[i], { addBos: false, special: false }), theirs[i], `wasm tokens of ${JSON.stringify(TEXTS[i])}`);
+        assert.deepEqual(
+          await m.tokenize(TEXTS[i], { addBos: false, special: false }),
+          theirs[i],
+          `wasm tokens of ${JSON.stringify(TEXTS[i])}`,
+        );
       }
-    } finally { await m.dispose(); }
+    } finally {
+      await m.dispose();
+    }
   });
 }

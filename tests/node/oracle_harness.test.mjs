@@ -19,10 +19,26 @@ test('logSoftmax: normalized, shift-invariant, stable for large logits', () => {
 });
 
 test('compareToReference: max |Δ| over the reference ids, argmax, near-ties, NaN', () => {
-  const ref = { positions: [
-    { pos: 0, argmax: 1, top: [[1, -0.1], [0, -2.5]] },
-    { pos: 1, argmax: 0, top: [[0, -0.69], [2, -0.70]] },
-  ] };
+  const ref = {
+    positions: [
+      {
+        pos: 0,
+        argmax: 1,
+        top: [
+          [1, -0.1],
+          [0, -2.5],
+        ],
+      },
+      {
+        pos: 1,
+        argmax: 0,
+        top: [
+          [0, -0.69],
+          [2, -0.7],
+        ],
+      },
+    ],
+  };
   const ours = [Float64Array.from([-2.4, -0.1, -9]), Float64Array.from([-0.695, -9, -0.694])];
   const argmax = (p) => ours[p].indexOf(Math.max(...ours[p]));
   const c = compareToReference(ref, (p, id) => ours[p][id], argmax, { tieTol: 1e-2 });
@@ -30,7 +46,7 @@ test('compareToReference: max |Δ| over the reference ids, argmax, near-ties, Na
   assert.ok(Math.abs(c.maxDelta - 0.1) < 1e-12, `max delta ${c.maxDelta}`);
   assert.equal(c.worstPos, 0);
   assert.equal(c.argmaxAgree, 2);
-  assert.equal(c.nearTies, 1);  // position 1: ours picks id 2, 0.001 nats from id 0
+  assert.equal(c.nearTies, 1); // position 1: ours picks id 2, 0.001 nats from id 0
   const strict = compareToReference(ref, (p, id) => ours[p][id], argmax, { tieTol: 1e-4 });
   assert.deepEqual(strict.mismatches, [{ pos: 1, ours: 2, llamacpp: 0 }]);
   // a NaN at the first position is not hidden by a finite one after it
@@ -45,7 +61,7 @@ test('tokenSeq: deterministic ids inside the range', () => {
   assert.deepEqual(a, tokenSeq(50, 7, 896, 1024));
   assert.notDeepEqual(a, tokenSeq(50, 8, 896, 1024));
   assert.ok(a.every((x) => Number.isInteger(x) && x >= 896 && x < 1024));
-  assert.deepEqual(tokenSeq(3, 7, 896, 1024), [999, 903, 963]);  // the shared harness's sequence
+  assert.deepEqual(tokenSeq(3, 7, 896, 1024), [999, 903, 963]); // the shared harness's sequence
 });
 
 test('cache: keyed by the file contents and the request; hits need no browser', async () => {
@@ -61,7 +77,7 @@ test('cache: keyed by the file contents and the request; hits need no browser', 
     assert.deepEqual(await o.cached(f, { k: 2 }, compute), { value: 2, cached: false });
     const h1 = sha256File(f);
     fs.writeFileSync(f, 'two');
-    fs.utimesSync(f, new Date(), new Date(Date.now() + 5000));  // a new mtime: hash again
+    fs.utimesSync(f, new Date(), new Date(Date.now() + 5000)); // a new mtime: hash again
     assert.notEqual(sha256File(f), h1);
     assert.deepEqual(await o.cached(f, { k: 1 }, compute), { value: 3, cached: false });
     assert.equal(o.browser, null, 'no browser was started');

@@ -49,23 +49,28 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function check(host, h, off, len) {
   const dst = new Uint8Array(len);
   host.read(h, off, dst);
-  for (let k = 0; k < len; k++) if (dst[k] !== byteAt(off + k)) assert.fail(`byte ${off + k}: ${dst[k]}, want ${byteAt(off + k)}`);
+  for (let k = 0; k < len; k++)
+    if (dst[k] !== byteAt(off + k)) assert.fail(`byte ${off + k}: ${dst[k]}, want ${byteAt(off + k)}`);
 }
 
-test('a scan that jumps away from windows still in flight reads exact bytes while they arrive', { timeout: 60000 }, async () => {
-  const host = new HostFiles({ cacheBytes: 0 });
-  const h = await host.open(`${base}/data.bin`);
-  // a scan starts: windows at 1, 9, 17 and 25 MiB, the later ones slower (up to 2.4 s)
-  check(host, h, 0, MiB);
-  check(host, h, MiB, MiB);
-  // a jump, then a scan there: the old windows are dropped, three of them still arriving
-  check(host, h, 40 * MiB, MiB);
-  for (let off = 41 * MiB; off < SIZE; off += MiB) {
-    check(host, h, off, MiB);
-    await sleep(150); // (under the reader's 1 s idle bound: the windows stay)
-  }
-  host.closeAll();
-});
+test(
+  'a scan that jumps away from windows still in flight reads exact bytes while they arrive',
+  { timeout: 60000 },
+  async () => {
+    const host = new HostFiles({ cacheBytes: 0 });
+    const h = await host.open(`${base}/data.bin`);
+    // a scan starts: windows at 1, 9, 17 and 25 MiB, the later ones slower (up to 2.4 s)
+    check(host, h, 0, MiB);
+    check(host, h, MiB, MiB);
+    // a jump, then a scan there: the old windows are dropped, three of them still arriving
+    check(host, h, 40 * MiB, MiB);
+    for (let off = 41 * MiB; off < SIZE; off += MiB) {
+      check(host, h, off, MiB);
+      await sleep(150); // (under the reader's 1 s idle bound: the windows stay)
+    }
+    host.closeAll();
+  },
+);
 
 // Reads into shared memory (wasm memory of a threaded build) take their bytes straight from the
 // span's body: exact bytes across small and large reads, alignment gaps and a jump, and not one
@@ -74,13 +79,22 @@ test('reads into shared memory: a scan with gaps, reads larger than a chunk, a j
   const host = new HostFiles({ cacheBytes: 0 });
   const h = await host.open(`${base}/data.bin`);
   const mem = new Uint8Array(new SharedArrayBuffer(SIZE + 64));
-  const reads = [[0, MiB], [MiB, MiB], [2 * MiB + 32, 3 * MiB], [5 * MiB + 40, 2 * CHUNK + 7], [48 * MiB, MiB], [49 * MiB + 16, 3 * MiB], [52 * MiB + 16, 12 * MiB - 16]];
+  const reads = [
+    [0, MiB],
+    [MiB, MiB],
+    [2 * MiB + 32, 3 * MiB],
+    [5 * MiB + 40, 2 * CHUNK + 7],
+    [48 * MiB, MiB],
+    [49 * MiB + 16, 3 * MiB],
+    [52 * MiB + 16, 12 * MiB - 16],
+  ];
   mem.fill(0xee);
   for (const [off, len] of reads) host.read(h, off, mem.subarray(off + 32, off + 32 + len));
   let k = 0;
   for (const [off, len] of reads) {
     for (; k < off + 32; k++) if (mem[k] !== 0xee) assert.fail(`byte ${k} written outside the reads`);
-    for (; k < off + 32 + len; k++) if (mem[k] !== byteAt(k - 32)) assert.fail(`byte ${k - 32}: ${mem[k]}, want ${byteAt(k - 32)}`);
+    for (; k < off + 32 + len; k++)
+      if (mem[k] !== byteAt(k - 32)) assert.fail(`byte ${k - 32}: ${mem[k]}, want ${byteAt(k - 32)}`);
   }
   host.closeAll();
 });
@@ -94,14 +108,26 @@ test('an aborted read into shared memory writes nothing after it throws', { time
   const h = await host.open(`${base}/data.bin`);
   const mem = new Uint8Array(new SharedArrayBuffer(20 * MiB)).fill(0xee);
   // the body from 20 MiB comes in 4 pieces 450 ms apart: the abort falls after the first
-  const timer = new Worker('const { workerData: f } = require("node:worker_threads"); setTimeout(() => { Atomics.store(f, 0, 1); }, 250);', { eval: true, workerData: abortFlag });
-  assert.throws(() => host.read(h, 20 * MiB, mem), (e) => e.code === 'ABORTED' && /data\.bin: read of bytes/.test(e.message));
+  const timer = new Worker(
+    'const { workerData: f } = require("node:worker_threads"); setTimeout(() => { Atomics.store(f, 0, 1); }, 250);',
+    { eval: true, workerData: abortFlag },
+  );
+  assert.throws(
+    () => host.read(h, 20 * MiB, mem),
+    (e) => e.code === 'ABORTED' && /data\.bin: read of bytes/.test(e.message),
+  );
   const seen = mem.slice();
-  assert.ok(seen.some((b) => b === 0xee), 'the whole body arrived before the abort');
+  assert.ok(
+    seen.some((b) => b === 0xee),
+    'the whole body arrived before the abort',
+  );
   await sleep(2000); // the rest of the body reaches the reader thread
   assert.deepEqual(mem, seen, 'bytes written after the read threw');
   Atomics.store(abortFlag, 0, 0);
-  assert.throws(() => host.read(h, 0, new Uint8Array(16)), (e) => /an earlier read was aborted/.test(e.message));
+  assert.throws(
+    () => host.read(h, 0, new Uint8Array(16)),
+    (e) => /an earlier read was aborted/.test(e.message),
+  );
   await timer.terminate();
   host.closeAll();
 });
@@ -138,7 +164,8 @@ test('a long read into shared memory that keeps arriving outlasts the timeout', 
     const t0 = Date.now();
     host.read(h, MiB, mem); // 48 pieces 150 ms apart: 7 s, past 1 s + the bridge's 5 s margin
     assert.ok(Date.now() - t0 > 6000, `the read took only ${Date.now() - t0} ms`);
-    for (let k = 0; k < mem.length; k++) if (mem[k] !== byteAt(MiB + k)) assert.fail(`byte ${MiB + k}: ${mem[k]}, want ${byteAt(MiB + k)}`);
+    for (let k = 0; k < mem.length; k++)
+      if (mem[k] !== byteAt(MiB + k)) assert.fail(`byte ${MiB + k}: ${mem[k]}, want ${byteAt(MiB + k)}`);
     host.closeAll();
   } finally {
     await drip.terminate();

@@ -9,9 +9,37 @@ import { loadModel } from '../../js/main/index.js';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { chatSoak } from '../../tools/soak/session.mjs';
 
-const SHAPE = ['--hidden', '64', '--layers', '2', '--heads', '2', '--kv-heads', '1', '--head-dim', '64', '--global-head-dim', '64',
-  '--ffn', '128', '--ple', '16', '--vocab', '384', '--user-tokens', '4', '--swa-period', '2', '--kv-shared', '0', '--window', '64',
-  '--ctx', '1024', '--all-byte-tokens'];
+const SHAPE = [
+  '--hidden',
+  '64',
+  '--layers',
+  '2',
+  '--heads',
+  '2',
+  '--kv-heads',
+  '1',
+  '--head-dim',
+  '64',
+  '--global-head-dim',
+  '64',
+  '--ffn',
+  '128',
+  '--ple',
+  '16',
+  '--vocab',
+  '384',
+  '--user-tokens',
+  '4',
+  '--swa-period',
+  '2',
+  '--kv-shared',
+  '0',
+  '--window',
+  '64',
+  '--ctx',
+  '1024',
+  '--all-byte-tokens',
+];
 
 test('40 chat turns with reuse and truncation: memory bounded by the KV cache, no growth once it is full', async () => {
   requireDist();
@@ -21,7 +49,8 @@ test('40 chat turns with reuse and truncation: memory bounded by the KV cache, n
   try {
     const loaded = await m.stats();
     const samples = [];
-    const turns = 40, gen = 24;
+    const turns = 40,
+      gen = 24;
     const totals = await chatSoak(m, { turns, gen, ctx: 256, every: 2, onSample: async (s) => void samples.push(s) });
     assert.equal(totals.generated, turns * gen);
     assert.ok(totals.truncations >= 5, `the conversation was truncated (${totals.truncations} times)`);
@@ -33,7 +62,11 @@ test('40 chat turns with reuse and truncation: memory bounded by the KV cache, n
     const bound = loaded.wasmMemoryBytes + 3 * kv + 0.2 * loaded.wasmMemoryBytes;
     assert.ok(peak <= bound, `wasm memory ${peak} <= ${bound}`);
     const half = samples.filter((s) => s.turn >= turns / 2);
-    assert.equal(Math.max(...half.map((s) => s.wasmMemoryBytes)), samples.find((s) => s.turn >= turns / 2 - 2).wasmMemoryBytes, 'no growth in the second half');
+    assert.equal(
+      Math.max(...half.map((s) => s.wasmMemoryBytes)),
+      samples.find((s) => s.turn >= turns / 2 - 2).wasmMemoryBytes,
+      'no growth in the second half',
+    );
     assert.equal(new Set(half.map((s) => s.residentBytes)).size, 1, 'the KV cache is at full size and stays so');
   } finally {
     await m.unload();

@@ -43,7 +43,10 @@ async function logitsOf(file, opts) {
 
 const same = (a, b, what) => {
   assert.equal(a.length, b.length, what);
-  assert.ok(Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength)), `${what}: logits differ`);
+  assert.ok(
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength)),
+    `${what}: logits differ`,
+  );
 };
 
 test('MoE: experts streamed through a cache of a few experts give the resident logits, bit for bit', async () => {
@@ -64,7 +67,10 @@ test('MoE: experts streamed through a cache of a few experts give the resident l
 test('dense: every layer weight streamed gives the resident logits; a large cache keeps them', async () => {
   const want = await logitsOf(dense, {});
   // the smallest cache: the transit area alone (the RANGE error of a 1-byte cache names it)
-  const min = await loadModel(dense, { streamWeights: 'all', weightCache: 1 }).then(() => assert.fail('loaded'), (e) => Number(/less than the (\d+)/.exec(e.message)?.[1]));
+  const min = await loadModel(dense, { streamWeights: 'all', weightCache: 1 }).then(
+    () => assert.fail('loaded'),
+    (e) => Number(/less than the (\d+)/.exec(e.message)?.[1]),
+  );
   assert.ok(min > 0);
   const small = await logitsOf(dense, { streamWeights: 'all', weightCache: min });
   const large = await logitsOf(dense, { streamWeights: 'all', weightCache: 64 << 20 });
@@ -74,7 +80,10 @@ test('dense: every layer weight streamed gives the resident logits; a large cach
   }
   assert.equal(small.stats.streamHits, 0, 'nothing admitted');
   assert.equal(small.stats.streamBytes, 2 * large.stats.streamBytes, 'everything read on each of the two calls');
-  assert.ok(large.stats.streamHits > 0 && large.stats.streamBytes === large.before.streamBytes, 'nothing read after the first call');
+  assert.ok(
+    large.stats.streamHits > 0 && large.stats.streamBytes === large.before.streamBytes,
+    'nothing read after the first call',
+  );
 });
 
 test('a file that shrinks under a streamed read: IO naming it, and the model works once it is back', async () => {
@@ -92,10 +101,16 @@ test('a file that shrinks under a streamed read: IO naming it, and the model wor
 
 test('options: names checked, a cache smaller than one expert, experts on a dense model, conversions', async () => {
   await assert.rejects(loadModel(moe, { streamWeights: 'some' }), (e) => isOx(e, 'RANGE', /streamWeights/));
-  await assert.rejects(loadModel(moe, { streamWeights: 'experts', weightCache: 0 }), (e) => isOx(e, 'RANGE', /weightCache/));
-  await assert.rejects(loadModel(moe, { streamWeights: 'experts', weightCache: 1000 }), (e) => isOx(e, 'RANGE', /less than the 104448/));
+  await assert.rejects(loadModel(moe, { streamWeights: 'experts', weightCache: 0 }), (e) =>
+    isOx(e, 'RANGE', /weightCache/),
+  );
+  await assert.rejects(loadModel(moe, { streamWeights: 'experts', weightCache: 1000 }), (e) =>
+    isOx(e, 'RANGE', /less than the 104448/),
+  );
   await assert.rejects(loadModel(dense, { streamWeights: 'experts' }), (e) => isOx(e, 'RANGE', /no routed experts/));
   const f32 = path.join(dir, 'tiny-f32.gguf');
   cli(['synth', '--preset', 'tiny', '--type', 'f32', '-o', f32]);
-  await assert.rejects(loadModel(f32, { streamWeights: 'all', quant: 'q8' }), (e) => isOx(e, 'UNSUPPORTED', /streamed weights run as stored/));
+  await assert.rejects(loadModel(f32, { streamWeights: 'all', quant: 'q8' }), (e) =>
+    isOx(e, 'UNSUPPORTED', /streamed weights run as stored/),
+  );
 });

@@ -14,14 +14,24 @@ export async function launchChromium({ jsFlags = '' } = {}) {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-      ...(jsFlags ? [`--js-flags=${jsFlags}`] : [])],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+      ...(jsFlags ? [`--js-flags=${jsFlags}`] : []),
+    ],
   });
 }
 
 // Forward a page's console errors and uncaught exceptions to `sink` (an array).
 export function collectErrors(page, sink, prefix = '') {
   page.on('pageerror', (e) => sink.push(`${prefix}pageerror: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') sink.push(`${prefix}console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') sink.push(`${prefix}console: ${m.text()}`);
+  });
 }

@@ -10,7 +10,10 @@ import { logSoftmax } from './llamacpp.mjs';
 // -> { vocab, pos: Array<Float64Array> } (full-vocab log-probs per position); file: a path or
 // the paths of one model (an HF directory's files)
 export function nativeLogprobs(file, tokens, { threads = 1 } = {}) {
-  const r = cli(['run', ...[file].flat(), '--tokens', tokens.join(','), '--all', '--json', '--threads', String(threads)], { json: true });
+  const r = cli(
+    ['run', ...[file].flat(), '--tokens', tokens.join(','), '--all', '--json', '--threads', String(threads)],
+    { json: true },
+  );
   if (!Array.isArray(r.positions) || r.positions.length !== tokens.length)
     throw new Error(`oxinfer run: expected ${tokens.length} positions, got ${r.positions?.length}`);
   const vocab = r.positions[0].top.length;
@@ -32,7 +35,7 @@ export async function loadPackage() {
 // -> { vocab, flat: Float32Array (n * vocab), pos: Array<Float64Array> log-probs }
 export async function engineLogprobs(file, tokens, { threads = 1, model = null } = {}) {
   const { loadModel } = await loadPackage();
-  const m = model || await loadModel(file, { threads });
+  const m = model || (await loadModel(file, { threads }));
   try {
     const flat = await m.logits(tokens, { all: true });
     const vocab = m.info.vocab;

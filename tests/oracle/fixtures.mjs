@@ -11,14 +11,16 @@ import { ROOT } from '../../tools/serve.mjs';
 export const CLI = process.env.OX_CLI || path.join(ROOT, 'build', 'oxinfer');
 
 export function requireCli() {
-  if (!fs.existsSync(CLI)) throw new Error(`${CLI} not found: build it (cmake -S . -B build && cmake --build build -j2) or set OX_CLI`);
+  if (!fs.existsSync(CLI))
+    throw new Error(`${CLI} not found: build it (cmake -S . -B build && cmake --build build -j2) or set OX_CLI`);
   return CLI;
 }
 
 export function requireDist() {
   const f = path.join(ROOT, 'js', 'main', 'index.js');
   if (!fs.existsSync(f)) throw new Error(`${f} not found`);
-  if (!fs.existsSync(path.join(ROOT, 'dist'))) throw new Error(`${path.join(ROOT, 'dist')} not found: run make -f Makefile.emscripten`);
+  if (!fs.existsSync(path.join(ROOT, 'dist')))
+    throw new Error(`${path.join(ROOT, 'dist')} not found: run make -f Makefile.emscripten`);
 }
 
 export function cli(args, { json = false, input = null } = {}) {
@@ -34,7 +36,10 @@ export function tmpDir(tag) {
 
 // Write a synthetic model; returns its path.  extra: more `oxinfer synth` flags.
 export function synth(dir, { preset = 'tiny', type = 'f32', extra = [] } = {}) {
-  const tag = extra.map((x) => x.replace(/^--/, '')).join('-').replace(/[^a-z0-9.-]+/gi, '_');
+  const tag = extra
+    .map((x) => x.replace(/^--/, ''))
+    .join('-')
+    .replace(/[^a-z0-9.-]+/gi, '_');
   const out = path.join(dir, `${preset}-${type}${tag ? '-' + tag : ''}.gguf`);
   if (!fs.existsSync(out)) cli(['synth', '--preset', preset, '--type', type, ...extra, '-o', out]);
   return out;

@@ -47,7 +47,9 @@ export function sha256File(file) {
     const buf = Buffer.allocUnsafe(1 << 20);
     let n;
     while ((n = fs.readSync(fd, buf, 0, buf.length, null)) > 0) h.update(buf.subarray(0, n));
-  } finally { fs.closeSync(fd); }
+  } finally {
+    fs.closeSync(fd);
+  }
   const d = h.digest('hex');
   fileHashes.set(memo, d);
   return d;
@@ -62,21 +64,28 @@ export class Oracle {
     this.browser = null;
     this.server = null;
     this.page = null;
-    this.loaded = null;  // path of the model the page holds
-    this.served = null;  // { '/model.gguf': path }
+    this.loaded = null; // path of the model the page holds
+    this.served = null; // { '/model.gguf': path }
     this.info = null;
   }
 
   cachePath(file, request) {
-    const key = crypto.createHash('sha256')
-      .update(JSON.stringify({ METHOD, wllama: WLLAMA_VERSION, request })).digest('hex').slice(0, 16);
+    const key = crypto
+      .createHash('sha256')
+      .update(JSON.stringify({ METHOD, wllama: WLLAMA_VERSION, request }))
+      .digest('hex')
+      .slice(0, 16);
     return path.join(this.cacheDir, `${sha256File(file).slice(0, 24)}-${key}.json`);
   }
 
   async cached(file, request, compute) {
     const cp = this.cachePath(file, request);
     if (this.useCache && fs.existsSync(cp)) {
-      try { return { ...JSON.parse(fs.readFileSync(cp, 'utf8')), cached: true }; } catch { /* recompute */ }
+      try {
+        return { ...JSON.parse(fs.readFileSync(cp, 'utf8')), cached: true };
+      } catch {
+        /* recompute */
+      }
     }
     const out = await compute();
     if (this.useCache) {
@@ -98,13 +107,17 @@ export class Oracle {
       });
       this.browser = await launchChromium();
       this.page = await this.browser.newPage();
-      this.page.on('console', (m) => { if (this.verbose) console.log('[oracle page]', m.text()); });
-      this.page.on('pageerror', (e) => { if (this.log) this.log(`[oracle page] ${e.message}`); });
+      this.page.on('console', (m) => {
+        if (this.verbose) console.log('[oracle page]', m.text());
+      });
+      this.page.on('pageerror', (e) => {
+        if (this.log) this.log(`[oracle page] ${e.message}`);
+      });
       await this.page.goto(this.server.url + '/');
       await this.page.waitForFunction(() => window.oracle && window.oracle.ready, null, { timeout: 60000 });
     }
     if (this.loaded !== abs) {
-      this.served['/model.gguf'] = abs;  // the server reads the map on each request
+      this.served['/model.gguf'] = abs; // the server reads the map on each request
       this.info = await this.page.evaluate((v) => window.oracle.load('/model.gguf', { verbose: v }), this.verbose);
       this.loaded = abs;
       if (this.log) this.log(`oracle: loaded ${path.basename(abs)} in llama.cpp ${this.info.libllama}`);
@@ -118,7 +131,10 @@ export class Oracle {
     const request = { kind: 'logprobs', seq, seqLen: seq ? null : seqLen, seqSeed: seq ? null : seqSeed, topK };
     return this.cached(file, request, async () => {
       const page = await this.ensurePage(file);
-      const s = seq || [this.info.bos ?? 2, ...tokenSeq(seqLen - 1, seqSeed, this.info.userFirst, this.info.userFirst + this.info.userCount)];
+      const s = seq || [
+        this.info.bos ?? 2,
+        ...tokenSeq(seqLen - 1, seqSeed, this.info.userFirst, this.info.userFirst + this.info.userCount),
+      ];
       let positions;
       try {
         positions = await page.evaluate(([s1, k]) => window.oracle.logprobs(s1, k), [s, topK]);
@@ -127,12 +143,20 @@ export class Oracle {
         // bytes (BYTE-typed <0x80>..<0xFF>, e.g. synth --all-byte-tokens)
         const msg = e.message.split('\n')[0].replace(/^page\.evaluate: /, '');
         const hint = /typed array length|UTF-8|json/i.test(msg)
-          ? ' (a vocab with <0x80>..<0xFF> typed BYTE breaks wllama\'s output: use the default synth vocab)' : '';
+          ? " (a vocab with <0x80>..<0xFF> typed BYTE breaks wllama's output: use the default synth vocab)"
+          : '';
         throw new Error(`llama.cpp (wllama) on ${path.basename(file)}: ${msg}${hint}`);
       }
       return {
-        model: path.basename(file), sha256: sha256File(file), wllama: WLLAMA_VERSION, libllama: this.info.libllama,
-        method: METHOD, seq: s, topK, nVocab: this.info.nVocab, positions,
+        model: path.basename(file),
+        sha256: sha256File(file),
+        wllama: WLLAMA_VERSION,
+        libllama: this.info.libllama,
+        method: METHOD,
+        seq: s,
+        topK,
+        nVocab: this.info.nVocab,
+        positions,
       };
     });
   }
@@ -147,16 +171,27 @@ export class Oracle {
       const page = await this.ensurePage(file);
       const ids = [];
       for (const text of texts) {
-        const res = await page.evaluate((t) => window.oracle.complete({
-          prompt: t, max_tokens: 1, temperature: 0, verbose: true, cache_prompt: false,
-          logit_bias: [[t, false]],
-        }), text);
+        const res = await page.evaluate(
+          (t) =>
+            window.oracle.complete({
+              prompt: t,
+              max_tokens: 1,
+              temperature: 0,
+              verbose: true,
+              cache_prompt: false,
+              logit_bias: [[t, false]],
+            }),
+          text,
+        );
         const gs = res.__verbose?.generation_settings;
-        if (!gs || !Array.isArray(gs.logit_bias)) throw new Error('tokenize probe: no generation_settings.logit_bias in the response');
+        if (!gs || !Array.isArray(gs.logit_bias))
+          throw new Error('tokenize probe: no generation_settings.logit_bias in the response');
         const t = gs.logit_bias.map((e) => e.token);
         // the prompt was tokenized the same way, plus the BOS
         if (res.usage && res.usage.prompt_tokens !== t.length + 1)
-          throw new Error(`tokenize probe: ${t.length} ids from logit_bias but ${res.usage.prompt_tokens} prompt tokens for ${JSON.stringify(text)}`);
+          throw new Error(
+            `tokenize probe: ${t.length} ids from logit_bias but ${res.usage.prompt_tokens} prompt tokens for ${JSON.stringify(text)}`,
+          );
         ids.push(t);
       }
       return { model: path.basename(file), sha256: sha256File(file), texts, ids };
@@ -165,7 +200,11 @@ export class Oracle {
   }
 
   async close() {
-    if (this.page) { try { await this.page.evaluate(() => window.oracle.exit()); } catch {} }
+    if (this.page) {
+      try {
+        await this.page.evaluate(() => window.oracle.exit());
+      } catch {}
+    }
     if (this.browser) await this.browser.close();
     if (this.server) this.server.close();
     this.browser = this.server = this.page = this.loaded = null;
@@ -194,27 +233,48 @@ const nanMax = (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a,
 // argmaxOf(pos) -> the engine's argmax.  A different argmax counts as a
 // near-tie when the engine's own log-probs of both ids are within tieTol.
 export function compareToReference(ref, getLogprob, argmaxOf, { tieTol = 1e-2 } = {}) {
-  let maxDelta = 0, worstPos = -1, argmaxAgree = 0, nearTies = 0;
+  let maxDelta = 0,
+    worstPos = -1,
+    argmaxAgree = 0,
+    nearTies = 0;
   const perPos = [];
   const mismatches = [];
   for (const p of ref.positions) {
     let d = 0;
     for (const [id, lp] of p.top) d = nanMax(d, Math.abs(getLogprob(p.pos, id) - lp));
     perPos.push(d);
-    if (!Number.isNaN(maxDelta) && (Number.isNaN(d) || d > maxDelta)) { maxDelta = d; worstPos = p.pos; }
+    if (!Number.isNaN(maxDelta) && (Number.isNaN(d) || d > maxDelta)) {
+      maxDelta = d;
+      worstPos = p.pos;
+    }
     const a = argmaxOf(p.pos);
     if (a === p.argmax) argmaxAgree++;
-    else if (Math.abs(getLogprob(p.pos, a) - getLogprob(p.pos, p.argmax)) <= tieTol) { argmaxAgree++; nearTies++; }
-    else mismatches.push({ pos: p.pos, ours: a, llamacpp: p.argmax });
+    else if (Math.abs(getLogprob(p.pos, a) - getLogprob(p.pos, p.argmax)) <= tieTol) {
+      argmaxAgree++;
+      nearTies++;
+    } else mismatches.push({ pos: p.pos, ours: a, llamacpp: p.argmax });
   }
   return { positions: ref.positions.length, maxDelta, worstPos, perPos, argmaxAgree, nearTies, mismatches };
 }
 
 async function main(argv) {
-  const a = { model: null, seq: null, seqLen: 16, seqSeed: 7, top: 20, tokenize: [], out: null, cache: true, verbose: false };
+  const a = {
+    model: null,
+    seq: null,
+    seqLen: 16,
+    seqSeed: 7,
+    top: 20,
+    tokenize: [],
+    out: null,
+    cache: true,
+    verbose: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
-    const v = () => { if (i + 1 >= argv.length) throw new Error(`${k} needs a value`); return argv[++i]; };
+    const v = () => {
+      if (i + 1 >= argv.length) throw new Error(`${k} needs a value`);
+      return argv[++i];
+    };
     if (k === '--model') a.model = v();
     else if (k === '--seq') a.seq = v().split(',').map(Number);
     else if (k === '--seq-len') a.seqLen = Number(v());
@@ -226,7 +286,10 @@ async function main(argv) {
     else if (k === '--verbose') a.verbose = true;
     else throw new Error(`unknown option ${k}`);
   }
-  if (!a.model) throw new Error('usage: llamacpp.mjs --model FILE [--seq 2,..|--seq-len N --seq-seed S] [--top K] [--tokenize TEXT]... [--out F] [--no-cache]');
+  if (!a.model)
+    throw new Error(
+      'usage: llamacpp.mjs --model FILE [--seq 2,..|--seq-len N --seq-seed S] [--top K] [--tokenize TEXT]... [--out F] [--no-cache]',
+    );
   if (a.seq && a.seq.some((x) => !Number.isInteger(x))) throw new Error('--seq: comma-separated integer ids');
   const o = new Oracle({ useCache: a.cache, verbose: a.verbose, log: (l) => console.error(l) });
   try {
@@ -237,15 +300,23 @@ async function main(argv) {
     } else {
       const r = await o.reference(a.model, { seq: a.seq, seqLen: a.seqLen, seqSeed: a.seqSeed, topK: a.top });
       out.reference = r;
-      console.log(`llama.cpp ${r.libllama}: ${r.positions.length} positions, top ${r.topK}${r.cached ? ' (cached)' : ''}; seq ${r.seq.join(',')}`);
+      console.log(
+        `llama.cpp ${r.libllama}: ${r.positions.length} positions, top ${r.topK}${r.cached ? ' (cached)' : ''}; seq ${r.seq.join(',')}`,
+      );
       console.log(`argmax per position: ${r.positions.map((p) => p.argmax).join(',')}`);
     }
-    if (a.out) { fs.writeFileSync(a.out, JSON.stringify(out, null, 1)); console.log('wrote', a.out); }
+    if (a.out) {
+      fs.writeFileSync(a.out, JSON.stringify(out, null, 1));
+      console.log('wrote', a.out);
+    }
   } finally {
     await o.close();
   }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] || '').href) {
-  main(process.argv.slice(2)).catch((e) => { console.error(e.stack || String(e)); process.exit(1); });
+  main(process.argv.slice(2)).catch((e) => {
+    console.error(e.stack || String(e));
+    process.exit(1);
+  });
 }

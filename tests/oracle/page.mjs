@@ -18,18 +18,26 @@ function probEntries(res) {
 }
 
 function idsToText(ids) {
-  const lo = info.userFirst, hi = info.userFirst + info.userCount;
-  return ids.map((id) => {
-    if (!(id >= lo && id < hi)) throw new Error(`token ${id} is outside the <unusedN> block [${lo}, ${hi})`);
-    return `<unused${id - lo}>`;
-  }).join('');
+  const lo = info.userFirst,
+    hi = info.userFirst + info.userCount;
+  return ids
+    .map((id) => {
+      if (!(id >= lo && id < hi)) throw new Error(`token ${id} is outside the <unusedN> block [${lo}, ${hi})`);
+      return `<unused${id - lo}>`;
+    })
+    .join('');
 }
 
 async function load(url, o = {}) {
   if (w) await w.exit();
   const blob = await (await fetch(url)).blob();
-  w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' },
-    { suppressNativeLog: !o.verbose, logger: o.verbose ? console : { ...console, debug: () => {}, log: () => {}, info: () => {} } });
+  w = new Wllama(
+    { default: '/wllama/esm/wasm/wllama.wasm' },
+    {
+      suppressNativeLog: !o.verbose,
+      logger: o.verbose ? console : { ...console, debug: () => {}, log: () => {}, info: () => {} },
+    },
+  );
   w.setCompat?.(null); // never the CDN fallback build: this Chromium has JSPI and memory64
   await w.loadModel([blob], {
     n_threads: o.threads ?? 1,
@@ -69,8 +77,12 @@ async function logprobs(seq, topK) {
   for (let k = 1; k <= seq.length; k++) {
     const res = await w.createCompletion({
       prompt: idsToText(seq.slice(1, k)),
-      max_tokens: 1, temperature: 0, ignore_eos: true, cache_prompt: true,
-      n_probs: k1, post_sampling_probs: false,
+      max_tokens: 1,
+      temperature: 0,
+      ignore_eos: true,
+      cache_prompt: true,
+      n_probs: k1,
+      post_sampling_probs: false,
     });
     if (res.usage && res.usage.prompt_tokens !== k)
       throw new Error(`position ${k - 1}: prompt of ${k} tokens became ${res.usage.prompt_tokens} tokens`);

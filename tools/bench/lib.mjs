@@ -30,9 +30,11 @@ export function tokenSeq(n, seed, lo, hi) {
   let x = seed >>> 0 || 1;
   const out = [];
   for (let i = 0; i < n; i++) {
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     out.push(lo + (x % (hi - lo)));
   }
   return out;
@@ -41,7 +43,8 @@ export function tokenSeq(n, seed, lo, hi) {
 // The prompt of one rep: BOS + nPrompt-1 ids of the USER_DEFINED <unusedN> block, which
 // llama.cpp tokenizes back to exactly those ids (wllama takes text only).
 export function prompt(meta, nPrompt, seed) {
-  const lo = meta.userFirst, hi = meta.userFirst + meta.userCount;
+  const lo = meta.userFirst,
+    hi = meta.userFirst + meta.userCount;
   const ids = tokenSeq(nPrompt - 1, seed, lo, hi);
   return { tokens: [meta.bos, ...ids], text: ids.map((id) => `<unused${id - lo}>`).join('') };
 }
@@ -63,7 +66,8 @@ export function ggufHeader(file) {
       try {
         return { ...parseHeader(buf, file), size };
       } catch (e) {
-        if (!(e instanceof RangeError) || cap >= size) throw e.message.startsWith(file) ? e : new Error(`${file}: ${e.message}`);
+        if (!(e instanceof RangeError) || cap >= size)
+          throw e.message.startsWith(file) ? e : new Error(`${file}: ${e.message}`);
         cap = Math.min(size, cap * 4);
       }
     }
@@ -81,7 +85,9 @@ function parseHeader(b, file) {
   let o = 24;
   const nTensors = Number(b.readBigUInt64LE(8));
   const nKv = Number(b.readBigUInt64LE(16));
-  const need = (n) => { if (o + n > b.length) throw new RangeError('past the buffer'); };
+  const need = (n) => {
+    if (o + n > b.length) throw new RangeError('past the buffer');
+  };
   const str = () => {
     need(8);
     const n = Number(b.readBigUInt64LE(o));
@@ -92,8 +98,20 @@ function parseHeader(b, file) {
   };
   const scalar = (t) => {
     need(SCALAR[t]);
-    const v = t === 4 ? b.readUInt32LE(o) : t === 5 ? b.readInt32LE(o) : t === 6 ? b.readFloatLE(o)
-      : t === 7 ? b[o] !== 0 : t === 10 ? Number(b.readBigUInt64LE(o)) : t === 0 ? b[o] : null;
+    const v =
+      t === 4
+        ? b.readUInt32LE(o)
+        : t === 5
+          ? b.readInt32LE(o)
+          : t === 6
+            ? b.readFloatLE(o)
+            : t === 7
+              ? b[o] !== 0
+              : t === 10
+                ? Number(b.readBigUInt64LE(o))
+                : t === 0
+                  ? b[o]
+                  : null;
     o += SCALAR[t];
     return v;
   };
@@ -106,7 +124,8 @@ function parseHeader(b, file) {
     if (t === 8) kv[key] = str();
     else if (t === 9) {
       need(12);
-      const et = b.readUInt32LE(o), n = Number(b.readBigUInt64LE(o + 4));
+      const et = b.readUInt32LE(o),
+        n = Number(b.readBigUInt64LE(o + 4));
       o += 12;
       if (et === 8) for (let k = 0; k < n; k++) str();
       else if (SCALAR[et]) o += SCALAR[et] * n;
@@ -126,7 +145,12 @@ function parseHeader(b, file) {
     const dims = [];
     for (let d = 0; d < nd; d++) dims.push(Number(b.readBigUInt64LE(o + 8 * d)));
     o += 8 * nd;
-    tensors.push({ name, dims, type: GGML_TYPE[b.readUInt32LE(o)] ?? `type${b.readUInt32LE(o)}`, offset: Number(b.readBigUInt64LE(o + 4)) });
+    tensors.push({
+      name,
+      dims,
+      type: GGML_TYPE[b.readUInt32LE(o)] ?? `type${b.readUInt32LE(o)}`,
+      offset: Number(b.readBigUInt64LE(o + 4)),
+    });
     o += 12;
   }
   const align = kv['general.alignment'] ?? 32;
@@ -134,9 +158,40 @@ function parseHeader(b, file) {
 }
 
 // ggml type ids (ggml.h) -> names, for the report
-const GGML_TYPE = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1', 10: 'Q2_K', 11: 'Q3_K',
-  12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS', 18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S',
-  22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16', 26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16', 34: 'TQ1_0', 35: 'TQ2_0', 39: 'MXFP4' };
+const GGML_TYPE = {
+  0: 'F32',
+  1: 'F16',
+  2: 'Q4_0',
+  3: 'Q4_1',
+  6: 'Q5_0',
+  7: 'Q5_1',
+  8: 'Q8_0',
+  9: 'Q8_1',
+  10: 'Q2_K',
+  11: 'Q3_K',
+  12: 'Q4_K',
+  13: 'Q5_K',
+  14: 'Q6_K',
+  15: 'Q8_K',
+  16: 'IQ2_XXS',
+  17: 'IQ2_XS',
+  18: 'IQ3_XXS',
+  19: 'IQ1_S',
+  20: 'IQ4_NL',
+  21: 'IQ3_S',
+  22: 'IQ2_S',
+  23: 'IQ4_XS',
+  24: 'I8',
+  25: 'I16',
+  26: 'I32',
+  27: 'I64',
+  28: 'F64',
+  29: 'IQ1_M',
+  30: 'BF16',
+  34: 'TQ1_0',
+  35: 'TQ2_0',
+  39: 'MXFP4',
+};
 
 // What one decode step reads: every tensor once (the tied embedding is the output head), except
 // the per-layer embedding table, of which it gathers one row. Tensor sizes are the distances
@@ -156,19 +211,27 @@ export function weightsPerToken(file) {
       byType.set(t.type, { n: e.n + 1, bytes: e.bytes + n });
     }
   });
-  const mix = [...byType].sort((x, y) => y[1].bytes - x[1].bytes).map(([k, v]) => `${k} ×${v.n}`).join(', ');
+  const mix = [...byType]
+    .sort((x, y) => y[1].bytes - x[1].bytes)
+    .map(([k, v]) => `${k} ×${v.n}`)
+    .join(', ');
   return { bytes, mix };
 }
 
 // What the harness needs from a synthetic model's metadata.
 export function modelMeta(file) {
   const kv = ggufMeta(file);
-  const userFirst = kv['synthetic.user_token_first'], userCount = kv['synthetic.user_token_count'];
+  const userFirst = kv['synthetic.user_token_first'],
+    userCount = kv['synthetic.user_token_count'];
   if (!(userCount > 0)) throw new Error(`${file}: no synthetic.user_token_* keys (not made by oxinfer synth?)`);
   const arch = kv['general.architecture'];
   return {
-    userFirst, userCount, bos: kv['tokenizer.ggml.bos_token_id'] ?? 2,
-    vocab: kv['tokenizer.ggml.tokens']?.n, layers: kv[`${arch}.block_count`], hidden: kv[`${arch}.embedding_length`],
+    userFirst,
+    userCount,
+    bos: kv['tokenizer.ggml.bos_token_id'] ?? 2,
+    vocab: kv['tokenizer.ggml.tokens']?.n,
+    layers: kv[`${arch}.block_count`],
+    hidden: kv[`${arch}.embedding_length`],
     ple: kv[`${arch}.embedding_length_per_layer_input`] ?? 0,
   };
 }
@@ -205,7 +268,8 @@ function procList() {
 
 // The processes below `pid` (children, theirs, ...).
 export function descendants(pid) {
-  const ps = procList(), out = [];
+  const ps = procList(),
+    out = [];
   const walk = (p) => {
     for (const c of ps) {
       if (c.ppid !== p) continue;
@@ -253,7 +317,8 @@ export function freeBytes(dir) {
 
 // ---- formatting ----
 
-export const fmtMB = (b) => (Number.isFinite(b) ? (b >= 1e9 ? `${(b / 1e9).toFixed(2)} GB` : `${(b / 1e6).toFixed(0)} MB`) : '–');
+export const fmtMB = (b) =>
+  Number.isFinite(b) ? (b >= 1e9 ? `${(b / 1e9).toFixed(2)} GB` : `${(b / 1e6).toFixed(0)} MB`) : '–';
 export const fmtS = (ms) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(2)} s` : '–');
 
 function fmtRate(s) {
@@ -267,12 +332,31 @@ const fmtRatio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? 
 // rows: {engine, weights, threads, load: summary(ms), prefill: summary, decode: summary,
 // bandwidth: string, mem: string, ref?: row of wllama to compare with}
 export function markdownTable(rows) {
-  const head = ['engine', 'weights', 'threads', 'load', 'prefill tok/s', 'decode tok/s', 'decode GB/s (% of wasm ceiling)', 'peak memory', 'ours / wllama (prefill, decode)'];
+  const head = [
+    'engine',
+    'weights',
+    'threads',
+    'load',
+    'prefill tok/s',
+    'decode tok/s',
+    'decode GB/s (% of wasm ceiling)',
+    'peak memory',
+    'ours / wllama (prefill, decode)',
+  ];
   const lines = [`| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`];
   for (const r of rows) {
-    const ratio = r.ref ? `${fmtRatio(r.prefill.med, r.ref.prefill.med)}, ${fmtRatio(r.decode.med, r.ref.decode.med)}` : '';
-    const load = r.load && Number.isFinite(r.load.med) ? (r.load.n > 1 ? `${fmtS(r.load.med)} [${fmtS(r.load.min)}–${fmtS(r.load.max)}]` : fmtS(r.load.med)) : '–';
-    lines.push(`| ${[r.engine, r.weights, r.threads, load, fmtRate(r.prefill), fmtRate(r.decode), r.bandwidth ?? '–', r.mem ?? '–', ratio].join(' | ')} |`);
+    const ratio = r.ref
+      ? `${fmtRatio(r.prefill.med, r.ref.prefill.med)}, ${fmtRatio(r.decode.med, r.ref.decode.med)}`
+      : '';
+    const load =
+      r.load && Number.isFinite(r.load.med)
+        ? r.load.n > 1
+          ? `${fmtS(r.load.med)} [${fmtS(r.load.min)}–${fmtS(r.load.max)}]`
+          : fmtS(r.load.med)
+        : '–';
+    lines.push(
+      `| ${[r.engine, r.weights, r.threads, load, fmtRate(r.prefill), fmtRate(r.decode), r.bandwidth ?? '–', r.mem ?? '–', ratio].join(' | ')} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -290,7 +374,11 @@ const llamaBins = new Map();
 export function llamaBin(target) {
   if (!llamaBins.has(target)) {
     console.error(`$ tools/llamacpp.sh ${target}`);
-    const r = spawnSync('bash', [path.join(ROOT, 'tools', 'llamacpp.sh'), target], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = spawnSync('bash', [path.join(ROOT, 'tools', 'llamacpp.sh'), target], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     if (r.status !== 0) throw new Error(`bench: tools/llamacpp.sh ${target} failed (exit ${r.status ?? r.signal})`);
     llamaBins.set(target, r.stdout.trim().split('\n').pop());
   }

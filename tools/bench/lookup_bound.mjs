@@ -29,7 +29,8 @@ function lookupCandidate(h, k) {
 // the prompt's logits give the first token) plus any drafts; a draft of k keeps its right
 // prefix and the token after it.
 function cheapest(out, draftsAt, cost) {
-  const N = out.length, best = new Array(N + 1).fill(Infinity);
+  const N = out.length,
+    best = new Array(N + 1).fill(Infinity);
   best[0] = 0;
   for (let p = 0; p < N; p++) {
     const np = p > 0 ? 1 : 0;

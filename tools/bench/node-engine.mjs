@@ -18,7 +18,13 @@ const ops = {
   },
   async memory() {
     const s = await model.stats();
-    return { wasm_bytes: s.wasmMemoryBytes, resident_bytes: s.residentBytes, host_bytes_read: s.hostBytesRead, host_read_calls: s.hostReadCalls, host_bytes_all: s.hostBytesReadAll };
+    return {
+      wasm_bytes: s.wasmMemoryBytes,
+      resident_bytes: s.residentBytes,
+      host_bytes_read: s.hostBytesRead,
+      host_read_calls: s.hostReadCalls,
+      host_bytes_all: s.hostBytesReadAll,
+    };
   },
   async quit() {
     await model?.unload();

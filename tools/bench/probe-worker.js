@@ -4,7 +4,11 @@
 onmessage = async ({ data: { threads, mbytes, reps, glue } }) => {
   try {
     importScripts(glue);
-    const M = await self.OxinferMT({ oxPoolSize: Math.max(1, threads - 1), mainScriptUrlOrBlob: glue, locateFile: (p) => new URL(p, glue).href });
+    const M = await self.OxinferMT({
+      oxPoolSize: Math.max(1, threads - 1),
+      mainScriptUrlOrBlob: glue,
+      locateFile: (p) => new URL(p, glue).href,
+    });
     const r = M._ox_probe_read_bandwidth(threads, mbytes, reps);
     postMessage(r > 0 ? { bytes_per_s: r } : { error: `ox_probe_read_bandwidth failed: ${r}` });
   } catch (e) {

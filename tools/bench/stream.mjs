@@ -26,13 +26,23 @@ import { cli } from '../../tests/oracle/fixtures.mjs';
 import { writeAtomic } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((s) => s.trim().split(/\s+/)).map(([k, v]) => [k, v ?? true]));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((s) => s.trim().split(/\s+/))
+    .map(([k, v]) => [k, v ?? true]),
+);
 const THREADS = Number(args.threads ?? 2);
 const N_GEN = Number(args['n-gen'] ?? 8);
 const N_PROMPT = Number(args.prompt ?? 4);
 const GiB = 2 ** 30;
 const BUDGET = Math.round(Number(args.budget ?? 3) * GiB);
-const CACHES = String(args.caches ?? '0.5,1,1.5').split(',').map((x) => Math.round(Number(x) * GiB));
+const CACHES = String(args.caches ?? '0.5,1,1.5')
+  .split(',')
+  .map((x) => Math.round(Number(x) * GiB));
 const E4B_CACHE = Math.round(Number(args['e4b-cache'] ?? 2) * GiB);
 const BROWSER_CACHE = Math.round(Number(args['browser-cache'] ?? 1) * GiB);
 const ONLY = args.only ? String(args.only).split(',') : ['a26b', 'e4b'];
@@ -41,12 +51,75 @@ const DOC = args.doc ?? path.join(ROOT, 'docs', 'benchmarks.md');
 
 // the released geometries (docs/gemma4.md §1.3), random weights
 const MODELS = {
-  a26b: ['a26b-q4_0', ['--preset', 'moe', '--type', 'q4_0', '--embd-type', 'q4_0', '--hidden', '2816', '--layers', '30',
-    '--heads', '16', '--kv-heads', '8', '--head-dim', '256', '--global-head-dim', '512', '--ffn', '2112', '--k-eq-v', '2',
-    '--experts', '128', '--top-k', '8', '--moe-ffn', '704', '--vocab', '262144', '--user-tokens', '4096', '--window', '1024',
-    '--swa-period', '6', '--kv-shared', '0', '--ctx', '262144']],
-  e4b: ['e4b-q8_0', ['--preset', 'e2b', '--type', 'q8_0', '--hidden', '2560', '--layers', '42', '--heads', '8',
-    '--kv-heads', '2', '--ffn', '10240', '--no-double-wide', '--kv-shared', '18', '--swa-period', '6']],
+  a26b: [
+    'a26b-q4_0',
+    [
+      '--preset',
+      'moe',
+      '--type',
+      'q4_0',
+      '--embd-type',
+      'q4_0',
+      '--hidden',
+      '2816',
+      '--layers',
+      '30',
+      '--heads',
+      '16',
+      '--kv-heads',
+      '8',
+      '--head-dim',
+      '256',
+      '--global-head-dim',
+      '512',
+      '--ffn',
+      '2112',
+      '--k-eq-v',
+      '2',
+      '--experts',
+      '128',
+      '--top-k',
+      '8',
+      '--moe-ffn',
+      '704',
+      '--vocab',
+      '262144',
+      '--user-tokens',
+      '4096',
+      '--window',
+      '1024',
+      '--swa-period',
+      '6',
+      '--kv-shared',
+      '0',
+      '--ctx',
+      '262144',
+    ],
+  ],
+  e4b: [
+    'e4b-q8_0',
+    [
+      '--preset',
+      'e2b',
+      '--type',
+      'q8_0',
+      '--hidden',
+      '2560',
+      '--layers',
+      '42',
+      '--heads',
+      '8',
+      '--kv-heads',
+      '2',
+      '--ffn',
+      '10240',
+      '--no-double-wide',
+      '--kv-shared',
+      '18',
+      '--swa-period',
+      '6',
+    ],
+  ],
 };
 
 function modelFile(key) {
@@ -60,7 +133,8 @@ function modelFile(key) {
   return file;
 }
 
-const markdownTable = (head, rows) => [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
+const markdownTable = (head, rows) =>
+  [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 const gb = (x) => (x / 1e9).toFixed(2);
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
@@ -72,15 +146,21 @@ async function measure(file, opts) {
   const before = await model.stats();
   const prompt = [2, ...Array.from({ length: N_PROMPT - 1 }, (_, i) => (300 + 37 * i) % model.info.vocab)];
   let stats = null;
-  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], speculative: false })) if (ev.stats) stats = ev.stats;
+  for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: N_GEN, stopIds: [], speculative: false }))
+    if (ev.stats) stats = ev.stats;
   const after = await model.stats();
   await model.unload();
   const fetches = after.streamHits + after.streamMisses - before.streamHits - before.streamMisses;
   return {
-    loadMs, prefillTps: stats.prefillTokPerSec, decodeTps: stats.decodeTokPerSec, steps: stats.decodeSteps,
+    loadMs,
+    prefillTps: stats.prefillTokPerSec,
+    decodeTps: stats.decodeTokPerSec,
+    steps: stats.decodeSteps,
     streamedPerToken: (after.streamBytes - before.streamBytes) / (stats.prefillTokens + stats.decodeSteps),
     hitRate: fetches ? (after.streamHits - before.streamHits) / fetches : NaN,
-    resident: after.residentBytes, wasm: after.wasmMemoryBytes, size: fs.statSync(file).size,
+    resident: after.residentBytes,
+    wasm: after.wasmMemoryBytes,
+    size: fs.statSync(file).size,
   };
 }
 
@@ -103,8 +183,16 @@ async function a26b() {
   for (const weightCache of CACHES) {
     const r = await measure(file, { streamWeights: 'experts', weightCache, maxResident: BUDGET });
     console.error('a26b', weightCache / GiB, r);
-    rows.push([fmt(weightCache / GiB, 1), fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken),
-      gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]);
+    rows.push([
+      fmt(weightCache / GiB, 1),
+      fmt(r.decodeTps),
+      fmt(r.prefillTps),
+      fmt(100 * r.hitRate, 0),
+      gb(r.streamedPerToken),
+      gb(r.resident),
+      gb(r.wasm),
+      fmt(r.loadMs / 1000, 1),
+    ]);
   }
   return { file, rows, need };
 }
@@ -117,24 +205,61 @@ async function a26bBrowser() {
   fs.writeFileSync(blank, '<!doctype html><meta charset="utf-8"><title>bench:stream</title>');
   const server = await startServer({ files: { '/blank.html': blank, '/model/a26b.gguf': file }, mounts: demoMounts() });
   const { chromium } = createRequire(import.meta.url)('playwright-core');
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu'],
+  });
   try {
     const page = await browser.newPage();
     await page.goto(`${server.url}/blank.html`);
-    const r = await page.evaluate(async (o) => {
-      const { loadModel } = await import('/js/main/index.js');
-      const t0 = performance.now();
-      const model = await loadModel({ url: o.url, name: 'a26b-q4_0.gguf' }, { threads: o.threads, maxContext: 256, streamWeights: 'experts', weightCache: o.cache, maxResident: o.budget, simd: 'simd128' });
-      const loadMs = performance.now() - t0;
-      const prompt = [2, ...Array.from({ length: o.nPrompt - 1 }, (_, i) => 300 + 37 * i)];
-      let stats = null;
-      for await (const ev of model.generate(prompt, { temperature: 0, maxTokens: o.nGen, stopIds: [], speculative: false })) if (ev.stats) stats = ev.stats;
-      const st = await model.stats();
-      const out = { loadMs, prefillTps: stats.prefillTokPerSec, decodeTps: stats.decodeTokPerSec, build: model.build, resident: st.residentBytes, wasm: st.wasmMemoryBytes,
-        hitRate: st.streamHits / (st.streamHits + st.streamMisses) };
-      await model.unload();
-      return out;
-    }, { url: `${server.url}/model/a26b.gguf`, threads: THREADS, cache: BROWSER_CACHE, budget: BUDGET, nPrompt: N_PROMPT, nGen: N_GEN });
+    const r = await page.evaluate(
+      async (o) => {
+        const { loadModel } = await import('/js/main/index.js');
+        const t0 = performance.now();
+        const model = await loadModel(
+          { url: o.url, name: 'a26b-q4_0.gguf' },
+          {
+            threads: o.threads,
+            maxContext: 256,
+            streamWeights: 'experts',
+            weightCache: o.cache,
+            maxResident: o.budget,
+            simd: 'simd128',
+          },
+        );
+        const loadMs = performance.now() - t0;
+        const prompt = [2, ...Array.from({ length: o.nPrompt - 1 }, (_, i) => 300 + 37 * i)];
+        let stats = null;
+        for await (const ev of model.generate(prompt, {
+          temperature: 0,
+          maxTokens: o.nGen,
+          stopIds: [],
+          speculative: false,
+        }))
+          if (ev.stats) stats = ev.stats;
+        const st = await model.stats();
+        const out = {
+          loadMs,
+          prefillTps: stats.prefillTokPerSec,
+          decodeTps: stats.decodeTokPerSec,
+          build: model.build,
+          resident: st.residentBytes,
+          wasm: st.wasmMemoryBytes,
+          hitRate: st.streamHits / (st.streamHits + st.streamMisses),
+        };
+        await model.unload();
+        return out;
+      },
+      {
+        url: `${server.url}/model/a26b.gguf`,
+        threads: THREADS,
+        cache: BROWSER_CACHE,
+        budget: BUDGET,
+        nPrompt: N_PROMPT,
+        nGen: N_GEN,
+      },
+    );
     console.error('a26b chromium', r);
     return { version: browser.version(), r };
   } finally {
@@ -153,7 +278,10 @@ async function e4b() {
 }
 
 const t0 = Date.now();
-const load = os.loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = os
+  .loadavg()
+  .map((x) => x.toFixed(1))
+  .join(' ');
 const parts = [
   `Run ${new Date().toISOString()} with \`npm run bench:stream\` (wasm mt in Node ${process.version}, ${THREADS} threads, ` +
     `${N_PROMPT}-token prompt, ${N_GEN} greedy tokens, files in the page cache as far as memory allows); load average at the start ${load}. ` +
@@ -161,24 +289,65 @@ const parts = [
 ];
 if (ONLY.includes('a26b')) {
   const { file, rows, need } = await a26b();
-  parts.push(`26B-A4B geometry, Q4_0 (\`${path.basename(file)}\`, ${gb(fs.statSync(file).size)} GB): routed experts streamed ` +
-    `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache; loaded whole, the weights alone would need ${need}). ` +
-    'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
-    markdownTable(['expert cache GiB', 'decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'], rows));
+  parts.push(
+    `26B-A4B geometry, Q4_0 (\`${path.basename(file)}\`, ${gb(fs.statSync(file).size)} GB): routed experts streamed ` +
+      `(\`streamWeights: 'experts'\`), everything else resident, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB (weights + weight cache; loaded whole, the weights alone would need ${need}). ` +
+      'Random weights route about uniformly, so the hit rate is about the share of experts the cache holds (real models reuse more).\n\n' +
+      markdownTable(
+        [
+          'expert cache GiB',
+          'decode tok/s',
+          'prefill tok/s',
+          'cache hits %',
+          'GB read / token',
+          'resident GB',
+          'wasm memory GB',
+          'load s',
+        ],
+        rows,
+      ),
+  );
 }
 if (args.browser) {
   const { version, r } = await a26bBrowser();
-  parts.push(`The same 26B-A4B run in headless Chromium ${version} (build ${r.build}, SIMD128 as under Node), the file read by HTTP Range requests from a local server, ` +
-    `expert cache ${fmt(BROWSER_CACHE / GiB, 1)} GiB, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB:\n\n` +
-    markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'resident GB', 'wasm memory GB', 'load s'],
-      [[fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]]));
+  parts.push(
+    `The same 26B-A4B run in headless Chromium ${version} (build ${r.build}, SIMD128 as under Node), the file read by HTTP Range requests from a local server, ` +
+      `expert cache ${fmt(BROWSER_CACHE / GiB, 1)} GiB, \`maxResident\` ${fmt(BUDGET / GiB, 1)} GiB:\n\n` +
+      markdownTable(
+        ['decode tok/s', 'prefill tok/s', 'cache hits %', 'resident GB', 'wasm memory GB', 'load s'],
+        [
+          [
+            fmt(r.decodeTps),
+            fmt(r.prefillTps),
+            fmt(100 * r.hitRate, 0),
+            gb(r.resident),
+            gb(r.wasm),
+            fmt(r.loadMs / 1000, 1),
+          ],
+        ],
+      ),
+  );
 }
 if (ONLY.includes('e4b')) {
   const { file, r, need } = await e4b();
-  parts.push(`E4B geometry, Q8_0 (\`${path.basename(file)}\`, ${gb(r.size)} GB): every layer weight streamed (\`streamWeights: 'all'\`, ` +
-    `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token); loaded whole, the weights would need ${need}, more than wasm32's 4 GiB.\n\n` +
-    markdownTable(['decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'],
-      [[fmt(r.decodeTps), fmt(r.prefillTps), fmt(100 * r.hitRate, 0), gb(r.streamedPerToken), gb(r.resident), gb(r.wasm), fmt(r.loadMs / 1000, 1)]]));
+  parts.push(
+    `E4B geometry, Q8_0 (\`${path.basename(file)}\`, ${gb(r.size)} GB): every layer weight streamed (\`streamWeights: 'all'\`, ` +
+      `\`weightCache\` ${fmt(E4B_CACHE / GiB, 1)} GiB: the cache keeps the first layers' weights, the others are read each token); loaded whole, the weights would need ${need}, more than wasm32's 4 GiB.\n\n` +
+      markdownTable(
+        ['decode tok/s', 'prefill tok/s', 'cache hits %', 'GB read / token', 'resident GB', 'wasm memory GB', 'load s'],
+        [
+          [
+            fmt(r.decodeTps),
+            fmt(r.prefillTps),
+            fmt(100 * r.hitRate, 0),
+            gb(r.streamedPerToken),
+            gb(r.resident),
+            gb(r.wasm),
+            fmt(r.loadMs / 1000, 1),
+          ],
+        ],
+      ),
+  );
 }
 parts.push(`(${Math.round((Date.now() - t0) / 1000)} s)`);
 const md = parts.join('\n\n');

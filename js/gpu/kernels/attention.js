@@ -24,7 +24,10 @@ export function kvWriteWgsl(kv) {
     q8_0: `store_q8_pair(true, row * per * 17u + e * 17u, k + 64u * e);
   store_q8_pair(false, row * per * 17u + e * 17u, v + 64u * e);`,
   }[kv];
-  const q8 = kv !== 'q8_0' ? '' : /* wgsl */ `${roundQ8}
+  const q8 =
+    kv !== 'q8_0'
+      ? ''
+      : /* wgsl */ `${roundQ8}
 // two Q8_0 blocks of IN[x0 .. x0 + 64) as 68 bytes = 17 words at word w0 of KC or VC
 fn store_q8_pair(toK : bool, w0 : u32, x0 : u32) {
   var words : array<u32, 17>;
@@ -47,7 +50,11 @@ fn store_q8_pair(toK : bool, w0 : u32, x0 : u32) {
 `;
   return /* wgsl */ `
 ${paramStruct(KV_WRITE_PARAMS)}
-${bindings([['IN', 'read', 'f32'], ['KC', 'read_write', 'u32'], ['VC', 'read_write', 'u32']])}
+${bindings([
+  ['IN', 'read', 'f32'],
+  ['KC', 'read_write', 'u32'],
+  ['VC', 'read_write', 'u32'],
+])}
 ${kv === 'f32' ? '' : f32ToF16}
 ${q8}
 @compute @workgroup_size(${ATTN_WG})
@@ -66,7 +73,22 @@ ${MAIN} {
 `;
 }
 
-export const ATTN_PARAMS = ['nTok', 'nh', 'hd', 'nKv', 'pos', 'window', 'cap', 'ring', 'qOff', 'qStride', 'oOff', 'oStride', 'sStride', 'nChunks'];
+export const ATTN_PARAMS = [
+  'nTok',
+  'nh',
+  'hd',
+  'nKv',
+  'pos',
+  'window',
+  'cap',
+  'ring',
+  'qOff',
+  'qStride',
+  'oOff',
+  'oStride',
+  'sStride',
+  'nChunks',
+];
 /** Keys per workgroup of the split attention. */
 export const ATTN_CHUNK = 256;
 /** One workgroup per (token, query head); S is scratch of nTok * nh * sStride floats
@@ -111,8 +133,22 @@ fn vterm(row : u32, g : u32, d : u32, a : f32) -> f32 {
   }[kv];
   const head = /* wgsl */ `
 ${paramStruct(ATTN_PARAMS)}
-${bindings(split ? [['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['PART', 'read_write', 'f32']]
-    : [['Q', 'read', 'f32'], ['KC', 'read', 'u32'], ['VC', 'read', 'u32'], ['O', 'read_write', 'f32'], ['S', 'read_write', 'f32']])}
+${bindings(
+  split
+    ? [
+        ['Q', 'read', 'f32'],
+        ['KC', 'read', 'u32'],
+        ['VC', 'read', 'u32'],
+        ['PART', 'read_write', 'f32'],
+      ]
+    : [
+        ['Q', 'read', 'f32'],
+        ['KC', 'read', 'u32'],
+        ['VC', 'read', 'u32'],
+        ['O', 'read_write', 'f32'],
+        ['S', 'read_write', 'f32'],
+      ],
+)}
 ${fns}
 fn row_of(j : u32) -> u32 { if (p.ring != 0u) { return j % p.cap; } return j; }
 ${wgReduce(ATTN_WG)}
@@ -129,7 +165,9 @@ ${wgReduce(ATTN_WG)}
   let n = pos - lo + 1u;
   let q0 = p.qOff + t * p.qStride + h * p.hd;`;
   if (split)
-    return head + /* wgsl */ `
+    return (
+      head +
+      /* wgsl */ `
 var<workgroup> sc : array<f32, ${ATTN_CHUNK}>;
 @compute @workgroup_size(${ATTN_WG})
 ${MAIN} {
@@ -155,8 +193,11 @@ ${MAIN} {
     PART[b + 2u + d] = acc;
   }
 }
-`;
-  return head + /* wgsl */ `
+`
+    );
+  return (
+    head +
+    /* wgsl */ `
 @compute @workgroup_size(${ATTN_WG})
 ${MAIN} {
   let item = ${flatGroup};
@@ -184,14 +225,18 @@ ${MAIN} {
     O[o0 + d] = acc;
   }
 }
-`;
+`
+  );
 }
 
 /** The split attention's second pass: per (token, head), out = sum_c e^(m_c - M) o_c /
  * sum_c e^(m_c - M) l_c, M the largest m_c (an empty chunk has m = -3.4e38: weight 0). */
 export const attnCombineWgsl = () => /* wgsl */ `
 ${paramStruct(ATTN_PARAMS)}
-${bindings([['PART', 'read', 'f32'], ['O', 'read_write', 'f32']])}
+${bindings([
+  ['PART', 'read', 'f32'],
+  ['O', 'read_write', 'f32'],
+])}
 @compute @workgroup_size(${ATTN_WG})
 ${MAIN} {
   let item = ${flatGroup};

@@ -71,14 +71,17 @@ fn round_q8(v : f32) -> i32 {
 export const FLOAT_PARAMS = new Set(['eps', 's0', 's1']);
 
 /** The uniform struct P of a kernel with these fields. */
-export const paramStruct = (names) => `struct P { ${names.map((k) => `${k} : ${FLOAT_PARAMS.has(k) ? 'f32' : 'u32'}`).join(', ')} }`;
+export const paramStruct = (names) =>
+  `struct P { ${names.map((k) => `${k} : ${FLOAT_PARAMS.has(k) ? 'f32' : 'u32'}`).join(', ')} }`;
 
 /** Storage bindings 0.. in order ([name, 'read' | 'read_write', element type]; null entries
  * are skipped), then the uniform p. */
 export const bindings = (list) => {
   const l = list.filter(Boolean);
-  return [...l.map(([name, access, type], i) => `@group(0) @binding(${i}) var<storage, ${access}> ${name} : array<${type}>;`),
-    `@group(0) @binding(${l.length}) var<uniform> p : P;`].join('\n');
+  return [
+    ...l.map(([name, access, type], i) => `@group(0) @binding(${i}) var<storage, ${access}> ${name} : array<${type}>;`),
+    `@group(0) @binding(${l.length}) var<uniform> p : P;`,
+  ].join('\n');
 };
 
 /** The entry point's signature: workgroup id, grid size, invocation index. */

@@ -18,7 +18,9 @@ import { loads, dot4, dot4Requires, flatGroup, paramStruct, MAIN, bindings } fro
 export function actLayout(act, cols, nTok) {
   if (act === 'f32') return { words: nTok * cols, dOff: 0, sOff: 0 };
   const be = act === 'q8_0' ? 32 : 256;
-  const qs = (nTok * cols) / 4, d = (nTok * cols) / be, s = act === 'q8_k' ? (nTok * cols) / 32 : 0;
+  const qs = (nTok * cols) / 4,
+    d = (nTok * cols) / be,
+    s = act === 'q8_k' ? (nTok * cols) / 32 : 0;
   return { words: qs + d + s, dOff: qs, sOff: qs + d };
 }
 
@@ -87,7 +89,10 @@ export const TYPES = {
   1: { name: 'F16', be: 8, bb: 16, act: 'f32', code: floatBlk('wf16(o + 2u * e)') },
   30: { name: 'BF16', be: 8, bb: 16, act: 'f32', code: floatBlk('bitcast<f32>(wh(o + 2u * e) << 16u)') },
   8: {
-    name: 'Q8_0', be: 32, bb: 34, act: 'q8_0',
+    name: 'Q8_0',
+    be: 32,
+    bb: 34,
+    act: 'q8_0',
     code: /* wgsl */ `
 fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var s = 0i;
@@ -101,7 +106,11 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   12: { name: 'Q4_K', be: 256, bb: 144, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(false) },
   13: { name: 'Q5_K', be: 256, bb: 176, act: 'q8_k', sub: 8, code: SCALE_MIN_K4 + q45k(true) },
   14: {
-    name: 'Q6_K', be: 256, bb: 210, act: 'q8_k', sub: 8,
+    name: 'Q6_K',
+    be: 256,
+    bb: 210,
+    act: 'q8_k',
+    sub: 8,
     code: /* wgsl */ `
 fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   var isum = 0i;
@@ -123,8 +132,14 @@ fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
 `,
   },
   23: {
-    name: 'IQ4_XS', be: 256, bb: 136, act: 'q8_k', sub: 8,
-    code: IQ4_LUT + /* wgsl */ `
+    name: 'IQ4_XS',
+    be: 256,
+    bb: 136,
+    act: 'q8_k',
+    sub: 8,
+    code:
+      IQ4_LUT +
+      /* wgsl */ `
 fn blk(o : u32, b : u32, j : u32, t : u32) -> f32 {
   let ib = j;
   let ls = i32(((wb(o + 4u + (ib >> 1u)) >> (4u * (ib & 1u))) & 0xfu) | (((wh(o + 2u) >> (2u * ib)) & 3u) << 4u)) - 32;
@@ -145,8 +160,24 @@ export const LANES = 16;
 export const tokenTile = (nTok) => (nTok === 1 ? 1 : nTok <= 4 ? 4 : 8);
 
 /** Uniform of a matmul dispatch (u32 words); the last four only for the MoE variant. */
-export const MATMUL_PARAMS = ['rows', 'cols', 'nTok', 'row0', 'xOff', 'yOff', 'yStride', 'rowBytes', 'nb', 'dOff', 'sOff', 'wOff',
-  'xDiv', 'e0', 'ne', 'expertBytes'];
+export const MATMUL_PARAMS = [
+  'rows',
+  'cols',
+  'nTok',
+  'row0',
+  'xOff',
+  'yOff',
+  'yStride',
+  'rowBytes',
+  'nb',
+  'dOff',
+  'sOff',
+  'wOff',
+  'xDiv',
+  'e0',
+  'ne',
+  'expertBytes',
+];
 
 /** Rows per workgroup: with subgroups, each subgroup sums whole rows with subgroupAdd (no
  * barrier) and a workgroup holds 64 / the smallest subgroup of them; else ROWS rows of LANES
@@ -164,9 +195,11 @@ const subgroupRows = (caps) => caps.subgroups && caps.subgroupMinSize >= 4 && 64
  * @param {number} type ggml type id  @param {number} tt
  * @param {import('../device.js').GpuCaps} caps dot4, subgroups, subgroupMinSize */
 export function matmulWgsl(type, tt, caps, moe = false) {
-  const T = TYPES[type], sub = T.sub ?? 1;
+  const T = TYPES[type],
+    sub = T.sub ?? 1;
   const sg = subgroupRows(caps);
-  const R = matmulRows(caps), wgSize = sg ? 64 : ROWS * LANES;
+  const R = matmulRows(caps),
+    wgSize = sg ? 64 : ROWS * LANES;
   if (moe) tt = 1;
   // where this workgroup's rows live and which activation token / output row they use
   const where = moe
@@ -206,7 +239,9 @@ fn put(r : u32, t : u32, v : f32) { Y[p.yOff + t * p.yStride + p.row0 + r] = v; 
   const live = moe ? 'live_e && r < p.rows' : 'r < p.rows';
   const okTok = moe ? 'true' : 'at0 + t < p.nTok';
   if (sg)
-    return head + /* wgsl */ `
+    return (
+      head +
+      /* wgsl */ `
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
         @builtin(subgroup_id) sgid : u32, @builtin(num_subgroups) nsg : u32,
@@ -222,8 +257,11 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) nwg : ve
     }
   }
 }
-`;
-  return head + /* wgsl */ `
+`
+    );
+  return (
+    head +
+    /* wgsl */ `
 var<workgroup> red : array<f32, ${wgSize * tt}>;
 @compute @workgroup_size(${wgSize})
 ${MAIN} {
@@ -246,5 +284,6 @@ ${MAIN} {
     }
   }
 }
-`;
+`
+  );
 }

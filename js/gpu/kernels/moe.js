@@ -11,7 +11,12 @@ export const ROUTE_PARAMS = ['nTok', 'nExp', 'topK', 'zOff', 'selOff', 'wOff'];
 /** One invocation per token (E and K are small: 128 and 8 on the released model). */
 export const routeWgsl = () => /* wgsl */ `
 ${paramStruct(ROUTE_PARAMS)}
-${bindings([['Z', 'read_write', 'f32'], ['SCALE', 'read', 'f32'], ['SEL', 'read_write', 'u32'], ['WT', 'read_write', 'f32']])}
+${bindings([
+  ['Z', 'read_write', 'f32'],
+  ['SCALE', 'read', 'f32'],
+  ['SEL', 'read_write', 'u32'],
+  ['WT', 'read_write', 'f32'],
+])}
 @compute @workgroup_size(${MOE_WG})
 ${MAIN} {
   let t = (${flatGroup}) * ${MOE_WG}u + li;
@@ -45,7 +50,12 @@ export const COMBINE_PARAMS = ['nTok', 'topK', 'n', 'ysOff', 'selOff', 'wOff', '
 /** out[t][c] = sum over token t's K slots, in increasing expert id, of w * ys[slot][c] (from 0). */
 export const combineWgsl = () => /* wgsl */ `
 ${paramStruct(COMBINE_PARAMS)}
-${bindings([['YS', 'read', 'f32'], ['SEL', 'read', 'u32'], ['WT', 'read', 'f32'], ['OUT', 'read_write', 'f32']])}
+${bindings([
+  ['YS', 'read', 'f32'],
+  ['SEL', 'read', 'u32'],
+  ['WT', 'read', 'f32'],
+  ['OUT', 'read_write', 'f32'],
+])}
 @compute @workgroup_size(${MOE_WG})
 ${MAIN} {
   let g = (${flatGroup}) * ${MOE_WG}u + li;

@@ -59,7 +59,10 @@ export function quantizeWgsl(act) {
   }`;
   return /* wgsl */ `
 ${paramStruct(QUANTIZE_PARAMS)}
-${bindings([['X', 'read', 'f32'], ['Y', 'read_write', 'u32']])}
+${bindings([
+  ['X', 'read', 'f32'],
+  ['Y', 'read_write', 'u32'],
+])}
 ${f32ToF16}
 ${roundQ8}
 @compute @workgroup_size(${QUANTIZE_WG})

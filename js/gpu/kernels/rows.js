@@ -41,7 +41,10 @@ ${MAIN} {
 export const ROPE_PARAMS = ['hd', 'nPairs', 'nHeads', 'nTok', 'xOff', 'tokStride', 'headStride', 'csOff'];
 export const ropeWgsl = () => /* wgsl */ `
 ${paramStruct(ROPE_PARAMS)}
-${bindings([['X', 'read_write', 'f32'], ['CS', 'read', 'f32']])}
+${bindings([
+  ['X', 'read_write', 'f32'],
+  ['CS', 'read', 'f32'],
+])}
 @compute @workgroup_size(${ROW_WG})
 ${MAIN} {
   let g = (${flatGroup}) * ${ROW_WG}u + li;

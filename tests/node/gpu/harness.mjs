@@ -18,7 +18,12 @@ export function softwareAdapters() {
   const found = [
     { name: 'lavapipe 25', icd: LAVAPIPE_ICD, select: 'llvmpipe', disable: [] },
     // SwiftShader runs with every optional feature off: the paths without them
-    { name: 'SwiftShader (no optional features)', icd: SWIFTSHADER_ICD, select: 'SwiftShader', disable: ['dot4', 'subgroups', 'shader-f16'] },
+    {
+      name: 'SwiftShader (no optional features)',
+      icd: SWIFTSHADER_ICD,
+      select: 'SwiftShader',
+      disable: ['dot4', 'subgroups', 'shader-f16'],
+    },
   ].filter((a) => existsSync(a.icd));
   if (!process.env.VK_ICD_FILENAMES && found.length) process.env.VK_ICD_FILENAMES = found.map((a) => a.icd).join(':');
   return found;
@@ -27,10 +32,26 @@ export function softwareAdapters() {
 /** The C reference helper: run(cmd, args, input bytes) -> output bytes. */
 export function buildRefHelper() {
   const out = join(mkdtempSync(join(tmpdir(), 'oxgpu-')), 'ref_helper');
-  const src = ['quant', 'iq', 'iq_grids', 'kernels', 'kernels_x86', 'pool', 'prof', 'attn'].map((f) => join(ROOT, `src/kernels/${f}.c`));
-  execFileSync('cc', ['-O1', '-I', join(ROOT, 'src'), '-o', out, join(ROOT, 'tests/node/gpu/ref_helper.c'), ...src, join(ROOT, 'src/base/err.c'), '-lm', '-lpthread']);
+  const src = ['quant', 'iq', 'iq_grids', 'kernels', 'kernels_x86', 'pool', 'prof', 'attn'].map((f) =>
+    join(ROOT, `src/kernels/${f}.c`),
+  );
+  execFileSync('cc', [
+    '-O1',
+    '-I',
+    join(ROOT, 'src'),
+    '-o',
+    out,
+    join(ROOT, 'tests/node/gpu/ref_helper.c'),
+    ...src,
+    join(ROOT, 'src/base/err.c'),
+    '-lm',
+    '-lpthread',
+  ]);
   return (cmd, args, input) => {
-    const b = execFileSync(out, [cmd, ...args.map(String)], { input: Buffer.from(input.buffer, input.byteOffset, input.byteLength), maxBuffer: 1 << 28 });
+    const b = execFileSync(out, [cmd, ...args.map(String)], {
+      input: Buffer.from(input.buffer, input.byteOffset, input.byteLength),
+      maxBuffer: 1 << 28,
+    });
     return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   };
 }
@@ -41,7 +62,11 @@ export const f32 = (u8) => new Float32Array(u8.buffer.slice(u8.byteOffset, u8.by
 export function bufferOf(device, data, extra = 0) {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const size = Math.max(16, ((bytes.byteLength + 3) & ~3) + extra);
-  const buffer = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, mappedAtCreation: true });
+  const buffer = device.createBuffer({
+    size,
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    mappedAtCreation: true,
+  });
   new Uint8Array(buffer.getMappedRange()).set(bytes);
   buffer.unmap();
   return buffer;
@@ -63,7 +88,8 @@ export async function runAndRead(k, fn, buffer, bytes = buffer.size) {
   enc.copyBufferToBuffer(buffer, 0, rd, 0, bytes);
   device.queue.submit([enc.finish()]);
   k.resetParams();
-  const e1 = await device.popErrorScope(), e2 = await device.popErrorScope();
+  const e1 = await device.popErrorScope(),
+    e2 = await device.popErrorScope();
   if (e1 || e2) throw new Error(`GPU error: ${(e1 || e2).message}`);
   await rd.mapAsync(GPUMapMode.READ);
   const out = new Uint8Array(rd.getMappedRange().slice(0));
@@ -86,11 +112,16 @@ export function f16Bits(v) {
   let e = Math.floor(Math.log2(v));
   if (e < -14) return s | Math.round(v / 2 ** -24);
   let m = Math.round((v / 2 ** e - 1) * 1024);
-  if (m === 1024) { m = 0; e++; }
+  if (m === 1024) {
+    m = 0;
+    e++;
+  }
   return s | ((e + 15) << 10) | m;
 }
 
 export function f16Value(h) {
-  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+  const s = h & 0x8000 ? -1 : 1,
+    e = (h >> 10) & 31,
+    m = h & 1023;
   return e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
 }

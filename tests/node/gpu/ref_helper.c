@@ -19,18 +19,27 @@
 
 static void *in(size_t n) {
     void *p = malloc(n ? n : 1);
-    if (!p || fread(p, 1, n, stdin) != n) { fprintf(stderr, "ref_helper: short input (%zu bytes)\n", n); exit(1); }
+    if (!p || fread(p, 1, n, stdin) != n) {
+        fprintf(stderr, "ref_helper: short input (%zu bytes)\n", n);
+        exit(1);
+    }
     return p;
 }
 static void out(const void *p, size_t n) { fwrite(p, 1, n, stdout); }
 static size_t row_bytes(ox_type t, size_t n) {
     uint64_t rb;
-    if (ox_row_bytes(t, n, &rb, NULL)) { fprintf(stderr, "ref_helper: bad type %d / length %zu\n", (int)t, n); exit(1); }
+    if (ox_row_bytes(t, n, &rb, NULL)) {
+        fprintf(stderr, "ref_helper: bad type %d / length %zu\n", (int)t, n);
+        exit(1);
+    }
     return (size_t)rb;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: ref_helper CMD ARGS...\n"); return 2; }
+    if (argc < 3) {
+        fprintf(stderr, "usage: ref_helper CMD ARGS...\n");
+        return 2;
+    }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "quant") || !strcmp(cmd, "deq")) {
         ox_type t = (ox_type)atoi(argv[2]);
@@ -38,7 +47,10 @@ int main(int argc, char **argv) {
         if (cmd[0] == 'q') {
             float *x = in(n * 4);
             void *q = malloc(rb);
-            if (ox_quantize_row(t, x, q, n)) { fprintf(stderr, "ref_helper: cannot quantize to %d\n", (int)t); return 1; }
+            if (ox_quantize_row(t, x, q, n)) {
+                fprintf(stderr, "ref_helper: cannot quantize to %d\n", (int)t);
+                return 1;
+            }
             out(q, rb);
         } else {
             void *q = in(rb);
@@ -57,7 +69,8 @@ int main(int argc, char **argv) {
         out(y, rows * ntok * 4);
     } else if (!strcmp(cmd, "rms")) {
         int n = atoi(argv[2]), hasw = atoi(argv[4]);
-        float eps = (float)atof(argv[3]), *w = hasw ? in((size_t)n * 4) : NULL, *x = in((size_t)n * 4), *y = malloc((size_t)n * 4);
+        float eps = (float)atof(argv[3]), *w = hasw ? in((size_t)n * 4) : NULL, *x = in((size_t)n * 4),
+              *y = malloc((size_t)n * 4);
         ox_rmsnorm_ref(y, x, w, n, eps);
         out(y, (size_t)n * 4);
     } else if (!strcmp(cmd, "rope")) {
