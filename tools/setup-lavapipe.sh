@@ -18,7 +18,9 @@ O="-o Dir::Etc::SourceList=$A/sources.list -o Dir::Etc::SourceParts=/nonexistent
 # shellcheck disable=SC2086
 apt-get $O -qq update
 # shellcheck disable=SC2086
-(cd "$D/debs" && apt-get $O -qq download mesa-vulkan-drivers=25.0.7-2~bpo12+1)
+# the version the tests were written against, else whatever backports has now
+(cd "$D/debs" && { apt-get $O -qq download mesa-vulkan-drivers=25.0.7-2~bpo12+1 2>/dev/null ||
+  apt-get $O -qq download mesa-vulkan-drivers/bookworm-backports; })
 for d in "$D"/debs/*.deb; do dpkg -x "$d" "$D/root"; done
 L=$D/root/usr/lib/x86_64-linux-gnu
 [ -f "$L/libvulkan_lvp.so" ] || { echo "setup-lavapipe: $L/libvulkan_lvp.so missing after unpacking" >&2; exit 1; }

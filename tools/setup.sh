@@ -23,7 +23,8 @@ if [ "$need" = test ]; then
   )
   # a software Vulkan driver Dawn accepts (lavapipe 25), unpacked into build/; SwiftShader
   # comes with chromium
-  "$(dirname "$0")/setup-lavapipe.sh"
+  "$(dirname "$0")/setup-lavapipe.sh" ||
+    echo "oxinfer-web: lavapipe 25 could not be had; the WebGPU tests run on SwiftShader (chromium's)" >&2
 elif [ "$need" != demo ]; then
   echo "usage: tools/setup.sh demo|test" >&2
   exit 2
