@@ -24,6 +24,10 @@ function scripted(pieces, reason) {
   return {
     calls,
     info: { name: 'scripted', eosIds: [1], turnEnd: 106 },
+    // the grammar is the engine's (src/decode/json_schema.c); a scripted turn ignores it
+    async jsonSchemaGrammar() {
+      return 'root ::= [^\\x00]*';
+    },
     async renderChat() {
       calls.render++;
       return '<|turn>user\nhi<turn|>\n<|turn>model\n';
