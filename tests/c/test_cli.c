@@ -2,7 +2,10 @@
  * directory gives the same log-probs as its files listed (GGUF and HF), a directory without
  * model files is refused by name, and `run --prompt --grammar` keeps the output inside the
  * grammar (sampled, several seeds) where the same prompt unconstrained leaves it; bad grammar
- * files and a grammar without a prompt are errors. */
+ * files and a grammar without a prompt are errors. `run --prompt --json-schema` likewise: the
+ * output is JSON valid under the schema (and its tool-call notation with --tool-notation), a
+ * schema outside the subset or not JSON is refused with its error, and --grammar beside
+ * --json-schema is a usage error. */
 #define _POSIX_C_SOURCE 200809L
 #include <regex.h>
 #include <stdio.h>
@@ -107,6 +110,45 @@ static void test_grammar(void) {
     CHECK(run("run tiny.gguf --tokens 2 --grammar digits.gbnf", NULL, 0, e, sizeof e) == 2); /* usage */
 }
 
+/* The only JSON values valid under enum.json (the whitespace the converter allows anywhere). */
+#define WS          "[[:space:]]*"
+#define ENUM_OBJECT "^" WS "\\{" WS "\"c\"" WS ":" WS "\"(red|blue)\"" WS "\\}" WS "\n$"
+#define ENUM_GEMMA4 "^\\{c:<\\|\"\\|>(red|blue)<\\|\"\\|>\\}\n$"
+
+static void test_json_schema(void) {
+    write_file("enum.json", "{\"type\": \"object\", \"properties\": {\"c\": {\"enum\": [\"red\", \"blue\"]}},\n"
+                            " \"required\": [\"c\"], \"additionalProperties\": false}\n");
+    write_file("pattern.json", "{\"type\": \"string\", \"pattern\": \"a+\"}");
+    write_file("broken.json", "{\"type\": ");
+    char cmd[600];
+    int inside = 0, notation = 0, free_inside = 0;
+    for (int seed = 1; seed <= 4; seed++) {
+        snprintf(cmd, sizeof cmd, "run tiny.gguf --prompt hello --n-gen 40 --seed %d --json-schema enum.json", seed);
+        CHECK_MSG(run(cmd, a, sizeof a, e, sizeof e) == 0, "%s", e);
+        inside += matches(ENUM_OBJECT, a);
+        snprintf(cmd, sizeof cmd,
+                 "run tiny.gguf --prompt hello --n-gen 40 --seed %d --json-schema enum.json --tool-notation", seed);
+        CHECK_MSG(run(cmd, a, sizeof a, e, sizeof e) == 0, "%s", e);
+        notation += matches(ENUM_GEMMA4, a);
+        snprintf(cmd, sizeof cmd, "run tiny.gguf --prompt hello --n-gen 40 --seed %d", seed);
+        CHECK_MSG(run(cmd, b, sizeof b, e, sizeof e) == 0, "%s", e);
+        free_inside += matches(ENUM_OBJECT, b) + matches(ENUM_GEMMA4, b);
+    }
+    CHECK_MSG(inside == 4, "%d of 4 outputs are JSON valid under the schema", inside);
+    CHECK_MSG(notation == 4, "%d of 4 outputs are the schema's value in tool-call notation", notation);
+    CHECK_MSG(free_inside == 0, "%d of 4 free outputs follow it (the schema must be what constrains)", free_inside);
+
+    CHECK(run("run tiny.gguf --prompt hello --json-schema pattern.json", NULL, 0, e, sizeof e) == 1);
+    CHECK_STR_CONTAINS(e, "pattern.json: UNSUPPORTED: JSON schema: keyword \"pattern\"");
+    CHECK(run("run tiny.gguf --prompt hello --json-schema broken.json", NULL, 0, e, sizeof e) == 1);
+    CHECK_STR_CONTAINS(e, "broken.json: FORMAT: JSON schema:");
+    CHECK(run("run tiny.gguf --prompt hello --json-schema missing.json", NULL, 0, e, sizeof e) == 1);
+    CHECK_STR_CONTAINS(e, "missing.json: cannot read the JSON schema");
+    CHECK(run("run tiny.gguf --prompt hello --json-schema enum.json --grammar digits.gbnf", NULL, 0, e, sizeof e) ==
+          2); /* usage */
+    CHECK(run("run tiny.gguf --tokens 2 --json-schema enum.json", NULL, 0, e, sizeof e) == 2);
+}
+
 int main(void) {
     cli = getenv("OX_CLI");
     if (!cli) {
@@ -117,6 +159,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return 1;
     RUN(test_directories);
     RUN(test_grammar);
+    RUN(test_json_schema);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);
