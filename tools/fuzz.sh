@@ -37,7 +37,7 @@ mkdir -p "$work/seeds" "$work/crashes"
 
 max_len() {
     case $1 in
-    fuzz_gguf | fuzz_model | fuzz_estimate | fuzz_generate | fuzz_hf | fuzz_safetensors) echo 262144 ;;
+    fuzz_gguf | fuzz_model | fuzz_estimate | fuzz_generate | fuzz_hf | fuzz_safetensors | fuzz_multifile) echo 262144 ;;
     fuzz_tokenizer) echo 4096 ;;
     *) echo 65536 ;;
     esac

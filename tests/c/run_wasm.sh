@@ -33,7 +33,7 @@ t0=$SECONDS
 # one broken test does not hide the others.
 # The makefile is kept in $out so that after a failed build each test can be asked whether it is stale.
 cat >"$out/tests.mk" <<'EOF'
-SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host kernels formats model text decode engine writers,$(wildcard src/$(l)/*.c)))
+SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host kernels formats gpu model text decode engine writers,$(wildcard src/$(l)/*.c)))
 OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(wildcard tests/c/test_*.c))
 # the engine's compile flags (Makefile.emscripten), plus the native host table

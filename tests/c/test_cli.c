@@ -2,7 +2,10 @@
  * directory gives the same log-probs as its files listed (GGUF and HF), a directory without
  * model files is refused by name, and `run --prompt --grammar` keeps the output inside the
  * grammar (sampled, several seeds) where the same prompt unconstrained leaves it; bad grammar
- * files and a grammar without a prompt are errors. */
+ * files and a grammar without a prompt are errors. `run --prompt --json-schema` likewise: the
+ * output is JSON valid under the schema (and its tool-call notation with --tool-notation), a
+ * schema outside the subset or not JSON is refused with its error, and --grammar beside
+ * --json-schema is a usage error. */
 #define _POSIX_C_SOURCE 200809L
 #include <regex.h>
 #include <stdio.h>
@@ -84,27 +87,60 @@ static int matches(const char *re, const char *s) {
     return ok;
 }
 
+/* Of `run tiny.gguf --prompt hello` with opts at seeds 1..4, how many outputs match re. */
+static int seeds_matching(const char *opts, int n_gen, const char *re) {
+    char cmd[600];
+    int n = 0;
+    for (int seed = 1; seed <= 4; seed++) {
+        snprintf(cmd, sizeof cmd, "run tiny.gguf --prompt hello --n-gen %d --seed %d %s", n_gen, seed, opts);
+        CHECK_MSG(run(cmd, a, sizeof a, e, sizeof e) == 0, "%s: %s", cmd, e);
+        n += matches(re, a);
+    }
+    return n;
+}
+
+/* `oxinfer ARGS` exits with rc, its stderr naming the problem (msg; NULL: not checked). */
+static void refused(const char *args, int rc, const char *msg) {
+    CHECK_MSG(run(args, NULL, 0, e, sizeof e) == rc, "%s: %s", args, e);
+    if (msg) CHECK_STR_CONTAINS(e, msg);
+}
+
 static void test_grammar(void) {
     write_file("digits.gbnf", "# two letters, then digits\nroot ::= \"ab\" [0-9]+\n");
     write_file("bad.gbnf", "root ::= (\n");
-    char cmd[600];
-    int inside = 0, free_inside = 0;
-    for (int seed = 1; seed <= 4; seed++) {
-        snprintf(cmd, sizeof cmd, "run tiny.gguf --prompt hello --n-gen 6 --seed %d --grammar digits.gbnf", seed);
-        CHECK_MSG(run(cmd, a, sizeof a, e, sizeof e) == 0, "%s", e);
-        inside += matches("^ab[0-9]*\n$", a);
-        snprintf(cmd, sizeof cmd, "run tiny.gguf --prompt hello --n-gen 6 --seed %d", seed);
-        CHECK_MSG(run(cmd, b, sizeof b, e, sizeof e) == 0, "%s", e);
-        free_inside += matches("^ab[0-9]*\n$", b);
-    }
+    int inside = seeds_matching("--grammar digits.gbnf", 6, "^ab[0-9]*\n$");
+    int free_inside = seeds_matching("", 6, "^ab[0-9]*\n$");
     CHECK_MSG(inside == 4, "%d of 4 constrained outputs follow the grammar", inside);
     CHECK_MSG(free_inside == 0, "%d of 4 free outputs follow it (the grammar must be what constrains)", free_inside);
 
-    CHECK(run("run tiny.gguf --prompt hello --grammar bad.gbnf", NULL, 0, e, sizeof e) == 1);
-    CHECK_STR_CONTAINS(e, "grammar: line 2");
-    CHECK(run("run tiny.gguf --prompt hello --grammar missing.gbnf", NULL, 0, e, sizeof e) == 1);
-    CHECK_STR_CONTAINS(e, "missing.gbnf: cannot read");
-    CHECK(run("run tiny.gguf --tokens 2 --grammar digits.gbnf", NULL, 0, e, sizeof e) == 2); /* usage */
+    refused("run tiny.gguf --prompt hello --grammar bad.gbnf", 1, "grammar: line 2");
+    refused("run tiny.gguf --prompt hello --grammar missing.gbnf", 1, "missing.gbnf: cannot read");
+    refused("run tiny.gguf --tokens 2 --grammar digits.gbnf", 2, NULL); /* usage */
+}
+
+/* The only JSON values valid under enum.json (the whitespace the converter allows anywhere). */
+#define WS          "[[:space:]]*"
+#define ENUM_OBJECT "^" WS "\\{" WS "\"c\"" WS ":" WS "\"(red|blue)\"" WS "\\}" WS "\n$"
+#define ENUM_GEMMA4 "^\\{c:<\\|\"\\|>(red|blue)<\\|\"\\|>\\}\n$"
+
+static void test_json_schema(void) {
+    write_file("enum.json", "{\"type\": \"object\", \"properties\": {\"c\": {\"enum\": [\"red\", \"blue\"]}},\n"
+                            " \"required\": [\"c\"], \"additionalProperties\": false}\n");
+    write_file("pattern.json", "{\"type\": \"string\", \"pattern\": \"a+\"}");
+    write_file("broken.json", "{\"type\": ");
+    int inside = seeds_matching("--json-schema enum.json", 40, ENUM_OBJECT);
+    int notation = seeds_matching("--json-schema enum.json --tool-notation", 40, ENUM_GEMMA4);
+    int free_inside = seeds_matching("", 40, "(" ENUM_OBJECT ")|(" ENUM_GEMMA4 ")");
+    CHECK_MSG(inside == 4, "%d of 4 outputs are JSON valid under the schema", inside);
+    CHECK_MSG(notation == 4, "%d of 4 outputs are the schema's value in tool-call notation", notation);
+    CHECK_MSG(free_inside == 0, "%d of 4 free outputs follow it (the schema must be what constrains)", free_inside);
+
+    refused("run tiny.gguf --prompt hello --json-schema pattern.json", 1,
+            "pattern.json: UNSUPPORTED: JSON schema: keyword \"pattern\"");
+    refused("run tiny.gguf --prompt hello --json-schema broken.json", 1, "broken.json: FORMAT: JSON schema:");
+    refused("run tiny.gguf --prompt hello --json-schema missing.json", 1, "missing.json: cannot read the JSON schema");
+    refused("run tiny.gguf --prompt hello --json-schema enum.json --grammar digits.gbnf", 2, NULL); /* usage */
+    refused("run tiny.gguf --tokens 2 --json-schema enum.json", 2, NULL);
 }
 
 int main(void) {
@@ -117,6 +153,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return 1;
     RUN(test_directories);
     RUN(test_grammar);
+    RUN(test_json_schema);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);

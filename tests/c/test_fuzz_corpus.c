@@ -70,6 +70,9 @@ static const char this_file[] = __FILE__;
 #define LLVMFuzzerTestOneInput fuzz_json_schema_one
 #include "../fuzz/fuzz_json_schema.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_multifile_one
+#include "../fuzz/fuzz_multifile.c"
+#undef LLVMFuzzerTestOneInput
 
 typedef int (*harness)(const uint8_t *, size_t);
 static const struct {
@@ -89,7 +92,8 @@ static const struct {
                {"fuzz_lora", fuzz_lora_one},
                {"fuzz_estimate", fuzz_estimate_one},
                {"fuzz_generate", fuzz_generate_one},
-               {"fuzz_json_schema", fuzz_json_schema_one}};
+               {"fuzz_json_schema", fuzz_json_schema_one},
+               {"fuzz_multifile", fuzz_multifile_one}};
 #define N_TARGETS ((int)(sizeof targets / sizeof *targets))
 enum { FLIPS = 12 };
 

@@ -1,7 +1,7 @@
 /* make_corpus.c — writes the fuzzers' seed corpus with the project's own writers (nothing
  * binary is committed): a miniature synthetic model as GGUF and as an HF checkpoint (sharded
- * and not), a GGUF holding every metadata type and tensor type, JSON, config and tokenizer
- * inputs. Usage: make_corpus OUTDIR  (creates OUTDIR/<target>/ for every fuzz target). */
+ * and not), the same as a GGUF split in two and as several files in one input (fuzz_bundle.h),
+ * a GGUF holding every metadata type and tensor type, JSON, config and tokenizer inputs. Usage: make_corpus OUTDIR  (creates OUTDIR/<target>/ for every fuzz target). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@
 #include "writers/safetensors_write.h"
 #include "writers/lora_write.h"
 #include "model/lora.h"
+#include "fuzz_bundle.h"
 #include "fuzz_models.h"
 
 static const char *out;
@@ -344,6 +345,92 @@ static void loras(void) {
     }
 }
 
+/* A bundle (fuzz_bundle.h) being written: the options byte, then name, length, bytes per file. */
+typedef struct {
+    uint8_t *b;
+    size_t n;
+} bundle;
+
+static bundle bundle_new(uint8_t options) {
+    bundle u = {malloc(1), 1};
+    if (!u.b) die("bundle", NULL);
+    u.b[0] = options;
+    return u;
+}
+
+static void bundle_add(bundle *u, int name, const void *data, size_t len) {
+    if (!(u->b = realloc(u->b, u->n + 5 + len))) die("bundle", NULL);
+    uint32_t l = (uint32_t)len;
+    u->b[u->n] = (uint8_t)name, memcpy(u->b + u->n + 1, &l, 4), memcpy(u->b + u->n + 5, data, len);
+    u->n += 5 + len;
+}
+
+/* The GGUF at src as two splits (general.split.*): its metadata and the first half of its
+ * tensors into dst[0], the other half into dst[1]. */
+static void gguf_split(const char *src, const char *const dst[2]) {
+    ox_err e = {0};
+    size_t n;
+    char *bytes = slurp(src, &n);
+    int h = ox_host_open_path(src, &e);
+    ox_gguf *g = h < 0 ? NULL : ox_gguf_open(h, &e);
+    if (!g) die(src, &e);
+    ox_gguf_writer *w[2] = {ox_gguf_writer_new(), ox_gguf_writer_new()};
+    int rc = 0;
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kv[i].key, "general.alignment")) rc |= ox_gguf_w_value(w[0], g->kv[i].key, &g->kv[i].val);
+    for (int k = 0; k < 2; k++)
+        rc |= ox_gguf_w_u32(w[k], "general.split.count", 2), rc |= ox_gguf_w_u32(w[k], "general.split.no", (uint32_t)k);
+    for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
+        const ox_gguf_tensor *t = &g->tensors[i];
+        rc = ox_gguf_w_tensor(w[i >= g->n_tensors / 2], t->name, t->type, t->n_dims, t->ne, bytes + t->offset, &e);
+    }
+    for (int k = 0; k < 2 && !rc; k++) rc = ox_gguf_w_write(w[k], dst[k], NULL, NULL, &e);
+    if (rc) die(dst[0], &e);
+    for (int k = 0; k < 2; k++) ox_gguf_writer_free(w[k]);
+    ox_gguf_free(g);
+    ox_host_close(h);
+    free(bytes);
+}
+
+/* fuzz_multifile: the mini model as a GGUF split in two (in order, and the tensor split first
+ * with other load options), and as a 2-shard HF checkpoint directory with its index */
+static void multifile(void) {
+    ox_err e = {0};
+    char src[4096], sp[2][4096], d[4096];
+    ox_synth s = mini("tiny");
+    snprintf(src, sizeof src, "%s/tmp-split.gguf", out);
+    if (ox_synth_write_gguf(&s, src, &e)) die(src, &e);
+    for (int k = 0; k < 2; k++) snprintf(sp[k], sizeof sp[k], "%s/tmp-split-%d.gguf", out, k + 1);
+    gguf_split(src, (const char *const[2]){sp[0], sp[1]});
+    size_t n[2];
+    char *b[2] = {slurp(sp[0], &n[0]), slurp(sp[1], &n[1])};
+    for (int order = 0; order < 2; order++) {
+        bundle u = bundle_new(order ? 5 : 0); /* stored; or bf16 with the tables on the host */
+        for (int k = 0; k < 2; k++) bundle_add(&u, FUZZ_SPLIT1 + (k ^ order), b[k ^ order], n[k ^ order]);
+        put("fuzz_multifile", order ? "split-reversed.bin" : "split.bin", u.b, u.n);
+        free(u.b);
+    }
+    for (int k = 0; k < 2; k++) free(b[k]), remove(sp[k]);
+    remove(src);
+
+    snprintf(d, sizeof d, "%s/tmp-multi", out);
+    mkdir(d, 0777);
+    if (ox_synth_write_hf(&s, d, OX_BF16, 2, &e)) die(d, &e);
+    static const int names[] = {FUZZ_CONFIG, FUZZ_TOKENIZER, FUZZ_SHARD1, FUZZ_SHARD2, FUZZ_ST_INDEX};
+    bundle u = bundle_new(0);
+    for (int k = 0; k < 5; k++) {
+        char p[4200];
+        size_t len;
+        snprintf(p, sizeof p, "%s/%s", d, fuzz_bundle_names[names[k]]);
+        char *f = slurp(p, &len);
+        bundle_add(&u, names[k], f, len);
+        free(f), remove(p);
+    }
+    put("fuzz_multifile", "hf-sharded.bin", u.b, u.n);
+    free(u.b);
+    rmdir(d);
+}
+
 /* fuzz_generate: parameter blocks (48 bytes, see fuzz_generate.c) with prompts, and one with
  * an MTP drafter for the mini model */
 static void generations(void) {
@@ -387,10 +474,10 @@ int main(int argc, char **argv) {
     }
     out = argv[1];
     mkdir(out, 0777);
-    static const char *targets[] = {"fuzz_gguf",           "fuzz_model",    "fuzz_hf",      "fuzz_safetensors",
-                                    "fuzz_st_index",       "fuzz_json",     "fuzz_config",  "fuzz_tokenizer",
-                                    "fuzz_tokenizer_json", "fuzz_grammar",  "fuzz_mlx",     "fuzz_lora",
-                                    "fuzz_json_schema",    "fuzz_estimate", "fuzz_generate"};
+    static const char *targets[] = {"fuzz_gguf",           "fuzz_model",    "fuzz_hf",       "fuzz_safetensors",
+                                    "fuzz_st_index",       "fuzz_json",     "fuzz_config",   "fuzz_tokenizer",
+                                    "fuzz_tokenizer_json", "fuzz_grammar",  "fuzz_mlx",      "fuzz_lora",
+                                    "fuzz_json_schema",    "fuzz_estimate", "fuzz_generate", "fuzz_multifile"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) dir(targets[i]);
     models();
     gguf_all_types();
@@ -398,5 +485,6 @@ int main(int argc, char **argv) {
     texts();
     loras();
     generations();
+    multifile();
     return 0;
 }

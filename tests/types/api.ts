@@ -1,5 +1,6 @@
-// Compiled by `npm run typecheck` (tsc --noEmit, tsconfig.json): the declarations of the
-// public API hold together and accept what a user writes with them.
+// Compiled by `npm run typecheck` (tsc --noEmit: tsconfig.json with the DOM lib, and
+// tsconfig.node.json with es2022 and @types/node only): the declarations of the public API hold
+// together and accept what a user writes with them, in a page and in Node.
 import { loadModel, OxError, type GenerateOptions, type LoadOptions } from '../../js/main/index.js';
 
 const load: LoadOptions = { quant: 'q4', kvType: 'q8_0', streamWeights: 'experts', memoryBudget: 'auto' };
