@@ -126,9 +126,10 @@ static void select_top(cand *c, size_t n, size_t k) {
 /* Relative weight of a logit (the max has weight 1); one definition for every pass. */
 static float weight(float l, float m, float inv_t) { return expf((l - m) * inv_t); }
 
+/* The comparisons come before the conversion: a NaN or huge logit (a hostile bias) has no int. */
 static int bucket(float l, float lo, float scale) {
-    int b = (int)((l - lo) * scale);
-    return b < 0 ? 0 : b > 1023 ? 1023 : b;
+    float x = (l - lo) * scale;
+    return x >= 1023.0f ? 1023 : x >= 0.0f ? (int)x : 0;
 }
 
 static void penalize(ox_sampler *s, float *logits, int vocab, const int32_t *recent, int n_recent) {
