@@ -24,7 +24,7 @@ const int8_t ox_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4,
 
 #define IQ1_DELTA 0.125f
 
-#define F16(h) ox_f16_to_f32(h)
+#define F16(h) ox_f16_to_f32(h) /* types.c */
 
 static uint32_t rd32(const void *p) {
     uint32_t v;
