@@ -72,7 +72,7 @@ typedef void (*ox_tile_fn)(const ox_matrix *W, const ox_act *a, int r0, int r1, 
 ox_tile_fn ox_simd_tile(ox_type t);
 #endif
 
-/* ox_f16_to_f32 (quant.c) inlined for the hot loops: same algorithm, exact, inf/nan
+/* ox_f16_to_f32 (types.c) inlined for the hot loops: same algorithm, exact, inf/nan
  * kept; test_kernels compares the two on all 65536 halves. */
 static inline float ox_f16_fast(uint16_t h) {
     union {

@@ -32,7 +32,7 @@ fn dot4(a : u32, b : u32) -> i32 { return dot(i8x4(a), i8x4(b)); }
 /** The preamble a module using dot4 needs. */
 export const dot4Requires = (hasDot4) => (hasDot4 ? 'requires packed_4x8_integer_dot_product;\n' : '');
 
-/** f32 -> f16 bits, round to nearest even, as ox_f32_to_f16 (src/kernels/quant.c). */
+/** f32 -> f16 bits, round to nearest even, as ox_f32_to_f16 (src/kernels/types.c). */
 export const f32ToF16 = /* wgsl */ `
 fn f32_to_f16(f : f32) -> u32 {
   let u = bitcast<u32>(f);

@@ -32,7 +32,7 @@ export function softwareAdapters() {
 /** The C reference helper: run(cmd, args, input bytes) -> output bytes. */
 export function buildRefHelper() {
   const out = join(mkdtempSync(join(tmpdir(), 'oxgpu-')), 'ref_helper');
-  const src = ['quant', 'iq', 'iq_grids', 'kernels', 'kernels_x86', 'pool', 'prof', 'attn'].map((f) =>
+  const src = ['types', 'quant', 'iq', 'iq_grids', 'kernels', 'kernels_x86', 'pool', 'prof', 'attn'].map((f) =>
     join(ROOT, `src/kernels/${f}.c`),
   );
   execFileSync('cc', [
