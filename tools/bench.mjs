@@ -14,7 +14,8 @@
 //   options: --presets bench,e2b    --types q4_k_m,q8_0,q4_0 (all presets; q4_k+q6_k = our own
 //            synth K-quant mix; q4_k_m, q5_k_m, iq4_xs, llama:q6_k, ... = llama-quantize recipes)
 //            --threads 2  --reps N  --warmup 1  --n-prompt 64  --n-gen 64
-//            --engines web,wllama,node,native,llama   --probe-mb 512
+//            --engines web,wllama,node,gpu,native,llama   --probe-mb 512
+//            --gpu-fallback (the gpu engine may take a software adapter: lavapipe, SwiftShader)
 //            --dir DIR (models; default $OX_BENCH_DIR or ~/.cache/oxinfer-bench)  --regen
 //            --source blob|url (how our page reads the file; default blob, e2b url)
 //            --write / --no-write (the doc)  --doc FILE (default docs/benchmarks.md)  --json FILE
@@ -55,7 +56,9 @@ import {
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(ROOT, 'package.json'));
 const log = (...a) => console.log(...a);
-const ENGINES = ['web', 'wllama', 'node', 'native', 'llama'];
+// gpu: our engine on the WebGPU backend in Node (the `webgpu` package), decode GB/s against the
+// GPU's read bandwidth (js/gpu/probe.js)
+const ENGINES = ['web', 'wllama', 'node', 'gpu', 'native', 'llama'];
 
 // ---- options ----
 
@@ -88,9 +91,10 @@ function parseArgs(argv) {
     json: null,
     chromium: process.env.CHROMIUM || '/usr/bin/chromium',
     verbose: false,
+    gpu_fallback: false,
     timeout_s: 1800,
   };
-  const flags = new Set(['quick', 'e2b', 'regen', 'verbose']);
+  const flags = new Set(['quick', 'e2b', 'regen', 'verbose', 'gpu_fallback']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h' || arg === '--help') {
@@ -403,7 +407,9 @@ async function webEngine(name, ctx, a, s, modelUrl, bytes = 0) {
 }
 
 // Our wasm engine in Node, in a child process (tools/bench/node-engine.mjs); src: {path} or {url}.
-async function nodeEngine(a, threads, src) {
+// gpu: on the WebGPU backend (a software adapter with --gpu-fallback), with the GPU's read
+// bandwidth probed after the load (loaded.gpu)
+async function nodeEngine(a, threads, src, gpu = false) {
   const child = spawn(process.execPath, [path.join(ROOT, 'tools', 'bench', 'node-engine.mjs')], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
@@ -434,14 +440,22 @@ async function nodeEngine(a, threads, src) {
   fail.catch(() => {});
   let loaded;
   try {
-    loaded = await Promise.race([call('load', { src, threads, nCtx: 1024 }), fail]);
+    const backend = gpu ? { backend: 'webgpu', allowFallbackAdapter: a.gpu_fallback } : {};
+    loaded = await Promise.race([call('load', { src, threads, nCtx: 1024, ...backend }), fail]);
     loaded.peak_rss = procStatus(child.pid)?.hwm ?? null;
+    if (gpu) {
+      const p = await call('gpuProbe', { mbytes: a.probe_mb, allowFallbackAdapter: a.gpu_fallback });
+      loaded.gpu = { ...loaded.info.gpu, read_bps: p.bytesPerSec };
+      log(
+        `  gpu: ${loaded.gpu.adapter}: reads ${fmtGBs(p.bytesPerSec)} (js/gpu/probe.js, ${fmtMB(p.bytes)} x ${p.reps})`,
+      );
+    }
   } catch (e) {
     child.kill();
     throw e;
   }
   return {
-    name: 'node',
+    name: gpu ? 'gpu' : 'node',
     loaded,
     run: (p) => Promise.race([call('run', { tokens: p.tokens, nGen: p.nGen }), fail]),
     async memory() {
@@ -619,6 +633,7 @@ async function benchConfig(a, ctx, s, t, file, threads) {
     log(`  wllama: ${errors.wllama}`);
   } else await open('wllama', () => webEngine('wllama', ctx, a, s, modelUrl, bytes));
   await open('node', () => nodeEngine(a, threads, { path: file }));
+  await open('gpu', () => nodeEngine(a, threads, { path: file }, true));
   await open('native', async () => nativeEngine(ctx.cli, threads, file));
   await open('llama', async () => llamaEngine(llamaBin('llama-bench'), threads, file));
 
@@ -654,6 +669,7 @@ async function benchConfig(a, ctx, s, t, file, threads) {
     mix: per.mix,
     bytes_per_token: per.bytes,
     threads,
+    machine: { cpu_model: cpuInfo().model, cores: cpuInfo().cores },
     ceiling,
     engines: {},
     errors,
@@ -722,6 +738,7 @@ const ENGINE = {
   web: 'oxinfer (wasm, Chromium)',
   wllama: 'wllama (wasm, Chromium)',
   node: 'oxinfer (wasm, Node)',
+  gpu: 'oxinfer (WebGPU, Node)',
   native: 'oxinfer (native CLI)',
   llama: 'llama.cpp (native, llama-bench)',
 };
@@ -747,7 +764,9 @@ function tableRows(results, wllamaVersion) {
           ? ENGINE.web.replace('wasm', `wasm ${e.loaded.build}`)
           : name === 'wllama'
             ? ENGINE.wllama.replace('wllama', `wllama ${wllamaVersion}`)
-            : ENGINE[name];
+            : name === 'gpu' && e?.loaded?.gpu
+              ? `oxinfer (WebGPU on ${e.loaded.gpu.adapter}${e.loaded.gpu.fallbackAdapter ? ', a software adapter' : ''}, Node)`
+              : ENGINE[name];
       const weights = `${c.type} ${fmtMB(c.bytes)}`;
       if (!e || !e.runs.length) {
         rows.push({
@@ -760,7 +779,7 @@ function tableRows(results, wllamaVersion) {
         });
         continue;
       }
-      const ceil = c.ceiling?.[CEILING[name]];
+      const ceil = name === 'gpu' ? e.loaded?.gpu?.read_bps : c.ceiling?.[CEILING[name]];
       const bw = c.bytes_per_token * e.decode.med;
       rows.push({
         engine: label,
@@ -778,10 +797,25 @@ function tableRows(results, wllamaVersion) {
   return rows;
 }
 
+// The CPU this runs on: its model (/proc/cpuinfo's "model name", as os.cpus() reads it) and
+// core count, recorded beside every figure; `key` names the machine's sections in the doc.
+function cpuInfo() {
+  const cpus = os.cpus();
+  const model = (cpus[0]?.model ?? '?').trim().replace(/\s+/g, ' ');
+  const cores = cpus.length;
+  const key = `${model}-x${cores}`
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
+  return { model, cores, key };
+}
+
 function machine(ctx) {
   const cpus = os.cpus();
   return {
     cpu: `${cpus[0]?.model ?? '?'} × ${cpus.length}`,
+    cpu_model: cpuInfo().model,
+    cores: cpuInfo().cores,
     load: os
       .loadavg()
       .map((x) => x.toFixed(2))
@@ -929,7 +963,13 @@ once — the tied embedding is the output head — except the per-layer embeddin
 one row is gathered) × decode tok/s; in brackets, its share of the wasm read ceiling measured in
 the same run at the same thread count by \`ox_probe_read_bandwidth\` (src/wasm/probe.c: the
 engine's own thread pool streaming a 512 MB buffer with SIMD128 loads, best of 8 passes) in Chromium
-(for the Chromium rows) or Node. Native rows have no wasm ceiling.
+(for the Chromium rows) or Node. Native rows have no wasm ceiling. The WebGPU row (engine
+\`gpu\`: our engine in Node on the WebGPU backend, the \`webgpu\` package) is against the GPU's
+own read bandwidth, measured in the same run by js/gpu/probe.js (a kernel reading one buffer of
+up to --probe-mb, capped at one binding, 20 passes per submit, best of 3, wall clock from submit
+to onSubmittedWorkDone); its peak memory is the Node process's (a software adapter's GPU
+buffers are process memory too), its wasm memory holds no weights. On a software adapter
+(--gpu-fallback: lavapipe, SwiftShader) the row says so and its figures say nothing about a GPU.
 
 Memory: "peak memory" is the peak resident set (VmHWM from /proc) of the process that runs the
 engine — the page's renderer process (its workers and wasm memory; a model Blob lives in the
@@ -943,21 +983,30 @@ the peak and the load time of a tab without DevTools (the "Memory" section). The
 thread count (above 1: ours is faster).
 `;
 
-function writeDoc(file, mode, body) {
+function writeDoc(file, preset, body) {
   let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  // the head is rewritten, the sections after it are kept (each preset replaces its own)
+  // the head is rewritten, the sections after it are kept (each preset on each machine
+  // replaces its own: a section per machine measured)
   const keep = text.indexOf('<!-- bench:');
   text = DOC_HEAD + (keep >= 0 ? `\n${text.slice(keep)}` : '');
   text = text.replace(/<!-- bench:main -->[\s\S]*?<!-- \/bench:main -->\n*/, ''); // the wllama 3.8.1 era's table
+  const cpu = cpuInfo();
+  const mode = `${preset}@${cpu.key}`;
+  const on = `, ${cpu.model} × ${cpu.cores}`;
   const title =
-    mode === 'e2b'
-      ? '## E2B geometry (`npm run bench -- --e2b`)'
-      : `## ${mode === 'bench' ? 'Bench preset' : `Preset ${mode}`} (\`npm run bench -- --presets ${mode}\`)`;
+    preset === 'e2b'
+      ? `## E2B geometry (\`npm run bench -- --e2b\`)${on}`
+      : `## ${preset === 'bench' ? 'Bench preset' : `Preset ${preset}`} (\`npm run bench -- --presets ${preset}\`)${on}`;
   const block = `<!-- bench:${mode} -->\n${title}\n\n${body}\n<!-- /bench:${mode} -->\n`;
   const re = new RegExp(`<!-- bench:${mode} -->[\\s\\S]*?<!-- /bench:${mode} -->\\n?`);
+  // after the last section of this preset on another machine, else the bench preset before E2B
+  const ends = [...text.matchAll(new RegExp(`<!-- /bench:${preset}@[\\w-]+ -->\\n?`, 'g'))];
+  const e2b = /<!-- bench:e2b@[\w-]+ -->/.exec(text);
   if (re.test(text)) text = text.replace(re, block);
-  else if (mode === 'bench' && text.includes('<!-- bench:e2b -->'))
-    text = text.replace('<!-- bench:e2b -->', `${block}\n<!-- bench:e2b -->`);
+  else if (ends.length) {
+    const at = ends.at(-1).index + ends.at(-1)[0].length;
+    text = `${text.slice(0, at)}\n${block}${text.slice(at)}`;
+  } else if (preset === 'bench' && e2b) text = `${text.slice(0, e2b.index)}${block}\n${text.slice(e2b.index)}`;
   else text = `${text.trimEnd()}\n\n${block}`;
   writeAtomic(file, text);
 }

@@ -6,11 +6,14 @@ import { explain } from './errors.js';
 import { deleteChat, getChat, listChats, newChatId, saveChat } from './history.js';
 import { renderMarkdown } from './markdown.js';
 import { hasCache, loadUrl } from './source.js';
+import { attachImages, contentOf, initAttach, setImagesEnabled, takeImages, thumbnails } from './attach.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   badgeThreads: $('badge-threads'),
   badgeModel: $('badge-model'),
+  badgeBackend: $('badge-backend'),
+  backend: $('backend'),
   noticeIsolation: $('notice-isolation'),
   noticeRandom: $('notice-random'),
   noticeDemo: $('notice-demo'),
@@ -58,7 +61,11 @@ const ui = {
   send: $('send'),
   stop: $('stop'),
   newChat: $('new-chat'),
+  attach: $('attach'),
+  attachInput: $('attach-input'),
+  tray: $('attach-tray'),
 };
+initAttach(ui);
 
 const params = new URLSearchParams(location.search);
 // ?hf=ORIGIN: a Hugging Face mirror (or the tests' stand-in) for the catalog's downloads; one on
@@ -67,11 +74,12 @@ let hfBase = HF_BASE;
 
 const state = {
   model: null, // the loaded model (package API object)
+  lastLoad: null, // load()'s arguments for that model: a backend switch loads it again
   modelEntry: null, // the catalog entry it came from, if any
   modelLabel: '', // its files, for the badge and the panel
   loading: null, // a load (or background download) in progress: {ctl, label, entryId, text, pct}
   generating: null, // AbortController of a reply in progress
-  history: [], // [{ role, content, thinking?, meta? }]
+  history: [], // [{ role, content, images?, thinking?, meta? }]
   chatId: null,
 };
 
@@ -406,7 +414,15 @@ async function load(sources, { entry = null, cache = false } = {}) {
     await engineReady;
     if (!ox) throw new Error('The engine failed to load (see above); reload the page after building it.');
     const t0 = performance.now();
-    const opts = { threads, signal, onProgress: (p) => setProgressLine(job, progressText(job, p)) };
+    // backend: the GPU where there is one (auto), or as chosen; ?fallbackAdapter=1 lets 'GPU'
+    // take a software adapter (SwiftShader in headless Chromium: the tests)
+    const opts = {
+      threads,
+      signal,
+      onProgress: (p) => setProgressLine(job, progressText(job, p)),
+      backend: ui.backend.value,
+      allowFallbackAdapter: params.get('fallbackAdapter') === '1',
+    };
     const urls = sources.every((s) => typeof s === 'string');
     let model;
     for (let attempt = 1; ; attempt++) {
@@ -427,6 +443,7 @@ async function load(sources, { entry = null, cache = false } = {}) {
     }
     const old = state.model;
     state.model = model;
+    state.lastLoad = { sources, entry, cache };
     state.modelEntry = entry;
     state.modelLabel = entry ? `${entry.title} ${entry.quant}` : job.label;
     window.oxinfer.model = model;
@@ -434,6 +451,7 @@ async function load(sources, { entry = null, cache = false } = {}) {
     const secs = (performance.now() - t0) / 1000;
     showModelInfo(model, sources, secs);
     showThreadBadge(model.threads);
+    showBackend(model);
     // on a phone the catalog gives its room back to the chat once a model is in
     if (matchMedia('(max-width: 760px)').matches) ui.catalogBox.open = false;
     refreshTools();
@@ -508,6 +526,33 @@ function showModelInfo(model, sources, secs) {
   ui.modelInfo.hidden = false;
 }
 
+// where the model runs: the header's badge (the adapter, or why the GPU is not used, as its title)
+function showBackend(model) {
+  const gpu = model?.backend === 'webgpu';
+  const adapter = model?.info?.gpu?.adapter;
+  ui.badgeBackend.textContent = !model ? '–' : gpu ? `GPU · ${adapter || 'WebGPU'}` : 'CPU';
+  ui.badgeBackend.title = !model
+    ? 'where the model runs'
+    : gpu
+      ? `WebGPU${model.info.gpu.fallbackAdapter ? ' (a software adapter)' : ''}: ${adapter}`
+      : (model.info?.backendNote ?? 'the CPU (WebAssembly)');
+  ui.badgeBackend.className = model ? 'badge' : 'badge muted';
+  ui.badgeBackend.dataset.backend = model?.backend ?? '';
+}
+
+// a change of backend loads the model again with it; the old one goes first (a cached model's
+// local copy opens once at a time)
+ui.backend.addEventListener('change', async () => {
+  const l = state.lastLoad;
+  if (!l || state.loading) return;
+  state.generating?.abort();
+  const old = state.model;
+  state.model = window.oxinfer.model = null;
+  showBackend(null);
+  await old?.unload?.().catch((e) => console.warn('[demo] unload', e));
+  load(l.sources, { entry: l.entry, cache: l.cache });
+});
+
 function escapeHtml(s) {
   return String(s).replace(
     /[&<>"']/g,
@@ -537,7 +582,7 @@ document.addEventListener('drop', (e) => {
   e.preventDefault();
   ui.drop.classList.remove('over');
   const files = [...(e.dataTransfer?.files ?? [])];
-  if (files.length) load(files);
+  if (files.length && !(state.model && !state.loading && attachImages(files))) load(files);
 });
 ui.drop.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' || e.key === ' ') {
@@ -566,6 +611,7 @@ ui.urlForm.addEventListener('submit', (e) => {
 function setComposerEnabled(on) {
   ui.prompt.disabled = !on;
   ui.send.disabled = !on;
+  setImagesEnabled(on ? state.model : null);
 }
 
 // Keep the end of the messages in view across a change when it was in view before it (the
@@ -602,7 +648,7 @@ function tool(label, cls, onClick) {
 
 // A message bubble. Assistant bubbles: a collapsed <details> for the thought, the markdown
 // body, a meta line, and Regenerate (shown on the last reply only, see refreshTools).
-function addMessage(role, text = '', { thinking = '', meta = '' } = {}) {
+function addMessage(role, text = '', { thinking = '', meta = '', images = [] } = {}) {
   ui.emptyHint.hidden = true;
   const div = document.createElement('div');
   div.className = `msg ${role}`;
@@ -634,6 +680,7 @@ function addMessage(role, text = '', { thinking = '', meta = '' } = {}) {
     body.className = 'text';
     body.textContent = text;
     tools.append(tool('Edit', 'edit', () => editMessage(div)));
+    if (images.length) div.append(thumbnails(images));
     div.append(body, tools);
   }
   keepBottom(true, () => ui.messages.append(div));
@@ -679,7 +726,8 @@ function showStats(st) {
   if (!st) return;
   const mem = st.residentBytes ?? st.resident_bytes ?? st.wasmMemoryBytes;
   const host = st.hostBytesRead ?? st.host_bytes_read;
-  ui.statMem.textContent = fmtBytes(mem);
+  // on the GPU the weights and KV caches are the device's: both figures
+  ui.statMem.textContent = st.gpuBytes ? `${fmtBytes(mem)} + GPU ${fmtBytes(st.gpuBytes)}` : fmtBytes(mem);
   ui.statHost.textContent = fmtBytes(host);
 }
 
@@ -750,7 +798,7 @@ function startNewChat() {
 }
 
 // ---------- chat ----------
-async function send(text) {
+async function send(text, images = takeImages()) {
   if (!state.model || state.generating) return;
   let opts;
   try {
@@ -759,8 +807,9 @@ async function send(text) {
     showError(e);
     return;
   }
-  state.history.push({ role: 'user', content: text });
-  addMessage('user', text);
+  const msg = { role: 'user', content: text, ...(images.length ? { images } : {}) };
+  state.history.push(msg);
+  addMessage('user', text, msg);
   await reply(opts);
 }
 
@@ -781,7 +830,7 @@ async function reply(opts) {
   const messages = [];
   const sys = ui.systemPrompt.value.trim();
   if (sys) messages.push({ role: 'system', content: sys });
-  messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
+  messages.push(...history.map((m) => ({ role: m.role, content: contentOf(m) })));
   let answer = '',
     thought = '',
     n = 0,
@@ -905,6 +954,7 @@ function editMessage(div) {
     const text = box.value.trim();
     if (!text) return;
     const i = state.history.findLastIndex((m) => m.role === 'user');
+    const images = state.history[i]?.images ?? [];
     state.history.splice(i);
     let m = div;
     while (m) {
@@ -912,7 +962,7 @@ function editMessage(div) {
       m.remove();
       m = next;
     }
-    send(text);
+    send(text, images);
   });
   save.classList.remove('secondary');
   const cancel = tool('Cancel', 'cancel', () => {
@@ -934,7 +984,7 @@ function editMessage(div) {
 ui.composer.addEventListener('submit', (e) => {
   e.preventDefault();
   const text = ui.prompt.value.trim();
-  if (!text || state.generating) return;
+  if (!(text || ui.tray.childElementCount) || state.generating) return;
   ui.prompt.value = '';
   send(text);
 });

@@ -11,7 +11,9 @@
 // Roles: system (first message only), user, assistant|model. Content is a string or an array
 // of parts; as Hugging Face's apply_chat_template does, a template sees the array itself
 // (each part {type: 'text', text}; a bare string part becomes one), and the built-in format
-// joins the parts' text. Text parts only. Runs in the engine worker (js/engine/worker.js).
+// joins the parts' text. An image part reaches here as a bare {type: 'image'} (its image went
+// to js/engine/vision.js); a template writes its marker (Gemma 4's: `<|image|>`), and so does
+// the built-in format, in place. Runs in the engine worker (js/engine/worker.js).
 import { OxError } from '../shared/errors.js';
 import { formatCall, formatDeclaration, formatResponse } from '../shared/toolcalls.js';
 
@@ -24,16 +26,20 @@ function contentOf(m, i) {
     return c.map((p) => {
       if (typeof p === 'string') return { type: 'text', text: p };
       if (p?.type === 'text' && typeof p.text === 'string') return p;
+      if (p?.type === 'image') return { type: 'image' };
       throw new OxError(
         'RANGE',
-        `message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text parts only)`,
+        `message ${i}: content part ${JSON.stringify(p?.type ?? p)} is not supported (text and image parts only)`,
       );
     });
   }
-  throw new OxError('RANGE', `message ${i}: content must be a string or an array of text parts`);
+  throw new OxError('RANGE', `message ${i}: content must be a string or an array of text and image parts`);
 }
 
-const textOf = (content) => (typeof content === 'string' ? content : content.map((p) => p.text).join(''));
+// Gemma 4's image marker, which js/engine/vision.js expands
+const IMAGE_MARKER = '<|image|>';
+const textOf = (content) =>
+  typeof content === 'string' ? content : content.map((p) => (p.type === 'image' ? IMAGE_MARKER : p.text)).join('');
 
 // messages: a non-empty array of {role: string, content}
 function normalize(messages) {

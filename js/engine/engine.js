@@ -13,6 +13,8 @@ import { Session } from './session.js';
 
 const STREAM_NAME = Object.fromEntries(Object.entries(STREAM).map(([k, v]) => [v, k]));
 const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+// the ggml types the GPU has kernels for, as the C load's bit mask (an f64 across the ABI)
+const GPU_TYPE_MASK = Object.keys(GPU_TYPES).reduce((a, t) => a + 2 ** Number(t), 0);
 
 export class Engine {
   // init: {build, threads, assets, abortFlag, host}; onAbort(what): the wasm trapped; aborting():
@@ -61,8 +63,8 @@ export class Engine {
 
   // The memory a load of the open handles would take (src/model/estimate.h), from their
   // headers: m {quant, tablesOnHost, stream (an id), weightCache, context (0: the model's), kvType (0: f32), budget (bytes,
-  // 0: none), fit (lower the context to the budget)} -> {weights, embeddingsOnHost, kv,
-  // weightCache, scratch, runtime, total, fileBytes, context}
+  // 0: none), fit (lower the context to the budget), gpu (on the GPU backend)} -> {weights, embeddingsOnHost, kv,
+  // weightCache, scratch, runtime, total, fileBytes, context, backend, gpu ({weights, kv, scratch} or null)}
   estimateOpen(handles, m) {
     const { heap } = this;
     const n = estimateFields.length;
@@ -75,13 +77,15 @@ export class Engine {
               p,
               handles.length,
               m.quant,
-              m.tablesOnHost ? 1 : 0,
+              m.tablesOnHost === undefined ? (m.gpu ? -1 : 0) : m.tablesOnHost ? 1 : 0,
               m.stream ?? 0,
               m.weightCache ?? 0,
               m.context ?? 0,
               m.kvType ?? 0,
               m.budget ?? 0,
               m.fit ? 1 : 0,
+              m.gpu ? 1 : 0,
+              m.gpu ? GPU_TYPE_MASK : 0,
               out,
             ),
           ),
@@ -89,7 +93,14 @@ export class Engine {
         ),
       ),
     );
-    return Object.fromEntries(estimateFields.map((f, i) => [f, rec[i]]));
+    const { gpu, gpuWeights, gpuKv, gpuScratch, ...est } = Object.fromEntries(
+      estimateFields.map((f, i) => [f, rec[i]]),
+    );
+    return {
+      ...est,
+      backend: gpu ? 'webgpu' : 'cpu',
+      gpu: gpu ? { weights: gpuWeights, kv: gpuKv, scratch: gpuScratch } : null,
+    };
   }
 
   async estimate(m) {
@@ -120,21 +131,44 @@ export class Engine {
     const { heap, host } = this;
     const C = heap.C;
     const handles = [];
+    const want = m.drafter ? 'cpu' : (m.backend ?? 'auto');
+    let bridge = null,
+      gpuNote =
+        m.drafter && m.backend !== 'cpu'
+          ? 'webgpu: the MTP drafter reads the CPU KV caches; the model runs on the CPU'
+          : undefined;
     try {
+      // the device first: the load uploads the matrices as it reads them (docs/architecture.md
+      // "GPU backend", Memory)
+      if (want !== 'cpu') ({ bridge, note: gpuNote } = await this.openGpu(want, !!m.allowFallbackAdapter));
       for (const src of m.sources) handles.push(await host.open(src));
       let est = null;
       let { stream = 0, weightCache = 0 } = m;
       if (m.budget) {
-        ({ est, stream, weightCache } = this.fitBudget(handles, m));
+        // on the GPU the budget counts the device's memory too, and no CPU KV cache is taken
+        ({ est, stream, weightCache } = this.fitBudget(handles, { ...m, gpu: !!bridge }));
         heap.check(C.ox_wasm_reserve(est.total));
       }
       heap.M.oxProgress = (done, total) => {
         progress(done, total);
         return this.abortFlag && Atomics.load(this.abortFlag, 0) ? 1 : 0;
       };
+      heap.M.oxGpuLoad = bridge;
+      // tablesOnHost unset: embedding rows from the host on the GPU (the head is there), else not
+      const onHost = m.tablesOnHost === undefined ? (bridge ? -1 : 0) : m.tablesOnHost ? 1 : 0;
       this.ptr = heap.checkPtr(
         heap.withInts(handles, (p) =>
-          C.ox_wasm_load(p, handles.length, m.quant, m.tablesOnHost ? 1 : 0, m.maxResident ?? 0, stream, weightCache),
+          C.ox_wasm_load(
+            p,
+            handles.length,
+            m.quant,
+            onHost,
+            m.maxResident ?? 0,
+            stream,
+            weightCache,
+            bridge && !m.gpuLayers && !m.gpuMemory ? 1 : 0, // a split uploads after the load
+            bridge ? GPU_TYPE_MASK : 0,
+          ),
         ),
       );
       this.info = {
@@ -149,6 +183,11 @@ export class Engine {
         heap.check(heap.withInts(dh, (p) => C.ox_wasm_load_drafter(this.ptr, p, dh.length, m.quant)));
         this.info.drafter = { files: dh.map((h) => host.name(h)) };
       }
+      if (est?.gpu && !bridge.putIds.size) {
+        // estimated for the GPU, loaded on the CPU (MoE, a type with no kernel, ...): as the CPU
+        ({ est } = this.fitBudget(handles, { ...m, stream, weightCache, autoStream: 0 }));
+        heap.check(C.ox_wasm_reserve(est.total));
+      }
       this.session = new Session(
         heap,
         this.ptr,
@@ -157,21 +196,47 @@ export class Engine {
         m.kvType ?? 0,
       );
       if (est) {
-        heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
+        if (!est.gpu) heap.check(C.ox_wasm_session_prealloc(this.session.ptr));
         this.info.context = est.context;
         this.info.memory = { ...est, streamWeights: STREAM_NAME[stream] };
       } else this.info.context = m.maxContext || this.info.contextSize;
       this.template = this.chatTemplate(handles);
-      if (m.drafter && m.backend !== 'cpu') {
-        this.info.backend = 'cpu';
-        this.info.backendNote = 'webgpu: the MTP drafter reads the CPU KV caches; the model runs on the CPU';
-      } else await this.attachGpu(m.backend ?? 'auto', !!m.allowFallbackAdapter);
+      this.info.backend = 'cpu';
+      if (bridge) {
+        const b = bridge;
+        bridge = null; // attachGpu owns it now
+        await this.attachGpu(b, m.gpuLayers ?? 0, m.gpuMemory ?? 0);
+      } else if (gpuNote) this.info.backendNote = gpuNote;
       return this.info;
     } catch (e) {
+      bridge?.close(); // (null once attachGpu has it: unload closes it)
+      // a model that went to the GPU while loading has no CPU copy: with 'auto', a failed
+      // upload loads it again on the CPU (a failed read fails the same way there)
+      const retry = want === 'auto' && (bridge?.putFailed || e?.gpuUpload) && e?.code !== 'ABORTED';
       this.unload();
-      throw e;
+      if (!retry) throw e;
+      await this.load({ ...m, backend: 'cpu' }, progress);
+      this.info.backendNote = `webgpu: ${e.message}; the model runs on the CPU`;
+      return this.info;
     } finally {
       heap.M.oxProgress = null;
+      heap.M.oxGpuLoad = null;
+    }
+  }
+
+  // The GPU thread and its device for a load: {bridge} or, with 'auto' where there is none,
+  // {bridge: null, note: why}; 'webgpu' throws instead.
+  async openGpu(want, allowFallback) {
+    try {
+      if (!gpuBridgeUsable())
+        throw new OxError(
+          'UNSUPPORTED',
+          'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page with the threaded build)',
+        );
+      return { bridge: await GpuBridge.start({ allowFallback: want === 'webgpu' && allowFallback }) };
+    } catch (e) {
+      if (want === 'webgpu') throw e instanceof OxError ? e : new OxError('UNSUPPORTED', `webgpu: ${e?.message ?? e}`);
+      return { bridge: null, note: e.message };
     }
   }
 
@@ -225,50 +290,52 @@ export class Engine {
 
   // The backend (docs/architecture.md "GPU backend"): 'auto' takes WebGPU where a hardware
   // adapter exists, 'webgpu' insists (a software adapter only with allowFallback), 'cpu' never
-  // tries. A model the GPU backend cannot run whole (MoE, streamed weights, a weight type with
-  // no kernel) runs on the CPU, with the reason in info.backendNote.
-  async attachGpu(want, allowFallback) {
+  // tries (openGpu). Where the model can run on the GPU whole and no split was asked for, its
+  // matrices went there during the load (bridge.putIds) and the vectors follow here; otherwise
+  // they upload now from wasm memory: layers, the first layers on the GPU and the rest on the
+  // CPU (0: all); gpuMemory: bytes of weights the GPU may hold (0: no limit), fewer layers until
+  // they fit. A model the GPU backend cannot run (streamed weights, LoRA, bidirectional
+  // attention) runs on the CPU, with the reason in info.backendNote.
+  async attachGpu(bridge, layers = 0, gpuMemory = 0) {
     const { heap } = this;
     const C = heap.C;
-    this.info.backend = 'cpu';
-    if (want === 'cpu') return;
-    let bridge;
-    try {
-      if (!gpuBridgeUsable())
-        throw new OxError(
-          'UNSUPPORTED',
-          'webgpu: the GPU backend needs SharedArrayBuffer (Node, or a crossOriginIsolated page with the threaded build)',
-        );
-      bridge = await GpuBridge.start({ allowFallback: want === 'webgpu' && allowFallback });
-    } catch (e) {
-      if (want === 'webgpu') throw e instanceof OxError ? e : new OxError('UNSUPPORTED', `webgpu: ${e?.message ?? e}`);
-      this.info.backendNote = e.message;
-      return;
-    }
+    const streamed = bridge.putIds.size > 0;
     const onCpu = (why) => {
       C.ox_wasm_gpu_detach(this.ptr);
       bridge.close();
       this.info.backendNote = why;
     };
-    const n = C.ox_wasm_gpu_attach(this.ptr);
-    if (n < 0) return onCpu(`${C.ox_wasm_err_msg()}; the model runs on the CPU`);
     const W = gpuList.entryWords;
-    const table = heap.i32(C.ox_wasm_gpu_table(this.ptr), n * W).slice();
-    for (let i = 0; i < table.length; i += W)
-      if (table[i + 1] === 0 && !(table[i + 2] in GPU_TYPES))
-        return onCpu(`webgpu: weight type ${table[i + 2]} has no GPU kernel; the model runs on the CPU`);
+    const L = this.info.layers;
+    let table = null;
+    for (let want = layers > 0 ? Math.min(layers, L) : L; want >= 1;) {
+      const n = C.ox_wasm_gpu_attach(this.ptr, want, GPU_TYPE_MASK);
+      if (n < 0) return onCpu(`${C.ox_wasm_err_msg()}; the model runs on the CPU`);
+      table = heap.i32(C.ox_wasm_gpu_table(this.ptr), n * W).slice();
+      const got = C.ox_wasm_gpu_layers(this.ptr);
+      if (!gpuMemory || tableBytes(table) <= gpuMemory) break;
+      C.ox_wasm_gpu_detach(this.ptr);
+      table = null;
+      want = got - 1;
+    }
+    if (!table)
+      return onCpu(`webgpu: not one layer's weights fit gpuMemory (${gpuMemory} bytes); the model runs on the CPU`);
     try {
       await bridge.upload(table, () => new Uint8Array(heap.buffer));
     } catch (e) {
-      return onCpu(`webgpu: ${e.message}; the model runs on the CPU`);
+      if (!streamed) return onCpu(`webgpu: ${e.message}; the model runs on the CPU`);
+      bridge.close(); // no CPU copy of the matrices: the load fails (and 'auto' loads again on the CPU)
+      e.gpuUpload = true;
+      throw e;
     }
-    this.session.truncate(0); // its caches (if any) are the CPU's
+    this.session?.truncate(0); // its caches (if any) are the CPU's
     this.gpu = bridge;
     heap.M.oxGpu = bridge;
     C.ox_wasm_gpu_release(this.ptr); // the matrices live on the GPU only from now on
     const { description, fallback, features, maxBinding } = bridge.info;
     this.info.backend = 'webgpu';
     this.info.gpu = { adapter: description, fallbackAdapter: fallback, features, maxBinding };
+    this.info.gpu.layers = C.ox_wasm_gpu_layers(this.ptr); // the rest (and the head, if any left) on the CPU
   }
 
   // After each request: a device lost during it puts the model back on the CPU (the request
@@ -421,4 +488,13 @@ export class Engine {
     this.host.closeAll();
     return true;
   }
+}
+
+// bytes of the weights in a GPU table (js/shared/abi.js gpuList: id, kind, type, rows, cols,
+// pointer, row bytes, unit rows)
+function tableBytes(table) {
+  const W = gpuList.entryWords;
+  let sum = 0;
+  for (let i = 0; i < table.length; i += W) sum += table[i + 1] === 1 ? table[i + 4] * 4 : table[i + 3] * table[i + 6];
+  return sum;
 }

@@ -4,6 +4,7 @@
 import { renderChat } from './chat.js';
 import { OxError } from '../shared/errors.js';
 import { withBos } from '../shared/tokens.js';
+import { withImages } from './vision.js';
 
 // -> the prompt text of a chat request {messages, chat: {template, thinking, ...}}
 export function chatText(engine, m) {
@@ -11,10 +12,21 @@ export function chatText(engine, m) {
   return renderChat(c.template !== undefined ? c.template : engine.template, m.messages, c);
 }
 
-// {text} (BOS added unless it starts with it), {tokens}, or {messages} -> {tokens, opts}
+// {text} (BOS added unless it starts with it), {tokens}, or {messages} -> {tokens, opts}; with
+// opts.images (one per <|image|> of the prompt) the markers expanded and the images' rows as
+// opts.soft (js/engine/vision.js)
 export async function promptOf(engine, m) {
+  const { images, maxImageTokens, ...opts } = m.opts ?? {};
+  const p = await textPrompt(engine, m, opts);
+  if (!images?.length) return p;
+  if (p.opts.soft)
+    throw new OxError('RANGE', 'softTokens and images cannot be combined in one request (the images are soft tokens)');
+  const { tokens, soft } = await withImages(engine, p.tokens, images, maxImageTokens);
+  return { tokens, opts: { ...p.opts, soft } };
+}
+
+async function textPrompt(engine, m, opts) {
   const { info } = engine;
-  const opts = { ...(m.opts ?? {}) };
   if (m.messages !== undefined) {
     const tokens = engine.tokenize(await chatText(engine, m), true);
     // a model turn ends at <turn|> by the format's definition, listed by the checkpoint or not

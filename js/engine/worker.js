@@ -8,11 +8,13 @@
 //   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
 //   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
 //   schemaGrammar  a JSON schema or forced tool calls -> GBNF (src/decode/json_schema.c)
+//   embedImage  one image -> the vision tower's soft-token rows (worker/vision.js)
 import { setJinjaUrl } from './chat.js';
 import { OxError } from '../shared/errors.js';
 import { Engine } from './engine.js';
 import { generate } from './generate.js';
 import { setLora } from './lora.js';
+import { imageEmbedding } from './vision.js';
 import { chatText, promptOf } from './prompt.js';
 import { Protocol } from './protocol.js';
 import { isNode } from '../shared/env.js';
@@ -66,6 +68,7 @@ function serve(protocol) {
     tokenize: (m) => loaded().tokenize(m.text, m.special !== false),
     detokenize: (m) => loaded().detokenize(m.ids, !m.skipSpecial),
     embed: (m) => loaded().embed(m.texts, m.opts),
+    embedImage: (m) => imageEmbedding(loaded(), m.image, m.maxImageTokens),
     stats: () => loaded().stats(),
     setLora: (m) => setLora(loaded(), m.adapters),
     reset: () => (loaded().session.truncate(0), true),

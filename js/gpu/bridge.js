@@ -58,6 +58,8 @@ export class GpuBridge {
     this.msg = new Uint8Array(new SharedArrayBuffer(MSG));
     this.held = new Float64Array(new SharedArrayBuffer(24)); // bytes on the GPU: weights, KV, scratch
     this.lost = null; // the message of a lost device, once a step saw it
+    this.putIds = new Set(); // the weights put during the load (put)
+    this.putFailed = null; // the message of a put that failed
     const onMessage = (m) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -94,14 +96,16 @@ export class GpuBridge {
   }
 
   /** Upload the weights of the engine's table (Int32Array, js/abi.js gpuList.entryWords per
-   * entry) from wasm memory (a Uint8Array over it, read at call time). */
+   * entry) from wasm memory (a Uint8Array over it, read at call time), but those put already
+   * during the load. */
   async upload(table, heapU8) {
     const W = gpuList.entryWords;
     for (let i = 0; i < table.length; i += W) {
-      const [id, kind, type, rows, cols, ptr, rowBytes] = table.subarray(i, i + W);
+      const [id, kind, type, rows, cols, ptr, rowBytes, unitRows] = table.subarray(i, i + W);
+      if (this.putIds.has(id)) continue;
       const size = kind === 1 ? cols * 4 : rows * rowBytes;
       const bytes = heapU8().slice(ptr >>> 0, (ptr >>> 0) + size);
-      await this.call('upload', { entry: { id, kind, type, rows, cols }, bytes }, [bytes.buffer]);
+      await this.call('upload', { entry: { id, kind, type, rows, cols, unitRows }, bytes }, [bytes.buffer]);
     }
   }
 
@@ -129,23 +133,45 @@ export class GpuBridge {
       resp = this.resp = new Uint8Array(new SharedArrayBuffer(Math.max(readBytes, 2 * this.resp.length)));
     Atomics.store(this.ctrl, 0, 0);
     this.post({ op: 'run', list, uploads, resp }, [list.buffer, ...uploads.map((u) => u.buffer)]);
-    const t0 = Date.now();
-    while (Atomics.wait(this.ctrl, 0, 0, 1000) === 'timed-out')
-      if (Date.now() - t0 > this.timeoutMs)
-        return { code: codes.IO, message: `the GPU thread did not finish a step in ${this.timeoutMs / 1000} s` };
-    const status = this.ctrl[1],
-      n = this.ctrl[2];
-    if (status !== 0) {
-      const message = new TextDecoder().decode(this.msg.slice(0, n));
-      if (this.ctrl[3]) this.lost = message;
-      return { code: status, message };
-    }
+    const r = this.wait('finish a step');
+    if (r.code !== 0) return r;
     let o = 0;
     for (const a of reads) {
       new Uint8Array(buffer, a.dst, a.bytes).set(this.resp.subarray(o, o + a.bytes));
       o += a.bytes;
     }
     return { code: 0 };
+  }
+
+  /** ox_js_gpu_put, while the C load reads: rows [row0, row0 + rows) of the matrix of the entry
+   * at entryPtr (gpuList.entryWords int32), their bytes at bytesPtr, copied to the GPU thread;
+   * waits until it wrote them into the matrix's buffers, so the load reuses its chunk and the
+   * bytes in flight are one chunk.
+   * @returns {{code: number, message?: string}} */
+  put(buffer, entryPtr, row0, rows, bytesPtr) {
+    if (this.lost) return { code: codes.IO, message: this.lost };
+    const [id, kind, type, nrows, cols, , rowBytes] = new Int32Array(buffer, entryPtr, gpuList.entryWords);
+    const bytes = new Uint8Array(buffer, bytesPtr, rows * rowBytes).slice();
+    Atomics.store(this.ctrl, 0, 0);
+    this.post({ op: 'put', entry: { id, kind, type, rows: nrows, cols }, row0, rows, bytes }, [bytes.buffer]);
+    const r = this.wait('upload rows');
+    if (r.code === 0) this.putIds.add(id);
+    else this.putFailed = r.message;
+    return r;
+  }
+
+  // wait for the GPU thread's answer in ctrl (run, put): {code, message?}
+  wait(what) {
+    const t0 = Date.now();
+    while (Atomics.wait(this.ctrl, 0, 0, 1000) === 'timed-out')
+      if (Date.now() - t0 > this.timeoutMs)
+        return { code: codes.IO, message: `the GPU thread did not ${what} in ${this.timeoutMs / 1000} s` };
+    const status = this.ctrl[1],
+      n = this.ctrl[2];
+    if (status === 0) return { code: 0 };
+    const message = new TextDecoder().decode(this.msg.slice(0, n));
+    if (this.ctrl[3]) this.lost = message;
+    return { code: status, message };
   }
 
   /** ox_js_gpu_forget: a session's KV caches may go. */
@@ -164,9 +190,16 @@ export class GpuBridge {
     return this.call('destroyDevice');
   }
 
+  // The thread ends once its device is destroyed (terminating it inside Dawn's destroy aborted
+  // the process under load), or after a few seconds if it does not answer.
   close() {
-    this.post({ op: 'close' });
     const w = this.worker;
-    setTimeout(() => w.terminate(), 100);
+    const end = () => w.terminate();
+    const late = setTimeout(end, 5000);
+    late.unref?.();
+    this.call('close').then(
+      () => (clearTimeout(late), end()),
+      () => (clearTimeout(late), end()),
+    );
   }
 }

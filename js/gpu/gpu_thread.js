@@ -10,6 +10,7 @@ import { isNode } from '../shared/env.js';
 import { OxError } from '../shared/errors.js';
 import { openDevice, nodeGpu } from './device.js';
 import { StepRunner } from './step.js';
+import { WeightUpload } from './upload.js';
 
 let runner = null,
   device = null,
@@ -21,6 +22,24 @@ let ctrl = null,
 
 // the bytes held on the GPU, where the engine thread reads them synchronously (stats())
 const report = () => held && runner && held.set([runner.bytes.weights, runner.bytes.kv, runner.bytes.scratch]);
+
+// the matrices being put during a load (id -> WeightUpload), until their last rows came
+const putting = new Map();
+
+// wake the engine thread waiting in Atomics.wait (a step or a put): status 0 or an err.h code
+function answer(status, n, lost = 0) {
+  Atomics.store(ctrl, 1, status);
+  Atomics.store(ctrl, 2, n);
+  Atomics.store(ctrl, 3, lost);
+  Atomics.store(ctrl, 0, 1);
+  Atomics.notify(ctrl, 0);
+}
+
+function failure(e) {
+  const text = new TextEncoder().encode(String(e?.message ?? e)).subarray(0, msg.length);
+  msg.set(text);
+  return text.length;
+}
 
 const ops = {
   async init({ allowFallback, powerPreference }) {
@@ -44,6 +63,26 @@ const ops = {
     runner.upload(entry, bytes);
     report();
     return true;
+  },
+  // rows of a matrix while the C load reads them (js/gpu/bridge.js put); answered through ctrl
+  put({ entry, row0, rows, bytes }) {
+    try {
+      if (!StepRunner.supports(entry.type))
+        throw new OxError('UNSUPPORTED', `webgpu: weight type ${entry.type} has no GPU kernel`);
+      let u = putting.get(entry.id);
+      if (!u) putting.set(entry.id, (u = new WeightUpload(device, entry, runner.caps.maxBinding)));
+      u.put(row0, rows, bytes);
+      if (u.done) {
+        putting.delete(entry.id);
+        runner.weights.set(entry.id, u.weight());
+        runner.bytes.weights += u.size;
+        report();
+      }
+      answer(0, 0);
+    } catch (e) {
+      answer(codes[e?.code] ?? codes.IO, failure(e), runner?.lost ? 1 : 0);
+    }
+    return undefined;
   },
   shared(m) {
     ({ ctrl, resp, msg, held } = m);
@@ -83,7 +122,9 @@ const ops = {
     device.destroy();
     return true;
   },
-  close() {
+  async close() {
+    // queued work first: destroying a device with work in flight made Dawn abort
+    await device?.queue.onSubmittedWorkDone().catch(() => {});
     device?.destroy();
     gpu = runner = device = null;
     return true;
@@ -93,7 +134,7 @@ const ops = {
 async function receive(m, post) {
   try {
     const value = await ops[m.op](m);
-    if (m.op !== 'run') post({ id: m.id, ok: true, value });
+    if (m.op !== 'run' && m.op !== 'put') post({ id: m.id, ok: true, value });
   } catch (e) {
     post({ id: m.id, ok: false, error: { code: e?.code ?? 'IO', message: String(e?.message ?? e) } });
   }

@@ -4,11 +4,13 @@
 //
 // Activations: one storage buffer per region of the C scratch (the list's header says where
 // the regions start), so an op's input and output are always distinct bindings, as WebGPU
-// requires of a writable binding. KV: per (session, layer) a K and a V buffer of f32 rows, row
-// p for position p (the window is the attention's mask, not a ring), grown by doubling as
-// positions come, up to the session's context (a long context costs GPU memory once used).
+// requires of a writable binding. KV: per (session, layer) a K and a V buffer of rows stored as
+// the session's KV type (f32, f16, q8_0), row p for position p, or on a sliding layer's ring row
+// p mod cap as the CPU keeps it; grown by doubling as positions come, up to the session's
+// context or the ring (a long context costs GPU memory once used).
 import { OxError } from '../shared/errors.js';
 import { createKernels, ropeTable, GPU_TYPES } from './kernels.js';
+import { kvType } from '../shared/abi.js';
 import { walkList } from './list.js';
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
@@ -35,7 +37,7 @@ export class StepRunner {
 
   /** A weight from the engine's table (id, kind 0 matrix / 1 f32 vector, type, rows, cols) with
    * its bytes as stored. */
-  upload({ id, kind, type, rows, cols }, bytes) {
+  upload({ id, kind, type, rows, cols, unitRows = 1 }, bytes) {
     if (kind === 1) {
       const buffer = this.device.createBuffer({ size: (bytes.byteLength + 3) & ~3, usage: STORAGE() });
       this.device.queue.writeBuffer(buffer, 0, bytes);
@@ -43,7 +45,8 @@ export class StepRunner {
       this.bytes.weights += buffer.size;
       return;
     }
-    const w = this.k.uploadWeight({ type, rows, cols, data: bytes, label: `weight ${id}` });
+    const w = this.k.uploadWeight({ type, rows, cols, data: bytes, unitRows, label: `weight ${id}` });
+    w.unitRows = unitRows;
     this.weights.set(id, w);
     for (const p of w.parts) this.bytes.weights += p.buffer.size;
   }
@@ -93,25 +96,30 @@ export class StepRunner {
     };
   }
 
-  // Layer `layer`'s caches of `session`, holding positions [0, need): grown (doubling, at most
-  // maxCtx rows) with the old rows copied by `enc`; the old buffers go once the step ran (dead).
-  kvOf(session, layer, width, maxCtx, need, enc, dead) {
+  // Layer `layer`'s caches of `session` ({width, type (kernels' name), ring (rows; 0: none)}),
+  // holding positions [0, need): grown (doubling, at most maxCtx or ring rows) with the old rows
+  // copied by `enc`; the old buffers go once the step ran (dead). A ring never wraps before it
+  // has all its rows, so the old rows keep their places.
+  kvOf(session, layer, kv, maxCtx, need, enc, dead) {
     let s = this.sessions.get(session);
     if (!s) this.sessions.set(session, (s = new Map()));
     let c = s.get(layer);
     if (!c && !enc) throw new OxError('STATE', `webgpu: layer ${layer} attends before its KV cache was written`);
-    if (enc && (!c || c.rows < need)) {
-      const rows = Math.min(maxCtx, Math.max(need, 2 * (c?.rows ?? 0), 256)),
-        size = rows * width * 4;
+    const limit = kv?.ring || maxCtx;
+    if (enc && c && (c.type !== kv.type || c.ring !== kv.ring || c.width !== kv.width))
+      throw new OxError('STATE', `webgpu: layer ${layer}'s KV cache changed its layout within a session`);
+    if (enc && (!c || c.rows < Math.min(need, limit))) {
+      const rows = Math.min(limit, Math.max(need, 2 * (c?.rows ?? 0), 256)),
+        size = rows * kvRowBytes(kv.type, kv.width);
       if (size > this.caps.maxBinding)
         throw new OxError(
           'UNSUPPORTED',
-          `webgpu: a KV cache of ${rows} positions x ${width} floats exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`,
+          `webgpu: a KV cache of ${rows} positions x ${kv.width} values exceeds one binding (${this.caps.maxBinding} bytes); use a smaller context`,
         );
       const n = {
         kc: this.device.createBuffer({ size, usage: STORAGE() }),
         vc: this.device.createBuffer({ size, usage: STORAGE() }),
-        width,
+        ...kv,
         rows,
       };
       if (c) {
@@ -150,22 +158,26 @@ export class StepRunner {
     const { device, k } = this;
     // first walk: sizes of the per-step scratch (quantized activations, scores, RoPE tables)
     let actWords = 0,
+      kvIn = 0,
       scores = 0,
       cs = 0,
       readBytes = 0;
     const ops = [];
     const h = walkList(list, (name, a) => {
       ops.push([name, a]);
-      if (name === 'MATMUL') {
+      if (name === 'MATMUL' || name === 'EXPERTS') {
         const w = this.weights.get(a.w);
-        if (w && w.parts) actWords = Math.max(actWords, k.actWords(w.type, w.cols, a.n));
-      } else if (name === 'ATTEND') scores = Math.max(scores, a.ntok * a.nh * (a.pos + a.ntok));
+        const nIn = name === 'MATMUL' ? a.n : a.nslots / a.xdiv;
+        if (w && w.parts) actWords = Math.max(actWords, k.actWords(w.type, w.cols, nIn));
+      } else if (name === 'KV_WRITE') kvIn = Math.max(kvIn, 2 * a.ntok * a.width);
+      else if (name === 'ATTEND') scores = Math.max(scores, a.ntok * a.nh * (a.pos + a.ntok));
       else if (name === 'ROPE') cs += a.ntok * 2 * Math.max(0, Math.min(a.pairs, a.hd >> 1));
       else if (name === 'READ') readBytes += a.bytes;
     });
     const at = this.layout(h);
     const actBuf = actWords ? this.grown('act', actWords * 4) : null;
     const scoreBuf = scores ? this.grown('scores', scores * 4) : null;
+    const kvInBuf = kvIn ? this.grown('kvin', kvIn * 4) : null;
     const csBuf = cs ? this.grown('cs', cs * 4) : null;
     const csHost = new Float32Array(cs);
     const staging = readBytes
@@ -185,8 +197,8 @@ export class StepRunner {
       pass = null;
       return enc;
     };
-    const reads = [],
-      dead = [];
+    const dead = [];
+    let readAt = 0;
     try {
       for (const [name, a] of ops) {
         switch (name) {
@@ -236,21 +248,39 @@ export class StepRunner {
             break;
           }
           case 'KV_WRITE': {
-            const c = this.kvOf(h.session, a.layer, a.width, h.maxCtx, a.pos + a.ntok, copies(), dead);
+            const type = KV_NAMES[a.type];
+            if (!type) throw new OxError('UNSUPPORTED', `webgpu: KV type ${a.type} has no GPU kernel`);
+            const kv = { width: a.width, type, ring: a.ring };
+            const c = this.kvOf(h.session, a.layer, kv, h.maxCtx, a.pos + a.ntok, copies(), dead);
+            // K and V rows side by side in one input (they live in two regions)
             const kk = at(a.k),
               vv = at(a.v),
-              bytes = a.ntok * a.width * 4,
-              dst = a.pos * a.width * 4;
-            enc.copyBufferToBuffer(kk.buffer, kk.byte, c.kc, dst, bytes);
-            enc.copyBufferToBuffer(vv.buffer, vv.byte, c.vc, dst, bytes);
+              bytes = a.ntok * a.width * 4;
+            enc.copyBufferToBuffer(kk.buffer, kk.byte, kvInBuf, 0, bytes);
+            enc.copyBufferToBuffer(vv.buffer, vv.byte, kvInBuf, bytes, bytes);
+            k.kvWrite(compute(), {
+              kv: type,
+              input: kvInBuf,
+              k: 0,
+              v: a.ntok * a.width,
+              kc: c.kc,
+              vc: c.vc,
+              width: a.width,
+              nTok: a.ntok,
+              pos: a.pos,
+              cap: a.ring,
+              ring: a.ring > 0,
+            });
             computed = true;
             break;
           }
           case 'ATTEND': {
             if (a.bidir) throw new OxError('UNSUPPORTED', 'webgpu: bidirectional attention has no GPU kernel');
-            const c = this.kvOf(h.session, a.layer, 0, h.maxCtx, 0, null, dead);
+            const c = this.kvOf(h.session, a.layer, null, h.maxCtx, 0, null, dead);
             k.attention(compute(), {
-              kv: 'f32',
+              kv: c.type,
+              cap: c.ring,
+              ring: c.ring > 0,
               q: at(a.q),
               kc: c.kc,
               vc: c.vc,
@@ -268,7 +298,24 @@ export class StepRunner {
             break;
           }
           case 'GEGLU': {
-            if (a.y !== a.g) throw new OxError('FORMAT', 'webgpu: GEGLU writes its gate in place only');
+            if (a.y !== a.g) {
+              // into rows of their own: gate and up in one buffer, up cOff after the gate
+              const g = at(a.g),
+                u = at(a.u);
+              if (u.buffer !== g.buffer || a.ustride !== a.gstride)
+                throw new OxError('FORMAT', 'webgpu: GEGLU into other rows needs gate and up rows in one array');
+              k.elt(compute(), 'geglu2', {
+                a: at(a.y),
+                b: g,
+                n: a.rows * a.width,
+                cols: a.width,
+                aStride: a.width,
+                bStride: a.gstride,
+                cOff: u.offset - g.offset,
+              });
+              computed = true;
+              break;
+            }
             k.elt(compute(), 'geglu', {
               a: at(a.g),
               b: at(a.u),
@@ -303,18 +350,58 @@ export class StepRunner {
             computed = true;
             break;
           }
-          case 'READ':
-            reads.push(a);
+          case 'READ': {
+            // the bytes as they are at this point of the step (a layer split reads K, V rows
+            // that later layers overwrite in the scratch)
+            const r = at(a.off);
+            copies().copyBufferToBuffer(r.buffer, r.byte, staging, readAt, a.bytes);
+            readAt += a.bytes;
+            break;
+          }
+          case 'ROUTE':
+            k.moeRoute(compute(), {
+              z: at(a.z),
+              expertScale: this.weight(a.w),
+              sel: at(a.sel),
+              weights: at(a.wts),
+              nTok: a.ntok,
+              nExp: a.nexp,
+              topK: a.topk,
+            });
+            computed = true;
+            break;
+          case 'EXPERTS': {
+            const w = this.weight(a.w),
+              x = at(a.x);
+            k.quantize(compute(), { type: w.type, x, act: actBuf, cols: w.cols, nTok: a.nslots / a.xdiv });
+            k.moeMatmul(compute(), {
+              w,
+              x,
+              act: actBuf,
+              sel: at(a.sel),
+              y: at(a.y),
+              nSlots: a.nslots,
+              xDiv: a.xdiv,
+              expertRows: w.unitRows,
+            });
+            computed = true;
+            break;
+          }
+          case 'COMBINE':
+            k.moeCombine(compute(), {
+              ys: at(a.ys),
+              sel: at(a.sel),
+              weights: at(a.wts),
+              out: at(a.y),
+              nTok: a.ntok,
+              topK: a.topk,
+              n: a.width,
+            });
+            computed = true;
             break;
           default:
             throw new OxError('FORMAT', `webgpu: op ${name} has no GPU encoding`);
         }
-      }
-      let o = 0;
-      for (const a of reads) {
-        const r = at(a.off);
-        copies().copyBufferToBuffer(r.buffer, r.byte, staging, o, a.bytes);
-        o += a.bytes;
       }
       copies();
       if (cs) device.queue.writeBuffer(csBuf, 0, csHost);
@@ -342,6 +429,12 @@ export class StepRunner {
     return out;
   }
 }
+
+// the kernels' names of the KV types, by ox_kv_type id
+const KV_NAMES = Object.fromEntries(Object.entries(kvType).map(([name, id]) => [id, name]));
+
+// bytes of one K (or V) row of `width` values stored as `type`
+const kvRowBytes = (type, width) => (type === 'f32' ? 4 * width : type === 'f16' ? 2 * width : (width / 32) * 34);
 
 export function lostError(why) {
   const e = new OxError('IO', `the GPU device was lost (${why}); this request ended, the model continues on the CPU`);

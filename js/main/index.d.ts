@@ -55,7 +55,9 @@ export interface LoadOptions {
   threads?: number;
   /** Precision of bf16/f16/f32 checkpoints in memory (GGUF quant types stay as stored). */
   quant?: 'stored' | 'bf16' | 'q8' | 'q4';
-  /** Read token-embedding rows from the host per token too, not only the PLE table. */
+  /** Read token-embedding rows from the host per token too, not only the PLE table. Unset: on
+   *  the WebGPU backend yes (the tied head lives on the GPU, so the table leaves wasm memory),
+   *  on the CPU no. */
   tablesOnHost?: boolean;
   /** The Gemma 4 MTP drafter for speculative: {method: 'mtp'}: a gemma4-assistant GGUF (as
    *  llama.cpp's converter writes it) made for this model; checked against it at load. */
@@ -86,6 +88,13 @@ export interface LoadOptions {
   backend?: 'auto' | 'webgpu' | 'cpu';
   /** With backend 'webgpu': accept a software adapter (lavapipe, SwiftShader), as tests do. */
   allowFallbackAdapter?: boolean;
+  /** On the GPU backend: run only the first N layers there, the rest (and the head) on the CPU
+   *  inside the same forward (0, default: all that fit); `info.gpu.layers` says where the
+   *  split is. */
+  gpuLayers?: number;
+  /** On the GPU backend: bytes of weights the GPU may hold (0, default: no limit); fewer layers
+   *  go there (the first ones) until they fit, the rest run on the CPU. */
+  gpuMemory?: number;
   /** 'auto' (default): the threaded build where SharedArrayBuffer is available (Node, or a
    *  crossOriginIsolated page), else the single-threaded one, reported in `model.engineNote`
    *  and through `onWarning`. */
@@ -133,6 +142,10 @@ export interface LoadOptions {
 export interface EstimateOptions extends Pick<LoadOptions, 'quant' | 'kvType' | 'tablesOnHost' | 'streamWeights' | 'weightCache' | 'threads' | 'build' | 'simd' | 'assetBase' | 'locateFile' | 'host' | 'memoryBudget' | 'signal'> {
   /** Positions the session holds (default: the model's maximum). */
   context?: number;
+  /** 'webgpu': as on the GPU backend (the matrices and KV caches on the device: `gpu`, and
+   *  `weights` / `kv` count only what stays in wasm memory), where the model can run there;
+   *  'auto': so where a hardware adapter exists; 'cpu' (default): as on the CPU. */
+  backend?: 'auto' | 'webgpu' | 'cpu';
 }
 
 /** Bytes (context: positions) a load would take, from the files' headers. */
@@ -158,6 +171,11 @@ export interface MemoryEstimate {
   context: number;
   /** the weights left in the file: streamWeights, or the mode a memoryBudget chose (as loadModel) */
   streamWeights: 'none' | 'experts' | 'all';
+  /** where the estimate has the forward run ('webgpu' only where the model can run there whole) */
+  backend: 'webgpu' | 'cpu';
+  /** on the GPU: the device's bytes (weights as stored, f32 KV rows of every position of each
+   *  own-KV layer, the step's buffers); a memoryBudget bounds total + these. null on the CPU */
+  gpu: { weights: number; kv: number; scratch: number } | null;
 }
 
 export interface SamplingOptions {
@@ -227,14 +245,43 @@ export interface GenerateOptions extends SamplingOptions {
    *  placeholder token in the prompt takes the next row (hidden floats each), with the pad
    *  token's per-layer embedding. */
   softTokens?: { token: number | string; embeddings: Float32Array };
+  /** generate(): one image per `<|image|>` in the prompt, in order (a model with a vision
+   *  tower: info.vision); each marker becomes `<|image>` + its soft tokens + `<image|>`, and
+   *  the tower's rows go in at those positions. chat() takes its images from image content
+   *  parts instead (docs/images.md). */
+  images?: ImageInput[];
+  /** Soft tokens per image at most: 70, 140, 280, 560 or 1120 (the processor's
+   *  max_soft_tokens; default the model's, info.vision.defaultSoftTokens). */
+  maxImageTokens?: 70 | 140 | 280 | 560 | 1120;
 }
+
+/** An image: a Blob / File, the bytes of a PNG / JPEG file, a URL (data:, http(s): or blob:,
+ *  fetched by the page; in Node also a file path or file: URL), or a picture with a size: an
+ *  ImageBitmap, ImageData (or RGBA {width, height, data}), an image element, a canvas or an
+ *  OffscreenCanvas (written structurally, so the declarations need no DOM library). */
+export type ImageInput =
+  | Blob
+  | ArrayBuffer
+  | Uint8Array
+  | URL
+  | string
+  | { readonly width: number; readonly height: number; readonly data?: Uint8Array | Uint8ClampedArray };
+
+/** A content part: text, an image (Hugging Face's {type: 'image', image}, also with url or
+ *  path), or OpenAI's {type: 'image_url', image_url: {url}}. */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; image?: ImageInput; url?: string; path?: string }
+  | { type: 'image_url'; image_url: { url: string | Blob; detail?: string } | string }
+  | string;
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'model';
-  /** A string, or text parts, which a Jinja template sees as the array itself (as Hugging
-   *  Face's apply_chat_template passes it; a bare string part becomes {type: 'text', text});
-   *  the built-in Gemma 4 format joins their text. */
-  content: string | Array<{ type: 'text'; text: string } | string>;
+  /** A string, or content parts, which a Jinja template sees as the array itself (as Hugging
+   *  Face's apply_chat_template passes it; a bare string part becomes {type: 'text', text};
+   *  an image part becomes {type: 'image'}, which Gemma 4's template writes as `<|image|>`);
+   *  the built-in Gemma 4 format joins their text, an image as `<|image|>`. */
+  content: string | ContentPart[];
   /** Other fields (tool_calls, ...) reach the template as they are. */
   [field: string]: unknown;
 }
@@ -343,10 +390,28 @@ export interface ModelInfo {
   /** where the forward runs (as Model.backend) */
   backend: 'webgpu' | 'cpu';
   /** on the GPU backend: the adapter's description, whether it is a software one, the optional
-   *  features used, the largest storage binding */
-  gpu?: { adapter: string; fallbackAdapter: boolean; features: { f16: boolean; subgroups: boolean; dot4: boolean }; maxBinding: number };
+   *  features used, the largest storage binding, the first layers that run there (the rest
+   *  and the head on the CPU when fewer than `layers`: LoadOptions.gpuLayers, gpuMemory) */
+  gpu?: { adapter: string; fallbackAdapter: boolean; features: { f16: boolean; subgroups: boolean; dot4: boolean }; maxBinding: number; layers: number };
   /** why the model runs on the CPU although a GPU was asked for or lost, if it does */
   backendNote?: string;
+  /** the vision tower's facts (docs/images.md); absent or null for a model that takes no images */
+  vision?: VisionInfo | null;
+}
+
+export interface VisionInfo {
+  /** pixels per patch side, and patches per pooled soft token side */
+  patchSize: number;
+  poolingKernel: number;
+  /** soft tokens per image by default (maxImageTokens) */
+  defaultSoftTokens: number;
+  /** the tower's width and depth */
+  hidden: number;
+  layers: number;
+  /** ids of <|image|> (the soft-token placeholder), <|image> and <image|> */
+  imageTokenId: number;
+  boiTokenId: number;
+  eoiTokenId: number;
 }
 
 export interface ModelStats {
@@ -421,6 +486,9 @@ export interface Model {
   /** Renders the conversation with the chat template and generates the model's turn, in one
    *  request to the worker; only the part not already in the KV cache is prefilled. */
   chat(messages: ChatMessage[], opts?: ChatOptions): AsyncIterableIterator<ChatChunk | StatsChunk>;
+  /** The vision tower's soft-token rows for one image, as an image part puts them in a
+   *  prompt (docs/images.md); height and width: the size it was resized to. */
+  embedImage(image: ImageInput, opts?: { maxImageTokens?: 70 | 140 | 280 | 560 | 1120 }): Promise<{ embeddings: Float32Array; softTokens: number; height: number; width: number }>;
   /** The prompt text chat() would run. */
   renderChat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
   /** Empty the KV cache. */
@@ -470,7 +538,9 @@ export function chooseEngine(opts?: Pick<LoadOptions, 'build' | 'threads'>): Pro
 
 /** A Chat Completions request (OpenAI's fields; extras are this engine's). */
 export interface ChatCompletionRequest {
-  messages: Array<{ role: 'system' | 'developer' | 'user' | 'assistant' | 'tool'; content?: string | null | Array<{ type: 'text'; text: string }>;
+  /** content parts: text, and images as {type: 'image_url', image_url: {url}} (a data: URL, a
+   *  URL the page can fetch, or a Blob) */
+  messages: Array<{ role: 'system' | 'developer' | 'user' | 'assistant' | 'tool'; content?: string | null | Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string | Blob; detail?: string } | string } | { type: 'image'; image: ImageInput }>;
     tool_calls?: Array<{ id?: string; type?: 'function'; function: { name: string; arguments: string | object } }>; tool_call_id?: string; name?: string; reasoning_content?: string }>;
   model?: string;
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: object } }>;
@@ -500,6 +570,8 @@ export interface ChatCompletionRequest {
   speculative?: GenerateOptions['speculative'];
   grammar?: string;
   signal?: AbortSignal;
+  /** soft tokens per image at most (GenerateOptions.maxImageTokens) */
+  max_image_tokens?: 70 | 140 | 280 | 560 | 1120;
 }
 
 export interface ChatCompletionMessage {

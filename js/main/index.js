@@ -24,6 +24,7 @@ import {
   EMBED_OPTIONS,
   ESTIMATE_OPTIONS,
   GENERATE_OPTIONS,
+  IMAGE_OPTIONS,
   LOAD_OPTIONS,
   LOGITS_OPTIONS,
   LORA_OPTIONS,
@@ -34,6 +35,8 @@ import {
 import { tokenStream } from './stream.js';
 import { splitThought } from './thought.js';
 import { cacheSources } from './cache.js';
+import { imageInput, splitImages } from './image_input.js';
+import { visionOf } from '../engine/vision.js';
 
 export { OxError };
 export { listCachedModels, deleteCachedModel } from './cache.js';
@@ -195,12 +198,17 @@ export async function estimateMemory(sources, opts = {}) {
   const onAbort = () => engine.terminate(abortError('estimate'));
   signal?.addEventListener('abort', onAbort, { once: true });
   const budget = budgetOf(opts.memoryBudget);
+  // backend: 'webgpu' counts the GPU's memory (where the model can run there); 'auto' does so
+  // where a hardware adapter exists; 'cpu' (default) never
+  const backend = opts.backend ?? 'cpu';
+  const gpu = backend === 'webgpu' || (backend === 'auto' && (await probeHardwareGpu()) === null);
   try {
     await engine.call('init', { build: env.build, threads: env.threads, assets, host: opts.host, jinjaUrl: null });
     return await engine.call('estimate', {
       sources: descs,
       quant: QUANT[opts.quant ?? 'stored'],
-      tablesOnHost: !!opts.tablesOnHost,
+      tablesOnHost: opts.tablesOnHost === undefined ? undefined : !!opts.tablesOnHost,
+      gpu,
       ...streamingOf(opts),
       context: opts.context ?? 0,
       kvType: KV_TYPE[opts.kvType ?? 'f32'],
@@ -310,7 +318,7 @@ export async function loadModel(sources, opts = {}) {
         sources: descs,
         drafter,
         quant,
-        tablesOnHost: !!opts.tablesOnHost,
+        tablesOnHost: opts.tablesOnHost === undefined ? undefined : !!opts.tablesOnHost, // unset: the backend's choice
         maxContext: opts.maxContext ?? 0,
         maxResident: opts.maxResident ?? 0,
         stream,
@@ -320,6 +328,8 @@ export async function loadModel(sources, opts = {}) {
         autoStream: autoStreamOf(opts),
         backend,
         allowFallbackAdapter: !!opts.allowFallbackAdapter,
+        gpuLayers: opts.gpuLayers ?? 0,
+        gpuMemory: opts.gpuMemory ?? 0,
       },
       progress,
     );
@@ -408,17 +418,30 @@ class Model {
   // Keeps the KV cache across turns: only the part of the rendered conversation that differs
   // from what the cache holds is prefilled.
   chat(messages, opts = {}) {
-    const bad = optionError('chat', CHAT_OPTIONS, opts, this.info.vocab);
+    const bad =
+      optionError('chat', CHAT_OPTIONS, opts, this.info.vocab) ??
+      (opts.images !== undefined
+        ? new OxError('RANGE', "chat: images go in the messages, as {type: 'image', image} content parts")
+        : null);
     const prepare = async () => {
       if (bad) throw bad;
-      return { messages, chat: chatArgs(opts), opts: await this.generationArgs(opts) };
+      const parts = await splitImages(messages, { read: false });
+      const images = parts.images.length ? parts.images : undefined;
+      const args = await this.generationArgs({ ...opts, images }, parts.where);
+      return { messages: parts.messages, chat: chatArgs(opts), opts: args };
     };
     return splitThought(tokenStream(this.engine, prepare, bad ? undefined : opts.signal));
   }
 
-  // the sampling options, and soft tokens with their placeholder as an id
-  async generationArgs(opts) {
+  // the sampling options, soft tokens with their placeholder as an id, and the images read
+  // (where[i] names image i in errors: a chat's say which message part it came from)
+  async generationArgs(opts, where = []) {
     const args = samplingArgs(opts);
+    if (opts.images?.length) {
+      visionOf(this.info); // (before reading any image: UNSUPPORTED for a model without a tower)
+      args.images = await Promise.all(opts.images.map((x, i) => imageInput(x, where[i] ?? `images[${i}]`)));
+    }
+    if (opts.maxImageTokens !== undefined) args.maxImageTokens = opts.maxImageTokens;
     if (opts.softTokens !== undefined) {
       const { token, embeddings } = opts.softTokens ?? {};
       if (!(embeddings instanceof Float32Array) || embeddings.length % this.info.hidden)
@@ -454,6 +477,19 @@ class Model {
       texts: list,
       opts: { pooling: opts.pooling ?? 'mean', normalize: opts.normalize !== false },
     });
+  }
+
+  /**
+   * The vision tower's soft-token rows for one image, as a prompt's image gets them
+   * (docs/images.md): {embeddings (softTokens x hidden floats), softTokens, height, width (the
+   * size the image was resized to)}. With softTokens of `<|image|>` they are what an image part
+   * puts in a prompt.
+   * @param {any} image  @param {{maxImageTokens?: number}} [opts]
+   */
+  async embedImage(image, opts = {}) {
+    checked('embedImage', IMAGE_OPTIONS, opts);
+    const args = await this.generationArgs({ images: [image] }, ['embedImage: image']);
+    return this.engine.call('embedImage', { image: args.images[0], maxImageTokens: opts.maxImageTokens });
   }
 
   /**
@@ -517,9 +553,10 @@ class Model {
   }
 
   // the prompt text chat() would run
-  renderChat(messages, opts = {}) {
+  async renderChat(messages, opts = {}) {
     checked('renderChat', CHAT_OPTIONS, opts, this.info.vocab);
-    return this.engine.call('render', { messages, chat: chatArgs(opts) });
+    const parts = await splitImages(messages, { read: false });
+    return this.engine.call('render', { messages: parts.messages, chat: chatArgs(opts) });
   }
 
   resetChat() {

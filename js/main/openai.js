@@ -12,6 +12,7 @@
 // json_schema constrain the whole answer with a grammar made from the schema.
 import { OxError } from '../shared/errors.js';
 import { TurnStream, parseTurn } from '../shared/toolcalls.js';
+import { imageOfPart, splitImages } from './image_input.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const KNOWN = new Set([
@@ -49,16 +50,21 @@ const KNOWN = new Set([
   'speculative',
   'grammar',
   'signal',
+  'max_image_tokens',
 ]);
 
 const bad = (msg) => new OxError('RANGE', `createChatCompletion: ${msg}`);
 const randomId = (prefix) => `${prefix}${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
 
-// content parts stay an array, as Hugging Face's apply_chat_template passes them
-function textParts(parts, where) {
+// content parts stay an array, as Hugging Face's apply_chat_template passes them; an image
+// ({type: 'image_url', image_url: {url}}: a data: URL, a URL the page can fetch, a Blob; or
+// {type: 'image', image}) goes on as {type: 'image', image} (js/main/image_input.js reads it)
+function contentParts(parts, where) {
   return parts.map((p, k) => {
     if (p?.type === 'text' && typeof p.text === 'string') return { type: 'text', text: p.text };
-    throw bad(`${where}.content[${k}]: type ${JSON.stringify(p?.type)} is not supported (text parts only)`);
+    if (p?.type === 'image_url' || p?.type === 'image')
+      return { type: 'image', image: imageOfPart(p, `${where}.content[${k}]`) };
+    throw bad(`${where}.content[${k}]: type ${JSON.stringify(p?.type)} is not supported (text and image parts)`);
   });
 }
 
@@ -73,13 +79,17 @@ function templateMessages(messages) {
     const out = { role: m.role === 'developer' ? 'system' : m.role };
     const c = m.content;
     if (typeof c === 'string') out.content = c;
-    else if (Array.isArray(c)) out.content = textParts(c, where);
+    else if (Array.isArray(c)) out.content = contentParts(c, where);
     else if (c == null && m.role === 'assistant') out.content = '';
     else throw bad(`${where}.content must be a string or an array of content parts`);
     if (m.role === 'tool') {
       if (typeof m.tool_call_id !== 'string') throw bad(`${where}.tool_call_id must be a string`);
       out.tool_call_id = m.tool_call_id;
-      if (Array.isArray(out.content)) out.content = out.content.map((p) => p.text).join('');
+      if (Array.isArray(out.content)) {
+        if (out.content.some((p) => p.type !== 'text'))
+          throw bad(`${where}.content: a tool result takes text parts only`);
+        out.content = out.content.map((p) => p.text).join('');
+      }
       if (m.name !== undefined) out.name = String(m.name);
     }
     if (m.tool_calls !== undefined) {
@@ -207,6 +217,7 @@ export function planRequest(info, request) {
     logitBias: logitBias ? Object.fromEntries(Object.entries(logitBias).map(([k, v]) => [Number(k), v])) : undefined,
     speculative: request.speculative,
     signal: request.signal,
+    maxImageTokens: request.max_image_tokens,
   };
   for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
   if (logprobs) opts.logprobs = topLogprobs ?? 0;
@@ -246,7 +257,14 @@ async function* turnEvents(model, plan) {
   const prompt = (await model.renderChat(plan.messages, { tools: plan.tools, thinking: plan.thinking })) + plan.prefix;
   const { eosIds, turnEnd } = model.info;
   const stopIds = turnEnd >= 0 && !eosIds.includes(turnEnd) ? [...eosIds, turnEnd] : eosIds;
-  yield* model.generate(prompt, { ...plan.opts, stopIds, includeSpecial: true });
+  // the images, one per <|image|> marker the template wrote, in order
+  const { images } = await splitImages(plan.messages, { read: false });
+  yield* model.generate(prompt, {
+    ...plan.opts,
+    stopIds,
+    includeSpecial: true,
+    ...(images.length ? { images } : {}),
+  });
 }
 
 // The generation stopped at max_tokens or the context's end: the turn is read as cut (a call

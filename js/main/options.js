@@ -142,6 +142,8 @@ export const LOAD_OPTIONS = {
   // (a software adapter too with allowFallbackAdapter); 'cpu'
   backend: oneOf('auto', 'webgpu', 'cpu'),
   allowFallbackAdapter: bool,
+  // bytes of weights the GPU backend may hold (0: no limit): fewer layers on it until they fit
+  gpuMemory: int(0),
 };
 
 // estimateMemory(sources, opts): what loadModel would allocate, from the headers
@@ -160,6 +162,7 @@ export const ESTIMATE_OPTIONS = {
   host: nested('estimateMemory: host', HOST_OPTIONS),
   memoryBudget,
   signal,
+  backend: LOAD_OPTIONS.backend,
 };
 
 // {method: 'prompt-lookup' | 'mtp', draftTokens, minProbability, fixedLength}, or true / false ('mtp' needs loadModel's drafter)
@@ -184,7 +187,11 @@ export const GENERATE_OPTIONS = {
   grammar: (v) => (typeof v === 'string' && v.length ? null : 'a non-empty GBNF string'),
   speculative,
   softTokens,
+  images: array,
+  maxImageTokens: oneOf(70, 140, 280, 560, 1120),
 };
+
+export const IMAGE_OPTIONS = { maxImageTokens: GENERATE_OPTIONS.maxImageTokens };
 
 export const EMBED_OPTIONS = { pooling: names(pooling), normalize: bool };
 

@@ -12,6 +12,8 @@ int cli_run(int argc, char **argv);      /* run.c      — forward over --tokens
 int cli_synth(int argc, char **argv);    /* synth.c    — write a synthetic Gemma 4 model */
 int cli_tokenize(int argc, char **argv); /* tokenize.c — text -> ids with a model's tokenizer */
 int cli_lora(int argc, char **argv);     /* lora.c     — write a synthetic LoRA adapter for a model */
+int cli_image(int argc, char **argv);    /* image.c    — a test image through the vision tower, timed */
+double cli_now_s(void);                  /* image.c: seconds on the monotonic clock (the timings) */
 
 /* generate.c: a generation from prompt (tokenized with BOS, control tokens matched) through the
  * engine, its text on stdout; grammar (grammar_len bytes of GBNF) or NULL. 1 after printing

@@ -10,6 +10,7 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "formats/tensors.h"
+#include "vision/vision.h"
 
 static void print_config(const ox_config *c, const char *stored) {
     printf("config:\n");
@@ -25,6 +26,7 @@ static void print_config(const ox_config *c, const char *stored) {
     printf("  bos %d  pad %d  eos", c->bos_id, c->pad_id);
     for (int i = 0; i < c->n_eos; i++) printf("%s%d", i ? "," : " ", c->eos_ids[i]);
     printf("  bidirectional %d", c->bidirectional);
+    if (c->unified) printf("  gemma4_unified (12B)");
     if (stored) printf("  stored quant %s", stored);
     printf("\n\nlayers:\n  %5s %-7s %4s %4s %6s %6s %6s %6s %6s %10s %5s\n", "layer", "type", "hd", "nkv", "k_eq_v",
            "shared", "kv_src", "ffn", "window", "rope_theta", "pairs");
@@ -33,6 +35,23 @@ static void print_config(const ox_config *c, const char *stored) {
         printf("  %5d %-7s %4d %4d %6d %6d %6d %6d %6d %10g %5d\n", l, y->full ? "full" : "sliding", y->head_dim,
                y->n_kv_heads, y->k_eq_v, y->shared, y->kv_src, y->ffn, y->window, y->rope_base, y->rope_pairs);
     }
+}
+
+/* The vision tower's config when the files hold one (an mmproj GGUF, or an HF multimodal
+ * checkpoint's vision_config); its tensors are in the directory below ("v.*", "mm.*"). */
+static int print_vision(const ox_model_files *mf) {
+    ox_vision_config v;
+    ox_err err = {0};
+    int rc = ox_vision_config_read(mf, &v, &err);
+    if (rc < 0) return fprintf(stderr, "oxinfer inspect: %s\n", err.msg), rc;
+    if (rc == 0) return printf("\nvision: none\n"), 0;
+    printf("\nvision (%s):\n", ox_files_mmproj(mf) ? "mmproj GGUF" : "config.json vision_config");
+    printf("  hidden %d  layers %d  heads %d  kv_heads %d  head_dim %d  ffn %d  eps %g  rope theta %g\n", v.hidden,
+           v.n_layers, v.n_heads, v.n_kv_heads, v.head_dim, v.ffn, v.eps, v.rope_theta);
+    printf("  patch %d  pooling %d  position table %d  soft tokens per image %d (at most %d patches)  text width %d\n",
+           v.patch, v.pool, v.pos_size, v.default_soft_tokens, v.default_soft_tokens * v.pool * v.pool, v.text_hidden);
+    printf("  standardize %d  clipped linears %d\n", v.standardize, v.clipped);
+    return 0;
 }
 
 /* A llama.cpp LoRA adapter GGUF (general.type "adapter") has no model config: its keys and
@@ -85,6 +104,7 @@ int cli_inspect(int argc, char **argv) {
     if (!(mf = cli_files_open("inspect", &fs))) goto done;
     printf("files: %s\n", ox_files_describe(mf));
     print_config(ox_files_config(mf), ox_files_stored_quant(mf));
+    if (print_vision(mf)) goto done;
     if (ox_files_mlx(mf))
         printf("MLX quantization: %s (affine; rows repacked to Q4_1 / Q8_A when read)\n", ox_files_mlx(mf));
     printf("\ntensors:\n  %-44s %-5s %-28s %14s\n", "name", "type", "shape (ne)", "bytes");

@@ -17,6 +17,7 @@ static const struct {
     {"synth", cli_synth, "--preset tiny|benchlike|bench|e2b|moe|keqv --type T ... -o OUT"},
     {"lora", cli_lora, "MODEL... [--format gguf|peft] [--rank R] [--alpha A] ... -o OUT  write a test adapter"},
     {"tokenize", cli_tokenize, "FILE... (--text STR | --file F) [--json] [--no-bos] [--no-special] [--lines]"},
+    {"image", cli_image, "FILE... --size HxW [--threads N] [--repeat R]   a test image through the vision tower"},
 };
 
 int main(int argc, char **argv) {

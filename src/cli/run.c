@@ -18,12 +18,6 @@
 #include "kernels/prof.h"
 #include "formats/tensors.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int usage(void) {
     fprintf(
         stderr,
@@ -105,7 +99,7 @@ static void print_top(const float *lg, int V, int pos, int K, int json, int *idx
  * while it runs): release it after ox_engine_free. */
 static int load_engine(char **paths, int n_paths, const ox_load_opts *opts, int flags, cli_files *fs, ox_engine **out,
                        double *secs) {
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (int i = 0; i < n_paths; i++)
         if (cli_files_add("oxinfer run", fs, paths[i])) return 1;
     ox_err err = {0};
@@ -114,7 +108,7 @@ static int load_engine(char **paths, int n_paths, const ox_load_opts *opts, int 
         fprintf(stderr, "oxinfer run: %s: %s\n", ox_err_code_name(err.code), err.msg);
         return 1;
     }
-    *secs = now_s() - t0;
+    *secs = cli_now_s() - t0;
     *out = e;
     return 0;
 }
@@ -130,20 +124,20 @@ static int bench_verify(ox_session *s, int k, double decode_s, int profile, ox_e
     int pos = ox_session_pos(s), reps = 8, rc = 0;
     ox_prof prof;
     ox_prof_enable(profile);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (int r = 0; r < reps && !rc; r++) {
         ox_forward_io io = {.tokens = toks, .n = k, .logits = lg, .all_logits = 1};
         rc = ox_forward(s, &io, err);
         if (!rc) rc = ox_session_truncate(s, pos, err);
     }
-    double dt = (now_s() - t0) / reps;
+    double dt = (cli_now_s() - t0) / reps;
     ox_prof_get(&prof);
     ox_prof_enable(0);
     free(lg);
     if (rc) return rc;
     printf("verify %d tokens: %.2f ms per forward, %.2fx one decode step (%.2f ms)\n", k, dt * 1e3, dt / decode_s,
            decode_s * 1e3);
-    if (profile) ox_prof_print(stderr, "verify (per forward)", &prof, dt * reps);
+    if (profile) ox_prof_print(stderr, "verify (8 forwards)", &prof, dt * reps, k * reps);
     return 0;
 }
 
@@ -166,9 +160,9 @@ static int bench_lora(ox_engine *e, ox_session *s, float *lg, int n_gen) {
         int32_t best = 0;
         for (int v = 1; v < c->vocab; v++) best = lg[v] > lg[best] ? v : best;
         ox_forward_io io = {.tokens = &best, .n = 1, .logits = lg};
-        double w0 = now_s(), c0 = cpu_s();
+        double w0 = cli_now_s(), c0 = cpu_s();
         if (!rc) rc = ox_forward(s, &io, &err);
-        wall[on] += now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
+        wall[on] += cli_now_s() - w0, cpu[on] += cpu_s() - c0, steps[on]++;
     }
     if (!rc) rc = ox_engine_lora_enable(e, 1, &err);
     if (rc) return fprintf(stderr, "oxinfer run: %s\n", err.msg), 1;
@@ -199,10 +193,10 @@ static int bench(ox_engine *e, double load_s, int n_prompt, int n_gen, int json,
     for (int i = 1; i < n_prompt; i++) toks[i] = (int32_t)((r = r * 1664525u + 1013904223u) >> 8) % c->vocab;
     ox_prof pf_prof;
     ox_prof_enable(profile);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     ox_forward_io io = {.tokens = toks, .n = n_prompt, .logits = lg};
     int rc = ox_forward(s, &io, &err);
-    double t1 = now_s();
+    double t1 = cli_now_s();
     ox_prof_get(&pf_prof);
     ox_prof_enable(profile);
     for (int i = 0; rc == 0 && i < n_gen; i++) {
@@ -211,12 +205,12 @@ static int bench(ox_engine *e, double load_s, int n_prompt, int n_gen, int json,
         io = (ox_forward_io){.tokens = &best, .n = 1, .logits = lg};
         rc = ox_forward(s, &io, &err);
     }
-    double t2 = now_s();
+    double t2 = cli_now_s();
     if (profile && !rc) {
         ox_prof dc_prof;
         ox_prof_get(&dc_prof);
-        ox_prof_print(stderr, "prefill", &pf_prof, t1 - t0);
-        ox_prof_print(stderr, "decode (with greedy argmax)", &dc_prof, t2 - t1);
+        ox_prof_print(stderr, "prefill", &pf_prof, t1 - t0, n_prompt);
+        ox_prof_print(stderr, "decode (with greedy argmax)", &dc_prof, t2 - t1, n_gen);
     }
     ox_prof_enable(0);
     if (!rc && verify_k > 0 && n_gen > 0) rc = bench_verify(s, verify_k, (t2 - t1) / n_gen, profile, &err);

@@ -13,24 +13,30 @@
 #include "writers/synth.h"
 
 static int usage(void) {
-    fprintf(
-        stderr,
-        "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv [--type T] [--embd-type T] [--ple-type T]\n"
-        "                     [--format gguf|hf] [--shards N] [--seed S] [--std x] [--branch-gain g]\n"
-        "                     [--qk-norm-scale s] [--threads N] [shape overrides] -o OUT\n"
-        "  types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (hf: f32 or bf16)\n"
-        "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
-        "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
-        "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
-        "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
-        "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
-        "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
-        "  --vocab-file F a trained vocab (see src/writers/synth_vocab.c, read_vocab) instead of the made-up one\n"
-        "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
-        "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
-        "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"
-        "                 and vocab, widened by --hidden/--ffn/--layers without changing its outputs\n"
-        "                 (extra layers add nothing): a bench model as slow per token as a real one\n");
+    fprintf(stderr,
+            "usage: oxinfer synth --preset tiny|benchlike|bench|e2b|moe|keqv|unified [--type T] [--embd-type T] "
+            "[--ple-type T]\n"
+            "                     [--format gguf|hf|mmproj] [--shards N] [--seed S] [--std x] [--branch-gain g]\n"
+            "                     [--qk-norm-scale s] [--threads N] [shape overrides] -o OUT\n"
+            "  types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (hf: f32 or bf16)\n"
+            "  shapes: --hidden --layers --heads --kv-heads --head-dim --global-head-dim --ffn\n"
+            "          --no-double-wide --ple --vocab --user-tokens --swa-period --kv-shared --window --ctx\n"
+            "          --k-eq-v N (global KV heads) --experts E --top-k K --moe-ffn I --rope-base\n"
+            "          --rope-base-swa --partial-rotary --softcap --eps --all-byte-tokens --chat-tokens\n"
+            "  --bf16-values  round every value to bf16 first (GGUF twin of a bf16 HF checkpoint)\n"
+            "  --unified      HF: write a gemma4_unified (Gemma 4 12B) config.json (preset unified sets it);\n"
+            "                 with --v-hidden W (and --v-pos, --v-patch, --v-pool) also its image embedder\n"
+            "  --values DIR   trained weights (DIR/<tensor>.f32) instead of random ones\n"
+            "  --vocab-file F a trained vocab (see src/writers/synth_vocab.c, read_vocab) instead of the made-up one\n"
+            "  --assistant-of H  a gemma4-assistant MTP drafter for a target of hidden size H (--ple 0\n"
+            "                 --kv-shared 0); --agree: its pre-projection passes the token embedding through\n"
+            "  --widen SRC    SRC's trained weights (a dense gemma4 GGUF without PLE or KV sharing), its shapes\n"
+            "                 and vocab, widened by --hidden/--ffn/--layers without changing its outputs\n"
+            "                 (extra layers add nothing): a bench model as slow per token as a real one\n"
+            "  --vision none|tiny|e2b  a Gemma 4 vision tower: in the HF checkpoint, or alone as llama.cpp's\n"
+            "                 mmproj GGUF (--format mmproj; the text model's GGUF is written without it);\n"
+            "                 shapes --v-hidden --v-layers --v-heads --v-head-dim --v-ffn --v-patch --v-pool\n"
+            "                 --v-pos, --v-standardize (std_bias/std_scale), --v-clipped (clamped linears)\n");
     return 2;
 }
 
@@ -46,6 +52,11 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "oxinfer synth: %s\n", err.msg);
         return 2;
     }
+    for (int i = 0; i + 1 < argc; i++) /* the vision preset before the --v-* overrides */
+        if (!strcmp(argv[i], "--vision") && ox_synth_vision_preset(&s, argv[i + 1], &err)) {
+            fprintf(stderr, "oxinfer synth: %s\n", err.msg);
+            return 2;
+        }
     for (int i = 0; i + 1 < argc; i++) /* the source's shapes first: the flags below widen them */
         if (!strcmp(argv[i], "--widen") && ox_synth_widen_base(&s, argv[i + 1], &err)) {
             fprintf(stderr, "oxinfer synth: %s: %s\n", ox_err_code_name(err.code), err.msg);
@@ -73,6 +84,14 @@ int cli_synth(int argc, char **argv) {
         I("--experts", n_experts),
         I("--top-k", top_k),
         I("--moe-ffn", moe_ffn),
+        I("--v-hidden", v_hidden),
+        I("--v-layers", v_layers),
+        I("--v-heads", v_heads),
+        I("--v-head-dim", v_head_dim),
+        I("--v-ffn", v_ffn),
+        I("--v-patch", v_patch),
+        I("--v-pool", v_pool),
+        I("--v-pos", v_pos),
 #undef I
     };
     static const struct {
@@ -103,6 +122,7 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--embd-type") && v) embd = v, i++;
         else if (!strcmp(a, "--ple-type") && v) ple = v, i++;
         else if (!strcmp(a, "--bf16-values")) s.bf16_values = 1;
+        else if (!strcmp(a, "--unified")) s.unified = 1;
         else if (!strcmp(a, "--values") && v) s.values_dir = v, i++;
         else if (!strcmp(a, "--vocab-file") && v) s.vocab_path = v, i++;
         else if (!strcmp(a, "--format") && v) format = v, i++;
@@ -116,6 +136,9 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--assistant-of") && v) s.assistant_of = atoi(v), i++;
         else if (!strcmp(a, "--agree")) s.agree = 1;
         else if (!strcmp(a, "--widen") && v) i++;
+        else if (!strcmp(a, "--vision") && v) i++;
+        else if (!strcmp(a, "--v-standardize")) s.v_standardize = 1;
+        else if (!strcmp(a, "--v-clipped")) s.v_clipped = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) out = v, i++;
         else return usage();
     }
@@ -131,6 +154,8 @@ int cli_synth(int argc, char **argv) {
     int rc;
     if (!strcmp(format, "gguf")) {
         rc = ox_synth_write_gguf(&s, out, &err);
+    } else if (!strcmp(format, "mmproj")) {
+        rc = ox_synth_write_mmproj(&s, out, &err);
     } else if (!strcmp(format, "hf")) {
         if (s.type != OX_F32 && s.type != OX_BF16) {
             fprintf(stderr, "oxinfer synth: --format hf takes --type f32 or bf16\n");

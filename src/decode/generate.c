@@ -186,6 +186,15 @@ int ox_gen_prefill(ox_gen *g, int max_n, ox_err *err) {
     int left = g->n_prompt - g->next;
     if (left == 0) return 0;
     int n = max_n > 0 && max_n < left ? max_n : left;
+    /* where an image's tokens attend within their run, a chunk ends before the run or takes it whole */
+    const uint8_t *sm = g->soft ? g->soft_mask + g->next : NULL;
+    if (sm && n < left && ox_model_config(ox_session_model(g->s))->bidir_vision && sm[n - 1] && sm[n]) {
+        int start = n - 1;
+        while (start > 0 && sm[start - 1]) start--;
+        if (start > 0) n = start;
+        else
+            while (n < left && sm[n]) n++;
+    }
     ox_forward_io io = {.tokens = g->prompt + g->next, .n = n, .logits = n == left ? g->logits : NULL};
     if (g->soft) {
         io.soft = g->soft + (size_t)g->next * ox_model_config(ox_session_model(g->s))->hidden;

@@ -15,6 +15,7 @@
 struct ox_engine {
     ox_model *m;
     ox_model *drafter; /* MTP drafter, or NULL */
+    ox_vision *vision; /* the vision tower when the files hold one, or NULL */
     ox_tokenizer *tok;
     char *info;               /* JSON, made once */
     ox_grammar_vocab *gvocab; /* the grammar engine's index of the vocabulary, made on first use */
@@ -42,6 +43,28 @@ static int check_quant(const char *what, int quant, ox_err *err) {
 
 static char *info_json(const ox_engine *e, ox_err *err);
 
+/* The vision tower's linears follow the load's quant, except q4: the tower stays at q8_0 (it is
+ * small, and the image rows feed every later token). */
+ox_type ox_engine_vision_quant(ox_quant q) {
+    static const ox_type of[] = {
+        [OX_QUANT_STORED] = (ox_type)0, [OX_QUANT_BF16] = OX_BF16, [OX_QUANT_Q8] = OX_Q8_0, [OX_QUANT_Q4] = OX_Q8_0};
+    return q >= OX_QUANT_STORED && q <= OX_QUANT_Q4 ? of[q] : (ox_type)0;
+}
+
+/* The vision tower beside the decoder when the files hold one (vision/vision.h). */
+static int load_vision(ox_engine *e, const ox_load_opts *opts, ox_err *err) {
+    const ox_model_files *mf = ox_model_files_of(e->m);
+    ox_vision_config vc;
+    int rc = ox_vision_config_read(mf, &vc, err);
+    if (rc <= 0) return rc;
+    if (!(e->vision = ox_vision_load(mf, ox_engine_vision_quant(opts->quant), err)))
+        return err ? err->code : OX_E_MISSING;
+    if (vc.text_hidden != ox_model_config(e->m)->hidden)
+        return ox_errf(err, OX_E_CONFIG, "the vision embedder projects to %d, the text model's width is %d",
+                       vc.text_hidden, ox_model_config(e->m)->hidden);
+    return 0;
+}
+
 ox_engine *ox_engine_load(const int *files, int n_files, const ox_load_opts *opts, int flags, ox_err *err) {
     if (check_quant("", (int)opts->quant, err)) return NULL;
     ox_engine *e = calloc(1, sizeof *e);
@@ -52,7 +75,7 @@ ox_engine *ox_engine_load(const int *files, int n_files, const ox_load_opts *opt
     ox_model_files *mf = ox_files_open(files, n_files, err);
     if (mf) e->m = ox_model_load(mf, opts, err); /* takes mf, also on failure */
     int tok_ok = e->m && ((flags & OX_ENGINE_NO_TOKENIZER) || (e->tok = ox_tokenizer_load(ox_model_files_of(e->m), err)));
-    if (tok_ok) e->info = info_json(e, err);
+    if (tok_ok && load_vision(e, opts, err) == 0) e->info = info_json(e, err);
     if (e->info) return e;
     ox_engine_name_files(err, files, n_files);
     ox_engine_free(e);
@@ -63,6 +86,7 @@ void ox_engine_free(ox_engine *e) {
     if (!e) return;
     ox_tokenizer_free(e->tok);
     ox_model_free(e->drafter);
+    ox_vision_free(e->vision);
     for (int i = 0; i < e->n_lora; i++) ox_lora_free(e->lora[i]);
     ox_model_free(e->m);
     ox_grammar_vocab_free(e->gvocab);
@@ -73,6 +97,7 @@ void ox_engine_free(ox_engine *e) {
 ox_model *ox_engine_model(const ox_engine *e) { return e->m; }
 const ox_tokenizer *ox_engine_tokenizer(const ox_engine *e) { return e->tok; }
 const ox_model *ox_engine_drafter(const ox_engine *e) { return e->drafter; }
+ox_vision *ox_engine_vision(const ox_engine *e) { return e->vision; }
 const char *ox_engine_info(const ox_engine *e) { return e->info; }
 
 int ox_engine_load_drafter(ox_engine *e, const int *files, int n_files, const ox_load_opts *opts, ox_err *err) {
@@ -163,7 +188,16 @@ static char *info_json(const ox_engine *e, ox_err *err) {
     char eos[8 * 12] = "";
     for (int i = 0, k = 0; i < c->n_eos && i < 8; i++)
         k += snprintf(eos + k, sizeof eos - k, "%s%d", i ? "," : "", c->eos_ids[i]);
-    size_t cap = 1024 + (name ? 2 * strlen(name) : 0);
+    char vis[320] = "null";
+    if (e->vision) { /* the image markers as Gemma 4's tokenizer spells them (docs/vision.md) */
+        const ox_vision_config *v = ox_vision_cfg(e->vision);
+        snprintf(vis, sizeof vis,
+                 "{\"patchSize\":%d,\"poolingKernel\":%d,\"defaultSoftTokens\":%d,\"hidden\":%d,\"layers\":%d,"
+                 "\"imageTokenId\":%d,\"boiTokenId\":%d,\"eoiTokenId\":%d}",
+                 v->patch, v->pool, v->default_soft_tokens, v->hidden, v->n_layers, token_id(e, "<|image|>"),
+                 token_id(e, "<|image>"), token_id(e, "<image|>"));
+    }
+    size_t cap = 1400 + (name ? 2 * strlen(name) : 0);
     char *s = malloc(cap), *q = name ? malloc(2 * strlen(name) + 1) : NULL;
     if (!s || (name && !q)) {
         free(s);
@@ -183,10 +217,10 @@ static char *info_json(const ox_engine *e, ox_err *err) {
              "{\"name\":\"%s\",\"vocab\":%d,\"hidden\":%d,\"layers\":%d,\"heads\":%d,\"kvHeads\":%d,"
              "\"headDim\":%d,\"contextSize\":%d,\"slidingWindow\":%d,\"pleDim\":%d,\"experts\":%d,"
              "\"bos\":%d,\"pad\":%d,\"eosIds\":[%s],\"turnEnd\":%d,\"channelOpen\":%d,\"channelClose\":%d,"
-             "\"quant\":\"%s\"}",
+             "\"quant\":\"%s\",\"vision\":%s}",
              q ? q : "", c->vocab, c->hidden, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->ctx_max,
              c->sliding_window, c->ple_dim, c->moe ? c->n_experts : 0, c->bos_id, c->pad_id, eos,
-             token_id(e, "<turn|>"), token_id(e, "<|channel>"), token_id(e, "<channel|>"), sq ? sq : "stored");
+             token_id(e, "<turn|>"), token_id(e, "<|channel>"), token_id(e, "<channel|>"), sq ? sq : "stored", vis);
     free(q);
     return s;
 }

@@ -5,6 +5,8 @@
  *   the model          the decoder (model/model.h), loaded from host files
  *   the tokenizer      read from the same files (text/tokenizer.h)
  *   the MTP drafter    optional, a gemma4-assistant checked against the model (model/drafter_mtp.h)
+ *   the vision tower   when the files hold one (an mmproj GGUF beside the model, or an HF
+ *                      multimodal checkpoint): images to soft tokens (vision/vision.h)
  *   LoRA adapters      the attached set, replaced as a whole (model/lora.h)
  *   the info JSON      the model's facts the JS side reads once (names below)
  *   the grammar index  the vocabulary as the grammar engine sees it, made on first use
@@ -23,6 +25,7 @@
 #include "decode/grammar.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
+#include "vision/vision.h"
 
 typedef struct ox_engine ox_engine;
 
@@ -37,11 +40,15 @@ void ox_engine_free(ox_engine *e);
 ox_model *ox_engine_model(const ox_engine *e);
 const ox_tokenizer *ox_engine_tokenizer(const ox_engine *e);
 const ox_model *ox_engine_drafter(const ox_engine *e); /* NULL when none is loaded */
+ox_vision *ox_engine_vision(const ox_engine *e);       /* NULL when the model has no vision tower */
+ox_type ox_engine_vision_quant(ox_quant q);            /* the type the tower's linears load in (0: stored) */
 
 /* {"name","vocab","hidden","layers","heads","kvHeads","headDim","contextSize","slidingWindow",
  *  "pleDim","experts","bos","pad","eosIds":[..],"turnEnd","channelOpen","channelClose","quant"}:
  * made at load; turnEnd / channelOpen / channelClose are the ids of <turn|>, <|channel>,
- * <channel|> (-1 when the vocabulary lacks them, or without a tokenizer); quant the stored type ("stored" if mixed). */
+ * <channel|> (-1 when the vocabulary lacks them, or without a tokenizer); quant the stored type ("stored" if mixed);
+ * "vision": null, or {"patchSize","poolingKernel","defaultSoftTokens","hidden","layers","imageTokenId",
+ * "boiTokenId","eoiTokenId"} (the ids of <|image|>, <|image>, <image|>, -1 when absent). */
 const char *ox_engine_info(const ox_engine *e);
 
 /* The MTP drafter from n host files (quant as for the model; progress from opts). Replaces the

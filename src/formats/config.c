@@ -111,16 +111,19 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
                        "gemma4-assistant)",
                        fname);
     jctx j = {tc, fname, err};
-    int rc, moe_ffn2;
+    int rc, moe_ffn2, unified = ox_config_is_unified(doc, tc);
+    if (unified && (rc = ox_config_unified_check(doc, tc, fname, err))) return rc;
+    /* class defaults that differ: the unified text config's (docs/gemma4.md §6) */
+    int dflt_window = unified ? 1024 : 512, dflt_ctx = unified ? 262144 : 131072;
     if ((rc = jint(&j, "vocab_size", 1, 0, &c->vocab)) || (rc = jint(&j, "hidden_size", 1, 0, &c->hidden)) ||
         (rc = jint(&j, "num_hidden_layers", 1, 0, &c->n_layers)) ||
         (rc = jint(&j, "num_attention_heads", 1, 0, &c->n_heads)) ||
         (rc = jint(&j, "num_key_value_heads", 1, 0, &c->n_kv_heads)) ||
         (rc = jint(&j, "num_global_key_value_heads", 0, 0, &c->n_global_kv_heads)) ||
         (rc = jint(&j, "head_dim", 1, 0, &c->head_dim)) ||
-        (rc = jint(&j, "global_head_dim", 0, c->head_dim, &c->global_head_dim)) ||
+        (rc = jint(&j, "global_head_dim", 0, unified ? 512 : c->head_dim, &c->global_head_dim)) ||
         (rc = jint(&j, "intermediate_size", 1, 0, &c->intermediate)) ||
-        (rc = jint(&j, "sliding_window", 0, 512, &c->sliding_window)) ||
+        (rc = jint(&j, "sliding_window", 0, dflt_window, &c->sliding_window)) ||
         (rc = jint(&j, "hidden_size_per_layer_input", 0, 0, &c->ple_dim)) ||
         (rc = jint(&j, "vocab_size_per_layer_input", 0, c->vocab, &c->ple_vocab)) ||
         (rc = jint(&j, "num_kv_shared_layers", 0, 0, &c->n_kv_shared)) ||
@@ -129,7 +132,7 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
         (rc = jint(&j, "top_k_experts", 0, 0, &c->top_k_experts)) ||
         (rc = jint(&j, "expert_intermediate_size", 0, 0, &moe_ffn2)) ||
         (rc = jint(&j, "moe_intermediate_size", 0, moe_ffn2, &c->moe_ffn)) ||
-        (rc = jint(&j, "max_position_embeddings", 0, 131072, &c->ctx_max)) ||
+        (rc = jint(&j, "max_position_embeddings", 0, dflt_ctx, &c->ctx_max)) ||
         (rc = jnum(tc, "rms_norm_eps", 1e-6f, &c->rms_eps, fname, err)) ||
         (rc = jnum(tc, "final_logit_softcapping", 0.0f, &c->softcap, fname, err)) ||
         (rc = rope_from_json(tc, c, fname, err)))
@@ -152,7 +155,10 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
         if (!s || (strcmp(s, "all") && strcmp(s, "vision")))
             return ox_errf(err, OX_E_CONFIG,
                            "%s: config key use_bidirectional_attention: null, \"vision\" or \"all\" expected", fname);
-        c->bidirectional = strcmp(s, "all") == 0; /* "vision" only affects image tokens */
+        c->bidirectional = strcmp(s, "all") == 0;
+        c->bidir_vision = strcmp(s, "vision") == 0; /* only image tokens, only sliding layers */
+    } else if (!bd && unified) {
+        c->bidir_vision = 1; /* the unified text config's class default is "vision" (an explicit null is causal) */
     }
 
     if (c->n_layers < 1 || c->n_layers > OX_MAX_LAYERS)
@@ -173,6 +179,8 @@ int ox_config_from_json(const struct ox_json *doc, ox_config *c, const char *fna
     } else { /* HF default: 5 sliding + 1 full, last layer full */
         for (int l = 0; l < c->n_layers; l++) c->layers[l].full = (l % 6 == 5) || l == c->n_layers - 1;
     }
+    c->unified = unified;
+    if ((rc = ox_config_per_layer(tc, c, unified, fname, err))) return rc;
     return ox_config_derive(c, fname, err);
 }
 
@@ -445,6 +453,7 @@ int ox_config_from_gguf(const struct ox_gguf *g, ox_config *c, ox_err *err) {
         if (ff[l] == 2 * ff[0] && ff[0] > 0) c->double_wide = 1;
     if ((rc = partial_from_rope_freqs(g, c, err))) return rc;
     if (c->assistant && (rc = assistant_from_gguf(g, c, kb, sizeof kb, err))) return rc;
+    c->bidir_vision = (c->k_eq_v || c->moe) && !c->assistant; /* no GGUF key: the 26B-A4B / 31B shapes */
     if ((rc = ox_config_derive(c, fn, err))) return rc;
     for (int l = 0; c->assistant && l < L; l++) c->layers[l].shared = 1; /* queries only: reads the target's caches */
     for (int l = 0; l < L; l++) {
@@ -477,7 +486,10 @@ int ox_config_to_json(const ox_config *c, ox_strbuf *b) {
         ox_sb_printf(b, "\"num_experts\":%d,\"top_k_experts\":%d,\"moe_intermediate_size\":%d,", c->n_experts,
                      c->top_k_experts, c->moe_ffn);
     ox_sb_printf(b, "\"use_bidirectional_attention\":%s,\"max_position_embeddings\":%d,\"rms_norm_eps\":%.9g,",
-                 c->bidirectional ? "\"all\"" : "null", c->ctx_max, c->rms_eps);
+                 c->bidirectional  ? "\"all\""
+                 : c->bidir_vision ? "\"vision\""
+                                   : "null",
+                 c->ctx_max, c->rms_eps);
     if (c->softcap > 0) ox_sb_printf(b, "\"final_logit_softcapping\":%.9g,", c->softcap);
     ox_sb_printf(
         b,

@@ -35,6 +35,10 @@ typedef struct ox_config {
     int k_eq_v, double_wide;
     int moe, n_experts, top_k_experts, moe_ffn;
     int bidirectional; /* 0 causal; 1 "all" (embedding / encoder mode) */
+    int unified;       /* HF gemma4_unified (Gemma 4 12B): same decoder, strict config (§6) */
+    int bidir_vision;  /* "vision": a run of soft (image) tokens attends within itself on sliding
+                          layers (docs/vision.md); GGUF has no key: set for the k_eq_v / MoE
+                          shapes (26B-A4B, 31B), whose configs say "vision" */
     int ctx_max;       /* max_position_embeddings */
     float rms_eps, rope_base_full, rope_base_sliding, partial_rotary, rope_factor, softcap;
     int bos_id, eos_id, pad_id;
@@ -64,5 +68,17 @@ int ox_config_add_eos(ox_config *c, const struct ox_json *v);
 /* The config as an HF-style text config JSON object (what ox_config_from_json reads back to
  * the same per-layer values). Used for the `oxinfer_config` metadata of quantized files. */
 int ox_config_to_json(const ox_config *c, struct ox_strbuf *b);
+
+/* gemma4_unified (Gemma 4 12B, docs/gemma4.md §6), config_unified.c; used by ox_config_from_json. */
+/* 1 if config.json describes a gemma4_unified model (model_type, text model_type or
+ * architectures). */
+int ox_config_is_unified(const struct ox_json *doc, const struct ox_json *tc);
+/* The reference's strict typing (floats written as floats, ints as ints) and no PLE / experts. */
+int ox_config_unified_check(const struct ox_json *doc, const struct ox_json *tc, const char *fname, ox_err *err);
+/* text_config.per_layer_config ({"5": {"head_dim": 512, "num_key_value_heads": 1}, ...}) folded
+ * into global_head_dim / n_global_kv_heads (it replaces them, as in the reference); one shape per
+ * layer type. Without it, a unified k_eq_v model lacking num_global_key_value_heads keeps
+ * num_key_value_heads on full layers. Needs layers[].full; runs before ox_config_derive. */
+int ox_config_per_layer(const struct ox_json *tc, ox_config *c, int unified, const char *fname, ox_err *err);
 
 #endif

@@ -21,6 +21,7 @@ struct ox_json {
     uint32_t len; /* string bytes / element count */
     uint32_t key_len;
     uint8_t kind, is_int;
+    uint8_t int_literal; /* written without a fraction or exponent (what Python's json reads as int) */
 };
 
 /* ---- arena ---- */
@@ -249,6 +250,7 @@ static int parse_number(parser *ps, ox_json *v) {
         while (p < end && *p >= '0' && *p <= '9') p++;
     }
     v->kind = OX_JSON_NUMBER;
+    v->int_literal = (uint8_t)simple;
     if (simple) {
         uint64_t u = 0;
         int ovf = 0;
@@ -449,6 +451,8 @@ int ox_json_int(const ox_json *v, int64_t *out) {
     *out = v->ival;
     return 1;
 }
+
+int ox_json_int_literal(const ox_json *v) { return v && v->kind == OX_JSON_NUMBER && v->int_literal; }
 
 /* ---- string builder ---- */
 

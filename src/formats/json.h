@@ -61,6 +61,9 @@ double ox_json_num(const ox_json *v, double dflt);
 /* Exact integer: 1 and *out set if v is a number with an integral value that fits int64
  * (e.g. 42, -7, 1e3); 0 otherwise (fractions, 1e300, non-numbers). */
 int ox_json_int(const ox_json *v, int64_t *out);
+/* 1 if v is a number written as an integer literal (no fraction, no exponent: 30, not 30.0 or
+ * 3e1), the form Python's json reads as int; for configs whose readers refuse ints as floats. */
+int ox_json_int_literal(const ox_json *v);
 /* true/false; dflt if v is not a boolean. */
 int ox_json_bool(const ox_json *v, int dflt);
 

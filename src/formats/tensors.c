@@ -36,6 +36,7 @@ struct ox_model_files {
     uint32_t *by_name;
     ox_gguf **gguf;
     int n_gguf;
+    ox_gguf *mmproj; /* llama.cpp's projector file (general.architecture "clip"): kept apart */
     ox_safetensors **st;
     int n_st;
     aux_file aux[MAX_AUX];
@@ -95,8 +96,8 @@ static const char *const layer_map[][2] = {
     {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"},
 };
 
-static const char *const towers[] = {"vision_tower.", "audio_tower.", "embed_vision.", "embed_audio.",
-                                     "multi_modal_projector."};
+static const char *const towers[] = {"vision_tower.", "audio_tower.",           "embed_vision.",
+                                     "embed_audio.",  "multi_modal_projector.", "vision_embedder."};
 
 int ox_map_hf_name(const char *hf, char *out, size_t cap) {
     const char *n = hf;
@@ -124,6 +125,7 @@ void ox_files_free(ox_model_files *mf) {
     if (!mf) return;
     for (int i = 0; i < mf->n; i++) free(mf->t[i].name);
     for (int i = 0; i < mf->n_gguf; i++) ox_gguf_free(mf->gguf[i]);
+    ox_gguf_free(mf->mmproj);
     for (int i = 0; i < mf->n_st; i++) ox_st_free(mf->st[i]);
     for (int i = 0; i < mf->n_aux; i++) free(mf->aux[i].base);
     ox_mlx_config_free(&mf->mlx);
@@ -287,7 +289,7 @@ static int add_st_tensors(ox_model_files *mf, const ox_safetensors *st, ox_err *
         }
         int m = ox_map_hf_name(s->name, name, sizeof name);
         if (m < 0) return ox_errf(err, OX_E_FORMAT, "%s: tensor name too long: %.60s...", fn, s->name);
-        if (m > 0) continue; /* vision/audio towers */
+        if (m > 0 && ox_map_hf_vision_name(s->name, name, sizeof name) != 0) continue; /* audio, unknown */
         if (!quant && s->dtype == OX_ST_U32 && ends_with(s->name, ".weight")) {
             int rc = add_mlx_triple(mf, st, s, name, err);
             if (rc) return rc;
@@ -442,6 +444,24 @@ static int check_splits(ox_model_files *mf, ox_err *err) {
     return 0;
 }
 
+/* llama.cpp's multimodal projector file (the text model's GGUF beside it) */
+static int is_mmproj(const ox_gguf *g) {
+    const char *arch = NULL;
+    return ox_gguf_get_str(g, "general.architecture", &arch, NULL) == 0 && arch && strcmp(arch, "clip") == 0;
+}
+
+static int keep_mmproj(ox_model_files *mf, ox_gguf *g, ox_err *err) {
+    mf->gguf[mf->n_gguf] = NULL;
+    if (mf->mmproj) {
+        int rc = ox_errf(err, OX_E_FORMAT, "two mmproj GGUF files given: %s and %s", ox_gguf_name(mf->mmproj),
+                         ox_gguf_name(g));
+        ox_gguf_free(g);
+        return rc;
+    }
+    mf->mmproj = g;
+    return 0;
+}
+
 ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
     ox_model_files *mf = calloc(1, sizeof *mf);
     if (!mf || !(mf->gguf = calloc((size_t)n_files + 1, sizeof *mf->gguf)) ||
@@ -465,6 +485,7 @@ ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
             rc = ox_errf(err, OX_E_IO, "unknown host file %d", f);
         } else if (sniff_is_gguf(f) || ends_with(b, ".gguf")) {
             if (!(mf->gguf[mf->n_gguf] = ox_gguf_open(f, err))) rc = err ? err->code : OX_E_FORMAT;
+            else if (is_mmproj(mf->gguf[mf->n_gguf])) rc = keep_mmproj(mf, mf->gguf[mf->n_gguf], err);
             else mf->n_gguf++;
         } else if (sniff_is_safetensors(f) || ends_with(b, ".safetensors")) {
             if (!(mf->st[mf->n_st] = ox_st_open(f, err))) rc = err ? err->code : OX_E_FORMAT;
@@ -478,10 +499,14 @@ ox_model_files *ox_files_open(const int *files, int n_files, ox_err *err) {
         }
     }
     if (!rc && !mf->n_gguf && !mf->n_st)
-        rc = ox_errf(err, OX_E_MISSING, "no GGUF or safetensors file among the model files (%s)", mf->what);
+        rc = mf->mmproj ? ox_errf(err, OX_E_MISSING,
+                                  "%s is a vision projector (mmproj): give the text model's files beside it (%s)",
+                                  ox_gguf_name(mf->mmproj), mf->what)
+                        : ox_errf(err, OX_E_MISSING, "no GGUF or safetensors file among the model files (%s)", mf->what);
     if (!rc && mf->n_gguf) rc = check_splits(mf, err);
     if (!rc && index_file >= 0) rc = match_shards(mf, index_file, err);
     for (int i = 0; i < mf->n_gguf && !rc; i++) rc = add_gguf_tensors(mf, mf->gguf[i], err);
+    if (!rc && mf->mmproj) rc = add_gguf_tensors(mf, mf->mmproj, err);
     if (!rc && mf->n_st) rc = read_mlx_config(mf, err);
     for (int i = 0; i < mf->n_st && !rc; i++) {
         rc = add_st_tensors(mf, mf->st[i], err);
@@ -515,6 +540,7 @@ const ox_config *ox_files_config(const ox_model_files *mf) { return &mf->cfg; }
 int ox_files_count(const ox_model_files *mf) { return mf->n; }
 const ox_tensor *ox_files_tensor(const ox_model_files *mf, int i) { return i >= 0 && i < mf->n ? &mf->t[i] : NULL; }
 const struct ox_gguf *ox_files_gguf(const ox_model_files *mf) { return mf->n_gguf ? mf->gguf[0] : NULL; }
+const struct ox_gguf *ox_files_mmproj(const ox_model_files *mf) { return mf->mmproj; }
 const char *ox_files_stored_quant(const ox_model_files *mf) { return mf->stored_quant; }
 const char *ox_files_describe(const ox_model_files *mf) { return mf->what; }
 const char *ox_files_mlx(const ox_model_files *mf) { return mf->mlx.dflt.bits ? mf->mlx_what : NULL; }

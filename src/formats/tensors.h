@@ -3,7 +3,9 @@
  * ("token_embd.weight", "blk.3.attn_q.weight", "per_layer_token_embd.weight", ...).
  * HF names with prefixes "model.language_model.", "model." or none are mapped to it (MLX
  * quantized triples NAME.weight/.scales/.biases become one tensor, formats/mlx.h);
- * towers (vision/audio) are ignored.
+ * the vision tower and its embedder get llama.cpp's mmproj names (vision_names.c), the
+ * audio tower is ignored. An mmproj GGUF (general.architecture "clip") given beside the
+ * text model's GGUF adds its tensors ("v.*", "mm.*") and is kept apart (ox_files_mmproj).
  *
  * A model is given as a set of host-file handles; each is sniffed by content (GGUF magic,
  * safetensors header) or by name (config.json, tokenizer.json, tokenizer_config.json,
@@ -76,5 +78,17 @@ const char *ox_files_describe(const ox_model_files *mf);
  * 0 = mapped (names already internal, and unknown names, are kept minus the prefix),
  * 1 = not a text-decoder tensor (vision/audio towers: skip), -1 = out too small. */
 int ox_map_hf_name(const char *hf, char *out, size_t cap);
+
+/* Added for the vision tower (vision_names.c): an HF vision-tower or embed_vision name ->
+ * llama.cpp's mmproj name ("model.vision_tower.encoder.layers.3.self_attn.q_proj.linear.weight"
+ * -> "v.blk.3.attn_q.weight"). 0 = mapped, 1 = not a vision tensor, -1 = out too small. */
+int ox_map_hf_vision_name(const char *hf, char *out, size_t cap);
+/* Gemma 4 12B's (gemma4_unified) image embedder, model.vision_embedder.{patch_ln1, patch_dense,
+ * patch_ln2, pos_embedding, pos_norm} as the released checkpoint stores it (or under
+ * model.embed_vision., transformers' module names): 0 mapped, 1 not one of them, -1 too long
+ * (unified_names.c). */
+int ox_map_hf_unified_name(const char *hf, char *out, size_t cap);
+/* The mmproj GGUF among the files, or NULL. */
+const struct ox_gguf *ox_files_mmproj(const ox_model_files *mf);
 
 #endif

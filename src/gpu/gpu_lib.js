@@ -10,6 +10,15 @@ mergeInto(LibraryManager.library, {
     if (r.code !== 0) stringToUTF8(String(r.message), msg, msgCap);
     return r.code;
   },
+  // while loading: Module.oxGpuLoad is the GpuBridge the load uploads to (js/engine/engine.js)
+  ox_js_gpu_put: function (entry, row0, rows, bytes, msg, msgCap) {
+    var gpu = Module['oxGpuLoad'];
+    var r = gpu
+      ? gpu.put(wasmMemory.buffer, entry >>> 0, row0, rows, bytes >>> 0)
+      : { code: -10, message: 'no GPU backend to load onto' };
+    if (r.code !== 0) stringToUTF8(String(r.message), msg, msgCap);
+    return r.code;
+  },
   ox_js_gpu_forget: function (session) {
     var gpu = Module['oxGpu'];
     if (gpu) gpu.forget(session);

@@ -18,12 +18,22 @@ struct ox_gpu {
     size_t act_bytes;
     const char *broken; /* why the list being recorded cannot run (NULL: it can) */
     int32_t *flat;      /* ox_gpu_table's words */
+    uint32_t types;     /* ggml types the host has kernels for (bit t) */
 };
 
-ox_gpu *ox_gpu_new(ox_err *err) {
+ox_gpu *ox_gpu_new(uint32_t types, ox_err *err) {
     ox_gpu *g = calloc(1, sizeof *g);
     if (!g) ox_errf(err, OX_E_NOMEM, "out of memory for the GPU backend");
+    else g->types = types;
     return g;
+}
+
+int ox_gpu_has_type(const ox_gpu *g, int type) { return type >= 0 && type < 32 && ((g->types >> type) & 1u); }
+
+int ox_gpu_has(const ox_gpu *g, const void *w) {
+    for (int i = 0; i < g->n_tab; i++)
+        if (g->tab[i].key == w) return 1;
+    return 0;
 }
 
 void ox_gpu_free(ox_gpu *g) {
@@ -35,7 +45,7 @@ void ox_gpu_free(ox_gpu *g) {
 }
 
 static int add(ox_gpu *g, const void *key, int kind, int type, int rows, int cols, size_t row_bytes, const void *data,
-               ox_err *err) {
+               int unit, ox_err *err) {
     for (int i = 0; i < g->n_tab; i++)
         if (g->tab[i].key == key) return i;
     if (!data) return ox_errf(err, OX_E_STATE, "gpu: a weight to upload is not resident");
@@ -48,17 +58,24 @@ static int add(ox_gpu *g, const void *key, int kind, int type, int rows, int col
     }
     entry *e = &g->tab[g->n_tab];
     e->key = key;
-    int32_t w[OX_GPU_ENTRY_WORDS] = {g->n_tab, kind, type, rows, cols, (int32_t)(uintptr_t)data, (int32_t)row_bytes};
+    int32_t w[OX_GPU_ENTRY_WORDS] = {g->n_tab,           kind, type, rows, cols, (int32_t)(uintptr_t)data,
+                                     (int32_t)row_bytes, unit};
     memcpy(e->w, w, sizeof w);
     return g->n_tab++;
 }
 
 int ox_gpu_add_matrix(ox_gpu *g, const ox_matrix *M, ox_err *err) {
-    return add(g, M, 0, (int)M->type, M->rows, M->cols, M->row_bytes, M->data, err);
+    return add(g, M, 0, (int)M->type, M->rows, M->cols, M->row_bytes, M->data, 1, err);
+}
+
+int ox_gpu_add_experts(ox_gpu *g, const ox_matrix *M, int n_experts, ox_err *err) {
+    if (n_experts < 1 || M->rows % n_experts)
+        return ox_errf(err, OX_E_FORMAT, "gpu: %d expert rows are not %d experts' blocks", M->rows, n_experts);
+    return add(g, M, 0, (int)M->type, M->rows, M->cols, M->row_bytes, M->data, M->rows / n_experts, err);
 }
 
 int ox_gpu_add_vector(ox_gpu *g, const float *v, int n, ox_err *err) {
-    return add(g, v, 1, 0, 1, n, (size_t)n * sizeof(float), v, err);
+    return add(g, v, 1, 0, 1, n, (size_t)n * sizeof(float), v, 1, err);
 }
 
 const int32_t *ox_gpu_table(const ox_gpu *g, int *n) {
@@ -141,8 +158,9 @@ void ox_gpu_rope(ox_gpu *g, float *x, int ntok, int nh, int hd, int pos, int pai
     put(g, (int32_t[]){OX_GPU_ROPE, off(g, x), ntok, nh, hd, pos, pairs, fbits(base), fbits(factor)}, 9);
 }
 
-void ox_gpu_kv_write(ox_gpu *g, int layer, int pos, int ntok, const float *k, const float *v, int width) {
-    put(g, (int32_t[]){OX_GPU_KV_WRITE, layer, pos, ntok, off(g, k), off(g, v), width}, 7);
+void ox_gpu_kv_write(ox_gpu *g, int layer, int pos, int ntok, const float *k, const float *v, int width, int type,
+                     int cap) {
+    put(g, (int32_t[]){OX_GPU_KV_WRITE, layer, pos, ntok, off(g, k), off(g, v), width, type, cap}, 9);
 }
 
 void ox_gpu_attend(ox_gpu *g, int layer, const float *q, float *out, int ntok, int pos, int nh, int hd, int group,
@@ -174,6 +192,19 @@ void ox_gpu_copy(ox_gpu *g, float *y, const float *x, size_t count) {
     put(g, (int32_t[]){OX_GPU_COPY, off(g, y), off(g, x), (int32_t)count}, 4);
 }
 
+void ox_gpu_route(ox_gpu *g, float *z, int *sel, float *wts, const float *scale, int ntok, int nexp, int topk) {
+    put(g, (int32_t[]){OX_GPU_ROUTE, off(g, z), off(g, sel), off(g, wts), id_of(g, scale), ntok, nexp, topk}, 8);
+}
+
+void ox_gpu_experts(ox_gpu *g, const ox_matrix *W, const float *x, const int *sel, float *y, int nslots, int xdiv) {
+    put(g, (int32_t[]){OX_GPU_EXPERTS, id_of(g, W), off(g, x), off(g, sel), off(g, y), nslots, xdiv}, 7);
+}
+
+void ox_gpu_combine(ox_gpu *g, float *y, const float *ys, const int *sel, const float *wts, int ntok, int topk,
+                    int width) {
+    put(g, (int32_t[]){OX_GPU_COMBINE, off(g, y), off(g, ys), off(g, sel), off(g, wts), ntok, topk, width}, 8);
+}
+
 void ox_gpu_read(ox_gpu *g, const void *p, size_t bytes, void *dst) {
     put(g, (int32_t[]){OX_GPU_READ, off(g, p), (int32_t)bytes, (int32_t)(uintptr_t)dst}, 4);
 }
@@ -192,6 +223,12 @@ int ox_gpu_run(ox_gpu *g, ox_err *err) {
 #else
     return ox_errf(err, OX_E_UNSUPPORTED, "gpu: this build has no GPU host (WebGPU runs in the wasm builds)");
 #endif
+}
+
+void ox_gpu_restart(ox_gpu *g) {
+    if (g->n_list < OX_GPU_HEADER) return;  /* never begun: ox_gpu_run reports that */
+    g->n_list = OX_GPU_HEADER + g->list[6]; /* the header and the regions stay */
+    g->n_ops = 0;
 }
 
 void ox_gpu_forget(ox_gpu *g, const void *session) {

@@ -295,14 +295,21 @@ static void act_task(void *ctx, int task, int n_tasks) {
     for (int k = 0; k < j->n_act; k++) act_tokens(&j->out[k], t0, t1);
 }
 
-/* Every activation of the plan: a prefill's or verify's tokens shared out over the pool
- * (the same values as one thread's: tokens are independent). */
+/* Below this many activation values a fork/join costs more than quantizing them on the
+ * calling thread (a speculative verify's few tokens). */
+#define ACT_FORK_MIN 32768
+
+/* Every activation of the plan: a prefill's tokens shared out over the pool (the same values
+ * as one thread's: tokens are independent). */
 static void fill_acts(act_plan *p, uint8_t *base, const float *x) {
     act_job j = {.n_act = p->n_act, .n_tok = p->n_act ? p->act[0].n_tok : 0};
     for (int k = 0; k < p->n_act; k++) j.out[k] = act_setup(&p->act[k], base, p, k, x);
     int threads = ox_pool_threads(), tasks = j.n_tok < threads ? j.n_tok : threads;
-    if (tasks > 1) ox_pool_run(act_task, &j, tasks);
-    else act_task(&j, 0, 1);
+    if (p->n_act && (size_t)j.n_tok * (size_t)p->act[0].cols < ACT_FORK_MIN) tasks = 1;
+    if (tasks > 1) {
+        ox_prof_fork_slot(OX_PROF_ACTQ);
+        ox_pool_run(act_task, &j, tasks);
+    } else act_task(&j, 0, 1);
 }
 
 /* ------------------------------------------------------------------ the pool job */
@@ -330,12 +337,20 @@ static void mm_task(void *ctx, int task, int n_tasks) {
     it->tile(it->W, it->a, r0, r1, it->y);
 }
 
+/* A task streams at least this many weight bytes: each claim is an atomic on a line every
+ * thread shares, so on many threads a small matrix (a PLE projection) must not be cut into
+ * a claim every few rows. */
+#define MIN_TASK_BYTES (32 * 1024)
+
 /* Rows per task: a multiple of 4 (the tiles' row group), small enough that every thread
- * gets several tasks (load balance), large enough that a task is not all overhead; for
- * prefill also bounded so a task's weights (re-read once per 4 tokens) stay in L2. */
+ * gets several tasks (load balance), large enough that a task is not all overhead (by bytes,
+ * so a wide row and a narrow one weigh alike); for prefill also bounded so a task's weights
+ * (re-read once per 4 tokens) stay in L2. */
 static int rows_per_task(const ox_matrix *W, int n_tok, int threads) {
     int rpt = W->rows / (threads * 8);
-    size_t l2_rows = W->row_bytes ? (size_t)(128 * 1024) / W->row_bytes : 64;
+    size_t rb = W->row_bytes ? W->row_bytes : 1, min_rows = (MIN_TASK_BYTES + rb - 1) / rb;
+    if ((size_t)rpt < min_rows) rpt = min_rows < (size_t)W->rows ? (int)min_rows : W->rows;
+    size_t l2_rows = (size_t)(128 * 1024) / rb;
     if (n_tok > 1 && (size_t)rpt > l2_rows) rpt = (int)l2_rows;
     if (rpt < 4) rpt = 4;
     return (rpt + 3) & ~3;
@@ -385,6 +400,12 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
         tasks += (Ws[i]->rows + it->rows_per_task - 1) / it->rows_per_task;
     }
     pt = ox_prof_begin();
+    if (pt >= 0) { /* the fork/join is booked under the matrix of most bytes */
+        int big = 0;
+        for (int i = 1; i < n; i++)
+            if ((double)Ws[i]->rows * Ws[i]->row_bytes > (double)Ws[big]->rows * Ws[big]->row_bytes) big = i;
+        ox_prof_fork_slot(ox_prof_matmul_slot(Ws[big]->type, Ws[big]->rows));
+    }
     ox_pool_run(mm_task, &job, tasks);
     double secs = ox_prof_end(pt, -1, 0);
     if (secs > 0) { /* a fused call's time is shared by weight bytes */
@@ -392,7 +413,7 @@ int ox_matmul_multi(ox_scratch *ws, const ox_matrix *const *Ws, int n, const flo
         for (int i = 0; i < n; i++) all += (double)Ws[i]->rows * Ws[i]->row_bytes;
         for (int i = 0; i < n; i++) {
             double b = (double)Ws[i]->rows * Ws[i]->row_bytes;
-            ox_prof_add(Ws[i]->type, all > 0 ? secs * b / all : secs / n, (uint64_t)b);
+            ox_prof_add(ox_prof_matmul_slot(Ws[i]->type, Ws[i]->rows), all > 0 ? secs * b / all : secs / n, (uint64_t)b);
         }
     }
     return 0;

@@ -8,7 +8,11 @@
  * tasks too and waits for the count of finished tasks, never for the workers themselves,
  * so ox_pool_run is correct even if a worker has not started yet (a wasm pthread may only
  * start once the creating thread returns to the event loop, unless the pthread pool is
- * preallocated). */
+ * preallocated).
+ *
+ * Wake-ups cost a system call (more in wasm), so the caller signals only when a worker has
+ * gone to sleep (`sleepers`), and the last task's thread only when the caller sleeps at the
+ * join: the usual back-to-back jobs of a token, caught by spinning threads, take no lock. */
 #include "kernels/pool.h"
 #include "kernels/prof.h"
 
@@ -36,17 +40,29 @@ static struct {
     pthread_t th[POOL_MAX];
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    _Atomic uint64_t work; /* see WORD() */
-    _Atomic int done;      /* tasks finished in the current job */
-    _Atomic(ox_task_fn) fn;
+    /* the word every thread polls and claims from, and the count every finished task bumps,
+     * on lines of their own: a finish does not take the line the claims and spins read */
+    _Alignas(64) _Atomic uint64_t work;  /* see WORD() */
+    _Alignas(64) _Atomic int done;       /* tasks finished in the current job */
+    _Alignas(64) _Atomic(ox_task_fn) fn; /* the job: read by every claim, written between jobs */
     _Atomic(void *) ctx;
     _Atomic int base, total; /* this job runs tasks base + i of total */
     _Atomic int stop;
-    int sleeping_done; /* caller is waiting on done_cv (under mu) */
+    _Atomic int timed;         /* this job is profiled (prof.h) */
+    _Atomic int sleepers;      /* workers waiting on work_cv */
+    _Atomic int sleeping_done; /* the caller is waiting on done_cv */
 } pool = {.n_threads = 1,
           .mu = PTHREAD_MUTEX_INITIALIZER,
           .work_cv = PTHREAD_COND_INITIALIZER,
           .done_cv = PTHREAD_COND_INITIALIZER};
+
+/* A profiled job's per-thread figures, each thread writing only its own (padded) entry; the
+ * caller reads them after the join (the done counter orders the writes before it). */
+static struct {
+    _Alignas(64) double work, first;
+    uint64_t tasks;
+} tstat[POOL_MAX];
+static _Thread_local int self; /* 0: the caller, i: worker i */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -64,19 +80,26 @@ static void run_tasks(void) {
         void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
         int base = atomic_load_explicit(&pool.base, memory_order_relaxed);
         int total = atomic_load_explicit(&pool.total, memory_order_relaxed);
+        int timed = atomic_load_explicit(&pool.timed, memory_order_relaxed);
         if (!atomic_compare_exchange_weak_explicit(&pool.work, &w, w + 1, memory_order_acq_rel, memory_order_acquire))
             continue;
-        fn(ctx, base + i, total);
-        if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1 == n) {
+        if (timed) {
+            double t0 = ox_prof_now();
+            fn(ctx, base + i, total);
+            if (!tstat[self].tasks++) tstat[self].first = t0;
+            tstat[self].work += ox_prof_now() - t0;
+        } else fn(ctx, base + i, total);
+        if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_seq_cst) + 1 == n &&
+            atomic_load_explicit(&pool.sleeping_done, memory_order_seq_cst)) {
             pthread_mutex_lock(&pool.mu);
-            if (pool.sleeping_done) pthread_cond_signal(&pool.done_cv);
+            pthread_cond_signal(&pool.done_cv);
             pthread_mutex_unlock(&pool.mu);
         }
     }
 }
 
 static void *worker(void *arg) {
-    (void)arg;
+    self = (int)(intptr_t)arg;
     uint32_t seen = GEN(atomic_load(&pool.work));
     run_tasks(); /* a thread that starts late joins the job already published */
     for (;;) {
@@ -87,9 +110,13 @@ static void *worker(void *arg) {
             spins++;
         }
         if (spins == SPIN_ITERS) {
+            /* sleepers is raised before the word is read again: a caller publishing now
+             * either sees it and signals (under mu), or is seen here */
             pthread_mutex_lock(&pool.mu);
+            atomic_fetch_add_explicit(&pool.sleepers, 1, memory_order_seq_cst);
             while (GEN(atomic_load(&pool.work)) == seen && !atomic_load(&pool.stop))
                 pthread_cond_wait(&pool.work_cv, &pool.mu);
+            atomic_fetch_sub_explicit(&pool.sleepers, 1, memory_order_relaxed);
             pthread_mutex_unlock(&pool.mu);
         }
         if (atomic_load(&pool.stop)) return NULL;
@@ -115,7 +142,7 @@ int ox_pool_init(int n_threads, ox_err *err) {
     if (n_threads == pool.n_threads) return 0;
     ox_pool_shutdown();
     for (int i = 0; i < n_threads - 1; i++) {
-        int rc = pthread_create(&pool.th[i], NULL, worker, NULL);
+        int rc = pthread_create(&pool.th[i], NULL, worker, (void *)(intptr_t)(i + 1));
         if (rc) {
             pool.n_threads = i + 1;
             ox_pool_shutdown();
@@ -129,42 +156,63 @@ int ox_pool_init(int n_threads, ox_err *err) {
 int ox_pool_threads(void) { return pool.n_threads; }
 
 /* One job of n < 2^TASK_BITS tasks: base + i for i < n. */
-static void run_job(ox_task_fn fn, void *ctx, int base, int n, int total) {
+static void run_job(ox_task_fn fn, void *ctx, int base, int n, int total, int timed) {
     /* The previous job is fully claimed and finished, so no thread reads these now. */
     atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
     atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&pool.base, base, memory_order_relaxed);
     atomic_store_explicit(&pool.total, total, memory_order_relaxed);
+    atomic_store_explicit(&pool.timed, timed, memory_order_relaxed);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    double t_pub = 0, t_own = 0;
+    if (timed) {
+        memset(tstat, 0, sizeof tstat);
+        t_pub = ox_prof_now();
+    }
     uint32_t gen = (GEN(atomic_load(&pool.work)) + 1) & ((1u << (64 - 2 * TASK_BITS)) - 1);
-    pthread_mutex_lock(&pool.mu);
-    atomic_store_explicit(&pool.work, WORD(gen, n, 0), memory_order_release);
-    pthread_cond_broadcast(&pool.work_cv);
-    pthread_mutex_unlock(&pool.mu);
+    atomic_store_explicit(&pool.work, WORD(gen, n, 0), memory_order_seq_cst);
+    if (atomic_load_explicit(&pool.sleepers, memory_order_seq_cst)) {
+        pthread_mutex_lock(&pool.mu);
+        pthread_cond_broadcast(&pool.work_cv);
+        pthread_mutex_unlock(&pool.mu);
+    }
 
     run_tasks();
+    if (timed) t_own = ox_prof_now();
     for (int spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n; spins++) {
         if (spins < SPIN_ITERS) {
             cpu_relax();
             continue;
         }
         pthread_mutex_lock(&pool.mu);
-        pool.sleeping_done = 1;
-        while (atomic_load(&pool.done) < n) pthread_cond_wait(&pool.done_cv, &pool.mu);
-        pool.sleeping_done = 0;
+        atomic_store_explicit(&pool.sleeping_done, 1, memory_order_seq_cst);
+        while (atomic_load_explicit(&pool.done, memory_order_seq_cst) < n) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        atomic_store_explicit(&pool.sleeping_done, 0, memory_order_relaxed);
         pthread_mutex_unlock(&pool.mu);
+    }
+    if (timed) {
+        double t_end = ox_prof_now(), work[POOL_MAX], wake[POOL_MAX];
+        uint64_t tasks[POOL_MAX];
+        for (int t = 0; t < pool.n_threads; t++) {
+            work[t] = tstat[t].work;
+            tasks[t] = tstat[t].tasks;
+            wake[t] = tstat[t].tasks ? tstat[t].first - t_pub : -1;
+        }
+        ox_prof_fork(pool.n_threads, t_end - t_pub, t_end - t_own, work, wake, tasks);
     }
 }
 
 void ox_pool_run(ox_task_fn fn, void *ctx, int n_tasks) {
     if (n_tasks <= 0) return;
     double pt = ox_prof_begin(); /* nested in a timed matmul: not counted here */
+    int timed = ox_prof_forking();
     if (pool.n_threads <= 1 || n_tasks == 1) {
         for (int i = 0; i < n_tasks; i++) fn(ctx, i, n_tasks);
+        if (timed) ox_prof_fork_slot(OX_PROF_POOL); /* no fork/join: the op's name is not used */
     } else {
         for (int base = 0; base < n_tasks; base += (int)TASK_MASK) {
             int n = n_tasks - base < (int)TASK_MASK ? n_tasks - base : (int)TASK_MASK;
-            run_job(fn, ctx, base, n, n_tasks);
+            run_job(fn, ctx, base, n, n_tasks, timed);
         }
     }
     ox_prof_end(pt, OX_PROF_POOL, 0);

@@ -6,6 +6,7 @@
 
 #include "kernels/pool.h"
 
+#include "model/gpu_attach.h"
 #include "model/model_impl.h"
 
 /* Per generation (generate.c, sampler.c): the logits row, the sampler's candidates (id and
@@ -18,7 +19,9 @@ static uint64_t generation_bytes(const ox_config *c) {
 
 /* The most tokens one forward call takes: a prefill goes in micro-batches (forward.c),
  * bidirectional models in one batch. */
-static int micro_batch(const ox_config *c, int ctx) { return c->bidirectional || ctx < OX_UBATCH ? ctx : OX_UBATCH; }
+static int micro_batch(const ox_config *c, int ctx) {
+    return c->bidirectional || ctx < ox_max_batch(c) ? ctx : ox_max_batch(c);
+}
 
 static size_t stage_bytes(const ox_weight_sums *w) {
     return w->embd_row_bytes > w->ple_row_bytes ? w->embd_row_bytes : w->ple_row_bytes;
@@ -43,6 +46,34 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     uint64_t scratch = ox_forward_scratch_bytes(c, stage_bytes(&w), tasks, ub, ctx) + w.matmul_ws +
                        (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);
     uint64_t wcache = opts && opts->stream != OX_STREAM_NONE ? opts->weight_cache : 0;
+    ox_load_opts none = {0};
+    const ox_load_opts *o = opts ? opts : &none;
+    if (rq->gpu && !ox_gpu_cpu_only(c, o) && !c->moe && !(w.mat_types & ~o->gpu_types)) {
+        int on_host = o->tables_on_host != 0; /* < 0: yes on the GPU */
+        uint64_t resident = w.resident - w.matrix_bytes + (on_host ? 0 : w.embd_bytes);
+        /* the GPU keeps the CPU's cache layout: the KV type's rows, sliding layers as rings */
+        uint64_t gkv = kv;
+        int width = c->hidden, heads = c->n_heads;
+        for (int l = 0; l < c->n_layers; l++)
+            if (c->layers[l].ffn > width) width = c->layers[l].ffn;
+        uint64_t gscratch = ox_forward_scratch_bytes(c, stage_bytes(&w), 1, ub, ctx) +
+                            (uint64_t)ub * (uint64_t)heads * (uint64_t)ctx * 4 + (uint64_t)ub * (uint64_t)width * 4 +
+                            (uint64_t)c->vocab * 4;
+        *out = (ox_mem_estimate){
+            .weights = resident,
+            .embeddings_on_host = w.host_table_bytes + (on_host ? w.embd_bytes : 0),
+            .scratch = scratch,
+            .runtime = rq->runtime,
+            .total = resident + scratch + rq->runtime,
+            .file_bytes = w.file_bytes,
+            .context = ctx,
+            .gpu = 1,
+            .gpu_weights = w.resident,
+            .gpu_kv = gkv,
+            .gpu_scratch = gscratch,
+        };
+        return 0;
+    }
     *out = (ox_mem_estimate){
         .weights = w.resident,
         .weight_cache = wcache,
@@ -62,10 +93,13 @@ static void human(char *s, size_t cap, uint64_t b) {
     else snprintf(s, cap, "%.1f MiB", (double)b / (1ull << 20));
 }
 
+/* What a budget bounds: wasm memory, and on the GPU the device's memory too. */
+static uint64_t in_all(const ox_mem_estimate *e) { return e->total + e->gpu_weights + e->gpu_kv + e->gpu_scratch; }
+
 int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const ox_mem_request *rq, uint64_t budget,
                      int fit, ox_mem_estimate *out, ox_err *err) {
     TRY(ox_memory_estimate(mf, opts, rq, out, err));
-    if (!budget || out->total <= budget) return 0;
+    if (!budget || in_all(out) <= budget) return 0;
     /* total grows with the context: the largest that fits, by bisection */
     ox_mem_request r = *rq;
     ox_mem_estimate e;
@@ -73,17 +107,17 @@ int ox_memory_budget(const ox_model_files *mf, const ox_load_opts *opts, const o
     while (hi - lo > 1) {
         r.n_ctx = lo + (hi - lo) / 2;
         TRY(ox_memory_estimate(mf, opts, &r, &e, err));
-        if (e.total <= budget) lo = r.n_ctx;
+        if (in_all(&e) <= budget) lo = r.n_ctx;
         else hi = r.n_ctx;
     }
     if (lo >= 256) lo -= lo % 256;
     char need[32], have[32];
-    human(need, sizeof need, out->total);
+    human(need, sizeof need, in_all(out));
     human(have, sizeof have, budget);
     if (lo < 1) {
         r.n_ctx = 1;
         TRY(ox_memory_estimate(mf, opts, &r, &e, err));
-        human(need, sizeof need, e.total);
+        human(need, sizeof need, in_all(&e));
         return ox_errf(
             err, OX_E_NOMEM,
             "the model needs %s even at a context of 1 (weights %llu bytes), more than the memory budget of %s", need,

@@ -17,7 +17,15 @@
  *                      context, the session's token list, one generation's vocab buffers
  *   runtime            what the caller says is in use before the load (the wasm module, its
  *                      stacks, the parsed headers, the tokenizer): copied into total
- *   total              weights + weight_cache + kv + scratch + runtime */
+ *   total              weights + weight_cache + kv + scratch + runtime
+ *
+ * On the GPU backend (rq->gpu, and the model can run there: gpu_attach.h ox_gpu_cpu_only, every
+ * matrix type in opts->gpu_types) the matrices and the KV caches live on the device instead:
+ * weights and kv then count what stays in wasm memory (the vectors, the token embedding unless
+ * tables_on_host; no KV), and gpu_weights, gpu_kv, gpu_scratch the device's share (js/gpu/step.js:
+ * every weight as stored, f32 K and V rows of every position for each own-KV layer, the
+ * activation regions of a micro-batch plus its attention scores at the context, its quantized
+ * activations and the logits row read back). A budget then bounds total + the GPU's sum. */
 #ifndef OX_ESTIMATE_H
 #define OX_ESTIMATE_H
 
@@ -29,12 +37,15 @@ typedef struct ox_mem_request {
     int kv_type;      /* an ox_kv_type (model/kv.h) */
     int threads;      /* the pool's threads: attention keeps one row of scores per task */
     uint64_t runtime; /* bytes in use before the load */
+    int gpu;          /* on the GPU backend, where the model can run there (opts->gpu_types) */
 } ox_mem_request;
 
 typedef struct ox_mem_estimate {
     uint64_t weights, embeddings_on_host, weight_cache, kv, scratch, runtime, total;
     uint64_t file_bytes; /* what the load reads from the host */
     int context;
+    int gpu; /* the model runs on the GPU: the gpu_* fields count its device memory */
+    uint64_t gpu_weights, gpu_kv, gpu_scratch;
 } ox_mem_estimate;
 
 /* Errors: those of the loader's validation (CONFIG, MISSING, UNSUPPORTED), RANGE (context

@@ -11,6 +11,7 @@
  * the step's list runs on the GPU in one submission at the end of the batch. Host work stays
  * on the CPU either way: table rows (embeddings, PLE) are read and dequantized here and
  * uploaded into the step. */
+#include "model/gpu_attach.h"
 #include "model/model_impl.h"
 
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 #include "kernels/quant.h"
 
 /* Activation buffers of one forward call, carved from the session's scratch. */
@@ -33,7 +35,11 @@ typedef struct acts {
     float *hn;      /* final normed hidden */
     float *lz;      /* LoRA: A x per row */
     float *lg;      /* GPU: the logits before their read-back */
+    float *kvx;     /* GPU split: K, V rows of the GPU layers whose caches CPU layers read */
     ox_gpu *gpu;    /* the recording backend, or NULL: the CPU */
+    /* config bidir_vision: the batch's soft mask (a run of image tokens attends within itself on
+     * sliding layers); NULL otherwise */
+    const uint8_t *soft_runs;
 } acts;
 
 /* regions: where each array starts (the GPU backend keeps one buffer per array) */
@@ -53,9 +59,11 @@ static void *take(carve *cv, size_t bytes) {
 
 /* The layout of one forward call's activations over n tokens and kv_len keys: pointers into
  * cv->base (NULL: sizes only, cv->off ends at the total); lora: floats per token of LoRA scratch;
- * logits: floats of the GPU's logits region (0 on the CPU, which writes the caller's). */
-static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t logits, int tasks, int n, int kv_len,
-                        carve *cv, acts *A) {
+ * logits: floats of the GPU's logits region (0 on the CPU, which writes the caller's); slots:
+ * the expert rows of a MoE layer held at once (n on the CPU, one expert at a time; n * top-K
+ * on the GPU, all of them); bridged: the GPU layers of a split whose caches CPU layers read. */
+static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t logits, int tasks, int n, int slots,
+                        int bridged, int kv_len, carve *cv, acts *A) {
     size_t H = (size_t)c->hidden, nh = (size_t)c->n_heads, LP = (size_t)c->n_layers * (size_t)c->ple_dim;
     size_t qw = 0, kw = 0, I = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -65,7 +73,7 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t lo
         if ((size_t)lc->ffn > I) I = (size_t)lc->ffn;
     }
     size_t Ie = c->moe ? (size_t)c->moe_ffn : 0, E = c->moe ? (size_t)c->n_experts : 0;
-    size_t K = c->moe ? (size_t)c->top_k_experts : 0, N = (size_t)n, F = sizeof(float);
+    size_t K = c->moe ? (size_t)c->top_k_experts : 0, N = (size_t)n, S = (size_t)slots, F = sizeof(float);
     cv->off = 0;
     cv->n_regions = 0;
     A->x = take(cv, N * H * F);
@@ -84,10 +92,10 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t lo
     A->pg = take(cv, N * (size_t)c->ple_dim * F);
     A->pu = take(cv, N * H * F);
     A->d1 = take(cv, N * H * F * (c->moe != 0));
-    A->xe = take(cv, N * H * F * (c->moe != 0));
+    A->xe = take(cv, S * H * F * (c->moe != 0));
     A->ye = take(cv, N * H * F * (c->moe != 0));
-    A->gu = take(cv, N * 2 * Ie * F);
-    A->eact = take(cv, N * Ie * F);
+    A->gu = take(cv, S * 2 * Ie * F);
+    A->eact = take(cv, S * Ie * F);
     A->zr = take(cv, N * E * F);
     A->sel = take(cv, N * K * sizeof(int));
     A->selw = take(cv, N * K * F);
@@ -98,6 +106,7 @@ static void layout_acts(const ox_config *c, size_t stage, size_t lora, size_t lo
     A->stage = take(cv, stage);
     A->lz = take(cv, N * lora * F);
     A->lg = take(cv, logits * F);
+    A->kvx = take(cv, N * 2 * kw * (size_t)bridged * F);
 }
 
 static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 1; }
@@ -105,7 +114,7 @@ static int tasks_now(void) { return ox_pool_threads() > 1 ? ox_pool_threads() : 
 size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int n, int kv_len) {
     carve cv = {NULL, 0, {0}, 0};
     acts A;
-    layout_acts(c, stage, 0, 0, tasks, n, kv_len, &cv, &A);
+    layout_acts(c, stage, 0, 0, tasks, n, n, 0, kv_len, &cv, &A);
     return cv.off;
 }
 
@@ -114,14 +123,41 @@ size_t ox_forward_scratch_bytes(const ox_config *c, size_t stage, int tasks, int
 static int carve_acts(ox_session *s, int n, int kv_len, size_t logits, acts *A, ox_err *err) {
     const ox_config *c = &s->m->c;
     size_t stage = s->m->embd_row_bytes > s->m->ple_row_bytes ? s->m->embd_row_bytes : s->m->ple_row_bytes;
+    int slots = s->m->gpu && c->moe ? n * c->top_k_experts : n, bridged = ox_model_gpu_bridge(s->m, c->n_layers);
     carve cv = {NULL, 0, {0}, 0};
-    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, kv_len, &cv, A);
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, slots, bridged, kv_len, &cv, A);
     cv.base = ox_scratch_get(&s->act, cv.off, err);
     if (!cv.base) return err ? err->code : OX_E_NOMEM;
-    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, kv_len, &cv, A);
+    layout_acts(c, stage, (size_t)ox_lora_scratch(s->m), logits, tasks_now(), n, slots, bridged, kv_len, &cv, A);
     A->gpu = s->m->gpu;
     if (A->gpu) ox_gpu_begin(A->gpu, s, s->max_ctx, s->pos + n, cv.base, cv.off, cv.regions, cv.n_regions);
     return 0;
+}
+
+/* The widest K (or V) row of the model's layers: A->kvx's stride per bridged layer and token. */
+static size_t kv_width(const ox_config *c) {
+    size_t kw = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        if ((size_t)(c->layers[l].n_kv_heads * c->layers[l].head_dim) > kw)
+            kw = (size_t)(c->layers[l].n_kv_heads * c->layers[l].head_dim);
+    return kw;
+}
+
+/* A layer split (model/gpu_attach.h): the GPU's part of the step runs now, and the CPU goes on
+ * from the hidden state and the PLE inputs it reads back into the same scratch. */
+static int gpu_handover(ox_session *s, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    ox_gpu_read(A->gpu, A->x, (size_t)n * c->hidden * sizeof(float), A->x);
+    if (c->ple_dim > 0) ox_gpu_read(A->gpu, A->ple, (size_t)n * c->n_layers * c->ple_dim * sizeof(float), A->ple);
+    int rc = ox_gpu_run(A->gpu, err);
+    A->gpu = NULL;
+    for (int l = 0; !rc && l < s->m->gpu_layers; l++) { /* the rows bridged layers wrote on the GPU */
+        int b = ox_model_gpu_bridge(s->m, l), kvw = c->layers[l].n_kv_heads * c->layers[l].head_dim;
+        const float *k = A->kvx + (size_t)(b > 0 ? b : 0) * 2 * n * kv_width(c), *v = k + (size_t)n * kvw;
+        for (int t = 0; b >= 0 && t < n; t++)
+            ox_kv_write(&s->kv[l], s->pos + t, k + (size_t)t * kvw, v + (size_t)t * kvw);
+    }
+    return rc;
 }
 
 static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n, float eps) {
@@ -130,16 +166,27 @@ static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n
 
 /* ---- the backend seam: run now on the CPU, or record for the GPU ---- */
 
+/* A weight the GPU has no kernel for stays in wasm memory (gpu_attach.h): its matmul runs on
+ * the CPU inside the step, which is cut there: the recorded part runs, x comes back, the CPU
+ * computes y, and the step goes on recording with y uploaded. */
 static int op_matmul(ox_session *s, acts *A, const ox_matrix *W, const float *x, int n, float *y, ox_err *err) {
     if (!A->gpu) return ox_matmul(&s->ws, W, x, n, y, err);
-    ox_gpu_matmul(A->gpu, W, x, n, y);
+    if (ox_gpu_has(A->gpu, W)) {
+        ox_gpu_matmul(A->gpu, W, x, n, y);
+        return 0;
+    }
+    ox_gpu_read(A->gpu, x, (size_t)n * W->cols * sizeof(float), (void *)x);
+    TRY(ox_gpu_run(A->gpu, err));
+    TRY(ox_matmul(&s->ws, W, x, n, y, err));
+    ox_gpu_restart(A->gpu);
+    ox_gpu_upload(A->gpu, y, (size_t)n * W->rows * sizeof(float));
     return 0;
 }
 
 static int op_matmul_multi(ox_session *s, acts *A, const ox_matrix *const *Ws, int k, const float *x, int n,
                            float *const *ys, ox_err *err) {
     if (!A->gpu) return ox_matmul_multi(&s->ws, Ws, k, x, n, ys, err);
-    for (int i = 0; i < k; i++) ox_gpu_matmul(A->gpu, Ws[i], x, n, ys[i]);
+    for (int i = 0; i < k; i++) TRY(op_matmul(s, A, Ws[i], x, n, ys[i], err));
     return 0;
 }
 
@@ -183,6 +230,7 @@ typedef struct attn_job {
     const ox_kv *kv; /* the layer's cache (model/kv.h) */
     float *scores;   /* [tasks][kv_len] */
     int n, pos, nh, hd, group, window, bidir, kv_len;
+    const uint8_t *soft_runs; /* acts.soft_runs, on sliding layers */
 } attn_job;
 
 /* Keys j visible from position p: causal j <= p (bidirectional: all of the sequence), and on
@@ -195,6 +243,8 @@ static void attn_task(void *ctx, int task, int n_tasks) {
     for (int it = i0; it < i1; it++) {
         int t = it / J->nh, h = it % J->nh, p = J->pos + t;
         int lo = 0, hi = J->bidir ? J->kv_len - 1 : p;
+        if (J->soft_runs && J->soft_runs[t]) /* an image token also sees the rest of its run */
+            for (int e = t + 1; e < J->n && J->soft_runs[e]; e++) hi = J->pos + e;
         if (J->window > 0) {
             if (p - J->window + 1 > lo) lo = p - J->window + 1;
             if (J->bidir && p + J->window - 1 < hi) hi = p + J->window - 1;
@@ -212,11 +262,13 @@ static int cmp_i32(const void *a, const void *b) {
 /* Read one row of a host table and dequantize it to f32. */
 static int table_row(ox_model *m, const ox_tensor *t, size_t rb, int32_t row, uint64_t cols, uint8_t *stage, float *dst,
                      ox_err *err) {
+    double pt = ox_prof_begin();
     int rc = ox_tensor_read_rows(t, (uint64_t)row, 1, stage, err);
-    if (rc) return rc;
+    if (rc) return ox_prof_end(pt, -1, 0), rc;
     m->host_bytes += rb;
     m->rows_fetched++;
     ox_dequantize_row(t->type, stage, dst, (size_t)cols);
+    ox_prof_end(pt, OX_PROF_TABLE, rb);
     return 0;
 }
 
@@ -234,9 +286,12 @@ static int embed(ox_session *s, const ox_forward_io *io, acts *A, ox_err *err) {
         }
         if (m->opts.tables_on_host)
             TRY(table_row(m, m->t_embd, m->embd_row_bytes, io->tokens[i], (uint64_t)H, A->stage, x, err));
-        else
+        else {
+            double pt = ox_prof_begin();
             ox_dequantize_row(m->embd.type, (const uint8_t *)m->embd.data + (size_t)io->tokens[i] * m->embd.row_bytes,
                               x, (size_t)H);
+            ox_prof_end(pt, OX_PROF_TABLE, m->embd.row_bytes);
+        }
         for (int j = 0; j < H; j++) x[j] *= sH;
     }
     if (A->gpu) ox_gpu_upload(A->gpu, A->x, (size_t)n * H * sizeof(float));
@@ -325,6 +380,33 @@ static int run_expert(ox_session *s, int l, const layer_w *w, int e, int m, acts
     return ox_matmul(&s->ws, &dn, A->eact, m, A->f, err);
 }
 
+/* moe_branch on the GPU: the same math with nothing read back. The router's top-K stays on
+ * the device (sel, selw) and every (token, chosen expert) slot runs at once, each expert
+ * matmul reading its slot's expert id; the weighted sum adds them in increasing id, as the
+ * CPU's loop over experts does. Router input: rmsnorm(x) * router_scale, then 1/sqrt(H). */
+static int moe_branch_gpu(ox_session *s, const layer_w *w, int n, acts *A, ox_err *err) {
+    const ox_config *c = &s->m->c;
+    int H = c->hidden, E = c->n_experts, K = c->top_k_experts, Ie = c->moe_ffn, S = n * K;
+    op_rms(A, A->a, A->x, w->router_scale, n, H, c->rms_eps);
+    op_scale(A, A->a, (size_t)n * H, 1.0f / sqrtf((float)H));
+    TRY(op_matmul(s, A, &w->router, A->a, n, A->zr, err));
+    ox_gpu_route(A->gpu, A->zr, A->sel, A->selw, w->expert_scale, n, E, K);
+    op_rms(A, A->a, A->x, w->pre_ffw_norm_2, n, H, c->rms_eps);
+    float *act = A->eact; /* gelu(gate) * up per slot */
+    if (w->exp_gate_up.rows > 0) {
+        ox_gpu_experts(A->gpu, &w->exp_gate_up, A->a, A->sel, A->gu, S, K);
+        ox_gpu_geglu(A->gpu, act, A->gu, A->gu + Ie, S, Ie, 2 * Ie, 2 * Ie);
+    } else {
+        act = A->gu;
+        ox_gpu_experts(A->gpu, &w->exp_gate, A->a, A->sel, A->gu, S, K);
+        ox_gpu_experts(A->gpu, &w->exp_up, A->a, A->sel, A->gu + (size_t)S * Ie, S, K);
+        ox_gpu_geglu(A->gpu, act, A->gu, A->gu + (size_t)S * Ie, S, Ie, Ie, Ie);
+    }
+    ox_gpu_experts(A->gpu, &w->exp_down, act, A->sel, A->xe, S, 1);
+    ox_gpu_combine(A->gpu, A->ye, A->xe, A->sel, A->selw, n, K, H);
+    return 0;
+}
+
 /* Routed experts (docs/gemma4.md §2.5) into A->ye: router on the un-normed residual A->x,
  * experts on rms(x, pre_ffw_norm_2); tokens grouped per expert so each expert runs once, in
  * id order (streamed experts: reads in file order). Each streamed expert is released once it
@@ -332,6 +414,7 @@ static int run_expert(ox_session *s, int l, const layer_w *w, int e, int m, acts
  * in wasm host reads are synchronous on the forward's own thread (hostfile.h), so there is
  * nothing to overlap them with. */
 static int moe_branch(ox_session *s, const layer_w *w, int n, acts *A, ox_err *err) {
+    if (A->gpu) return moe_branch_gpu(s, w, n, A, err);
     const ox_config *c = &s->m->c;
     int H = c->hidden, E = c->n_experts, K = c->top_k_experts;
     int l = (int)(w - s->m->L); /* w is this layer's entry of the model's table */
@@ -413,18 +496,29 @@ static int attention(ox_session *s, int l, int n, acts *A, ox_err *err) {
         op_rms(A, A->k, A->k, w->k_norm, n * nkv, hd, eps);
         op_rope(A, A->k, n, nkv, hd, s->pos, lc, c->rope_factor);
         op_rms(A, A->v, A->v, NULL, n * nkv, hd, eps);
-        if (A->gpu) ox_gpu_kv_write(A->gpu, lc->kv_src, s->pos, n, A->k, A->v, kvw);
-        else
+        if (A->gpu) {
+            ox_gpu_kv_write(A->gpu, lc->kv_src, s->pos, n, A->k, A->v, kvw, (int)kc->type, kc->ring ? kc->max_cap : 0);
+            ox_kv_advance(kc, s->pos + n - 1);
+            int b = ox_model_gpu_bridge(s->m, l); /* CPU layers read this cache too: its rows come back */
+            if (b >= 0) {
+                float *kx = A->kvx + (size_t)b * 2 * n * kv_width(c);
+                ox_gpu_read(A->gpu, A->k, (size_t)n * kvw * sizeof(float), kx);
+                ox_gpu_read(A->gpu, A->v, (size_t)n * kvw * sizeof(float), kx + (size_t)n * kvw);
+            }
+        } else
             for (int t = 0; t < n; t++) ox_kv_write(kc, s->pos + t, A->k + (size_t)t * kvw, A->v + (size_t)t * kvw);
     }
+    const uint8_t *runs = lc->window > 0 ? A->soft_runs : NULL;
+    if (A->gpu && runs)
+        return ox_errf(err, OX_E_UNSUPPORTED, "gpu: image tokens attending within their run run on the CPU only");
     if (A->gpu) {
         ox_gpu_attend(A->gpu, lc->kv_src, A->q, A->att, n, s->pos, nh, hd, nh / nkv, lc->window, c->bidirectional);
     } else {
         int tasks = ox_pool_threads();
         if (tasks < 1) tasks = 1;
         if (tasks > n * nh) tasks = n * nh;
-        attn_job J = {A->q, A->att,   kc,         A->scores,        n,         s->pos, nh,
-                      hd,   nh / nkv, lc->window, c->bidirectional, s->pos + n};
+        attn_job J = {A->q, A->att,   kc,         A->scores,        n,          s->pos, nh,
+                      hd,   nh / nkv, lc->window, c->bidirectional, s->pos + n, runs};
         ox_pool_run(attn_task, &J, tasks);
     }
     TRY(op_matmul(s, A, &w->o, A->att, n, A->o, err));
@@ -452,11 +546,12 @@ static int feed_forward(ox_session *s, int l, int n, acts *A, ox_err *err) {
     op_geglu(A, A->g, A->g, A->u, n, I, (size_t)I, (size_t)I);
     TRY(op_matmul(s, A, &w->down, A->g, n, A->f, err));
     ox_lora_add(s->m, l, (ox_lora_target[]){OX_LORA_DOWN}, 1, A->g, n, &A->f, A->lz);
-    if (c->moe) { /* CPU only: a MoE model is never attached to the GPU (gpu_attach.c) */
-        rms_rows(A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
+    if (c->moe) {
+        op_rms(A, A->d1, A->f, w->post_ffw_norm_1, n, H, eps);
         TRY(moe_branch(s, w, n, A, err));
-        rms_rows(A->ye, A->ye, w->post_ffw_norm_2, n, H, eps);
-        for (size_t i = 0; i < NH; i++) A->f[i] = A->d1[i] + A->ye[i];
+        op_rms(A, A->ye, A->ye, w->post_ffw_norm_2, n, H, eps);
+        op_copy(A, A->f, A->d1, NH);
+        op_add(A, A->f, A->ye, NH);
     }
     op_rms(A, A->f, A->f, w->post_ffw_norm, n, H, eps);
     op_add(A, A->x, A->f, NH);
@@ -542,9 +637,13 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
         return ox_errf(err, OX_E_STATE, "forward: the model's weights were on a GPU it no longer has: load it again");
     if (m->gpu && m->n_lora > 0)
         return ox_errf(err, OX_E_UNSUPPORTED, "forward: LoRA adapters do not run on the GPU backend yet");
-    TRY(carve_acts(s, n, keys, m->gpu ? (size_t)nl * V : 0, &A, err));
+    TRY(carve_acts(s, n, keys, m->gpu && m->gpu_layers == c->n_layers ? (size_t)nl * V : 0, &A, err));
+    A.soft_runs = c->bidir_vision && io->soft ? io->soft_mask : NULL;
     TRY(embed(s, io, &A, err));
-    for (int l = 0; l < c->n_layers; l++) TRY(layer_forward(s, l, n, &A, err));
+    for (int l = 0; l < c->n_layers; l++) {
+        if (A.gpu && l == m->gpu_layers) TRY(gpu_handover(s, n, &A, err));
+        TRY(layer_forward(s, l, n, &A, err));
+    }
 
     /* final norm, tied head, soft-cap (docs/gemma4.md §2.8); on the GPU both land in the
      * scratch and only the rows asked for come back */
@@ -572,6 +671,21 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
     return 0;
 }
 
+/* A batch [i0, i0 + *k) that would cut a run of soft tokens (bidir_vision) ends before the run,
+ * or, when the run starts the batch, takes it whole (at most OX_SOFT_RUN_MAX tokens). */
+static int keep_run_whole(const uint8_t *soft, int i0, int n, int *k, ox_err *err) {
+    int end = i0 + *k;
+    if (end >= n || !soft[end - 1] || !soft[end]) return 0;
+    int start = end - 1;
+    while (start > i0 && soft[start - 1]) start--;
+    if (start > i0) return *k = start - i0, 0;
+    while (end < n && soft[end]) end++;
+    if (end - i0 > OX_SOFT_RUN_MAX)
+        return ox_errf(err, OX_E_RANGE, "forward: a run of %d image tokens; this model takes at most %d per image",
+                       end - i0, OX_SOFT_RUN_MAX);
+    return *k = end - i0, 0;
+}
+
 int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
     const ox_config *c = &s->m->c;
     int n = io->n, H = c->hidden, V = c->vocab, pos0 = s->pos;
@@ -589,8 +703,10 @@ int ox_forward(ox_session *s, const ox_forward_io *io, ox_err *err) {
      * (E2B: ~150 KB per token) while each matmul still sees many tokens. Bidirectional models
      * need the whole sequence in one batch. */
     int ub = c->bidirectional ? n : OX_UBATCH;
-    for (int i0 = 0; i0 < n; i0 += ub) {
-        int k = n - i0 < ub ? n - i0 : ub, last = i0 + k == n;
+    for (int i0 = 0, k; i0 < n; i0 += k) {
+        k = n - i0 < ub ? n - i0 : ub;
+        if (c->bidir_vision && io->soft && io->soft_mask) TRY(keep_run_whole(io->soft_mask, i0, n, &k, err));
+        int last = i0 + k == n;
         ox_forward_io b = {
             .tokens = io->tokens ? io->tokens + i0 : NULL,
             .n = k,

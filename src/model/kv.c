@@ -14,7 +14,7 @@ int ox_kv_capacity(const ox_config *c, int l, int n_ctx) {
     if (lc->shared) return 0;
     /* bidirectional models run a whole sequence in one batch: no bound on what it writes */
     if (lc->window <= 0 || c->bidirectional) return n_ctx;
-    int64_t ring = (int64_t)lc->window + OX_UBATCH - 1;
+    int64_t ring = (int64_t)lc->window + ox_max_batch(c) - 1;
     return ring < n_ctx ? (int)ring : n_ctx;
 }
 
@@ -111,6 +111,10 @@ void ox_kv_write(ox_kv *kv, int pos, const float *k, const float *v) {
     size_t r = row_of(kv, pos) * kv->row_bytes;
     store_row(kv, kv->k + r, k);
     store_row(kv, kv->v + r, v);
+    ox_kv_advance(kv, pos);
+}
+
+void ox_kv_advance(ox_kv *kv, int pos) {
     if (kv->ring && pos - kv->max_cap + 1 > kv->lo) kv->lo = pos - kv->max_cap + 1; /* its row held that one */
 }
 

@@ -25,6 +25,14 @@
 /* the JS API drafts up to this many for greedy requests by default: prompt lookup's cost model never picks more (decode/draft_lookup.h) */
 #define OX_GEN_DRAFT_DEFAULT 3
 
+/* On models whose image tokens attend within their run (config bidir_vision) a run of soft
+ * tokens stays in one batch: batches go up to this many tokens there (an image at the
+ * processor's default budget), and the sliding rings keep the margin for it. */
+#define OX_SOFT_RUN_MAX 280
+static inline int ox_max_batch(const ox_config *c) {
+    return c->bidir_vision && OX_SOFT_RUN_MAX > OX_UBATCH ? OX_SOFT_RUN_MAX : OX_UBATCH;
+}
+
 /* X(NAME, id, js name): the KV storage types (the JS option kvType takes the js names). */
 #define OX_KV_TYPES(X)                                                                                                 \
     X(F32, 0, "f32")                                                                                                   \
@@ -68,6 +76,9 @@ uint64_t ox_kv_alloc_bytes(const ox_kv *kv);
 /* Store the K and V rows (n_heads * hd f32 each) of position pos (reserved); positions are
  * written in order from the session's position on. */
 void ox_kv_write(ox_kv *kv, int pos, const float *k, const float *v);
+/* Position pos was written, here or into the GPU's copy of this cache (gpu/record.h): a ring's
+ * lowest held position moves on. ox_kv_write calls it. */
+void ox_kv_advance(ox_kv *kv, int pos);
 /* Whether the cache can go on from position pos (after a truncation to it): its queries need
  * the keys of [pos - window + 1, pos), which a ring may have overwritten. Always true for 0. */
 int ox_kv_can_resume(const ox_kv *kv, int pos);

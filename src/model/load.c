@@ -5,6 +5,7 @@
  * allocates per tensor and reads in chunks. The PLE table is never loaded; its rows are read
  * per forward call (forward.c), one host read per distinct token. */
 #include "model/model_impl.h"
+#include "model/gpu_attach.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +38,23 @@ typedef struct loader {
     size_t stage_cap, rowf_cap;
     struct read_job *jobs; /* real pass: the reads, run in file order once every place is allocated */
     int n_jobs, cap_jobs;
-    float **layer_scale; /* real pass: each layer's layer_output_scale once read, or NULL */
+    float **layer_scale;            /* real pass: each layer's layer_output_scale once read, or NULL */
+    uint64_t mat_types;             /* dry: bit t for each ggml type a resident matrix will have */
+    uint64_t mat_bytes, embd_bytes; /* dry: resident matrices' bytes; the token embedding's */
+    int to_gpu;  /* real pass: matrices go to the GPU as read (gpu_attach.h ox_model_gpu_load_begin) */
+    void *chunk; /* to_gpu: the rows of a matrix that is not resident, on their way */
+    size_t chunk_cap;
     ox_err *err;
 } loader;
 
-/* rows [0, rows) of t (cols each) into dst as type `to` */
+/* rows [0, rows) of t (cols each) into dst as type `to`; gpu: the rows also go to the GPU as
+ * matrix gpu (dst NULL: only there, through the loader's chunk) */
 typedef struct read_job {
     const ox_tensor *t;
     uint64_t rows, cols;
     ox_type to;
     void *dst;
+    ox_matrix *gpu;
 } read_job;
 
 static void *track(ox_model *m, size_t bytes) {
@@ -120,8 +128,10 @@ static int grow(void **p, size_t *cap, size_t need, ox_err *err) {
     return 0;
 }
 
-/* Read rows [0, rows) of t (cols each) into dst as type `to` (converting if it differs). */
-static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t cols, ox_type to, void *dst) {
+/* Read rows [0, rows) of t (cols each) into dst as type `to` (converting if it differs); with
+ * gpu, each chunk also goes to the GPU (dst NULL: it passes through ld->chunk only). */
+static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t cols, ox_type to, void *dst,
+                        ox_matrix *gpu) {
     uint64_t src_rb, dst_rb;
     int convert = to != t->type;
     if (ox_row_bytes(t->type, cols, &src_rb, ld->err) || ox_row_bytes(to, cols, &dst_rb, ld->err))
@@ -134,9 +144,11 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
             grow((void **)&ld->rowf, &ld->rowf_cap, (size_t)cols * sizeof(float), ld->err))
             return ld->err ? ld->err->code : OX_E_NOMEM;
     }
+    if (!dst && grow(&ld->chunk, &ld->chunk_cap, (size_t)(per * dst_rb), ld->err))
+        return ld->err ? ld->err->code : OX_E_NOMEM;
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         uint64_t nr = rows - r0 < per ? rows - r0 : per;
-        uint8_t *out = (uint8_t *)dst + r0 * dst_rb;
+        uint8_t *out = dst ? (uint8_t *)dst + r0 * dst_rb : ld->chunk;
         int rc = ox_tensor_read_rows(t, r0, nr, convert ? ld->stage : out, ld->err);
         if (rc) return rc;
         for (uint64_t r = 0; convert && r < nr; r++) {
@@ -145,6 +157,8 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
                 return ox_errf(ld->err, OX_E_UNSUPPORTED, "%s: tensor %s: cannot convert to %s", fname_of(t), t->name,
                                ox_type_name(to));
         }
+        if (gpu && (rc = ox_model_gpu_put(ld->m, gpu, r0, nr, out, ld->err)))
+            return ox_err_prefix(ld->err, "%s: tensor %s: upload to the GPU", fname_of(t), t->name);
         if ((rc = progress(ld, nr * src_rb))) return rc;
     }
     return 0;
@@ -154,14 +168,15 @@ static int read_rows_as(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t 
  * is read front to back whatever order its writer put the tensors in (llama-quantize's differs
  * from the walk's): a URL's read-ahead then streams it in one pass instead of restarting at
  * every jump (an E2B Q4_K_M load over loopback HTTP: 9-10 s before, in Node). */
-static int queue_read(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t cols, ox_type to, void *dst) {
+static int queue_read(loader *ld, const ox_tensor *t, uint64_t rows, uint64_t cols, ox_type to, void *dst,
+                      ox_matrix *gpu) {
     if (ld->n_jobs == ld->cap_jobs) {
         int nc = ld->cap_jobs ? 2 * ld->cap_jobs : 256;
         read_job *j = realloc(ld->jobs, (size_t)nc * sizeof *j);
         if (!j) return ox_errf(ld->err, OX_E_NOMEM, "out of memory for the load's read list");
         ld->jobs = j, ld->cap_jobs = nc;
     }
-    ld->jobs[ld->n_jobs++] = (read_job){t, rows, cols, to, dst};
+    ld->jobs[ld->n_jobs++] = (read_job){t, rows, cols, to, dst, gpu};
     return 0;
 }
 
@@ -187,7 +202,7 @@ static void touch_task(void *ctx, int task, int n_tasks) {
     for (int i = 0; i < tc->n_jobs; i++) {
         const read_job *j = &tc->jobs[i];
         uint64_t rb;
-        if (ox_row_bytes(j->to, j->cols, &rb, NULL)) continue;
+        if (!j->dst || ox_row_bytes(j->to, j->cols, &rb, NULL)) continue;
         uint64_t bytes = j->rows * rb, part = (bytes / (uint64_t)n_tasks + 4095) & ~(uint64_t)4095;
         uint64_t a = part * (uint64_t)task, b = a + part < bytes ? a + part : bytes;
         for (volatile uint8_t *p = (uint8_t *)j->dst; a < b; a += 4096) p[a] = 0;
@@ -200,7 +215,7 @@ static int run_reads(loader *ld) {
     ox_pool_run(touch_task, &tc, ox_pool_threads() > 1 ? ox_pool_threads() : 1);
     for (int i = 0; i < ld->n_jobs; i++) {
         const read_job *j = &ld->jobs[i];
-        TRY(read_rows_as(ld, j->t, j->rows, j->cols, j->to, j->dst));
+        TRY(read_rows_as(ld, j->t, j->rows, j->cols, j->to, j->dst, j->gpu));
     }
     return 0;
 }
@@ -261,17 +276,24 @@ static int take_mat(loader *ld, const char *name, int nd, const uint64_t *ne, en
     if (ld->dry) {
         ld->resident += rows * rb;
         ld->total += rows * src_rb;
+        ld->mat_bytes += rows * rb;
+        if (M == &ld->m->embd) ld->embd_bytes = rows * rb;
+        if ((unsigned)to < 64) ld->mat_types |= 1ull << to;
+        else ld->mat_types |= 1ull << 63; /* no GPU kernel has such an id */
         size_t ws = 0;
         if (ld->ws_tokens && ox_matmul_scratch_bytes(to, (int)cols, ld->ws_tokens, &ws, ld->err))
             return ox_err_prefix(ld->err, "%s: tensor %s", fname_of(t), name);
         if (ws > ld->ws_bytes) ld->ws_bytes = ws;
         return 0;
     }
-    *M = (ox_matrix){to, (int)rows, (int)cols, (size_t)rb, track(ld->m, (size_t)(rows * rb))};
-    if (!M->data)
+    /* on the GPU, the tied embedding stays resident too when embeddings are read from it */
+    int resident = !ld->to_gpu || (M == &ld->m->embd && !ld->m->opts.tables_on_host);
+    *M = (ox_matrix){to, (int)rows, (int)cols, (size_t)rb, resident ? track(ld->m, (size_t)(rows * rb)) : NULL};
+    if (resident && !M->data)
         return ox_errf(ld->err, OX_E_NOMEM, "out of memory: %llu bytes for tensor %s", (unsigned long long)(rows * rb),
                        name);
-    return queue_read(ld, t, rows, cols, to, M->data);
+    if (!resident) ld->m->weight_bytes -= rows * rb;
+    return queue_read(ld, t, rows, cols, to, M->data, ld->to_gpu ? M : NULL);
 }
 
 /* A vector (norm weights, scales) as f32. optional: absent -> *out stays NULL, returns 0. */
@@ -290,7 +312,7 @@ static int take_vec(loader *ld, const char *name, uint64_t n, int optional, floa
     }
     *out = track(ld->m, (size_t)n * sizeof(float));
     if (!*out) return ox_errf(ld->err, OX_E_NOMEM, "out of memory for tensor %s", name);
-    return queue_read(ld, t, 1, n, OX_F32, *out);
+    return queue_read(ld, t, 1, n, OX_F32, *out, NULL);
 }
 
 /* A table read per row through the host (PLE): only its shape and type are checked. */
@@ -453,6 +475,7 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
         goto fail_ld;
     }
     m->weight_bytes = ld.resident;
+    if ((ld.to_gpu = ox_model_gpu_load_begin(m, ld.mat_types, err)) < 0) goto fail_ld;
     ld.dry = 0;
     ld.resident = 0;
     ld.layer_scale = calloc((size_t)c->n_layers, sizeof *ld.layer_scale);
@@ -460,17 +483,19 @@ ox_model *ox_model_load(ox_model_files *mf, const ox_load_opts *opts, ox_err *er
         ox_errf(err, OX_E_NOMEM, "out of memory for %d layers", c->n_layers);
         goto fail_ld;
     }
-    if (walk(&ld) || run_reads(&ld)) goto fail_ld;
+    if (walk(&ld) || run_reads(&ld) || (ld.to_gpu && ox_model_gpu_load_end(m, err))) goto fail_ld;
     for (int l = 0; l < c->n_layers; l++)
         if (ld.layer_scale[l]) m->L[l].out_scale = ld.layer_scale[l][0];
     free(ld.stage);
     free(ld.rowf);
+    free(ld.chunk);
     free(ld.jobs);
     free(ld.layer_scale);
     return m;
 fail_ld:
     free(ld.stage);
     free(ld.rowf);
+    free(ld.chunk);
     free(ld.jobs);
     free(ld.layer_scale);
 fail:
@@ -490,7 +515,8 @@ int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws
     rc = walk(&ld);
     free(m.L);
     if (rc) return rc;
-    *out = (ox_weight_sums){ld.resident, ld.total, ld.host_table_bytes, ld.ws_bytes, m.embd_row_bytes, m.ple_row_bytes};
+    *out = (ox_weight_sums){ld.resident,     ld.total,     ld.host_table_bytes, ld.ws_bytes, m.embd_row_bytes,
+                            m.ple_row_bytes, ld.mat_bytes, ld.embd_bytes,       ld.mat_types};
     return 0;
 }
 

@@ -40,6 +40,11 @@ typedef int (*ox_progress_fn)(void *ud, uint64_t done, uint64_t total);
 typedef enum { OX_STREAMS(OX_STREAM_ENUM_) } ox_stream;
 #undef OX_STREAM_ENUM_
 
+/* Rows [row0, row0 + rows) of the weight `entry` (OX_GPU_ENTRY_WORDS words of gpu/record.h;
+ * its pointer word is 0) in their stored block layout; 0, or a negative OX_E_* with err. */
+typedef int (*ox_gpu_put_fn)(void *ud, const int32_t *entry, uint64_t row0, uint64_t rows, const void *bytes,
+                             ox_err *err);
+
 typedef struct ox_load_opts {
     ox_quant quant;        /* for bf16/f16/f32 checkpoints; GGUF quant types stay as stored */
     int tables_on_host;    /* token-embedding lookups read from the host too */
@@ -50,6 +55,13 @@ typedef struct ox_load_opts {
     uint64_t weight_cache; /* bytes for streamed weights (cache + transit), >= one layer's */
     int drafter;           /* the files must be a gemma4-assistant MTP drafter (drafter_mtp.h), and
                                   without it must not be one */
+    /* Upload to the GPU while loading (model/gpu_attach.h): set, and the model can run there
+     * whole (no MoE, nothing streamed, causal, every matrix type in gpu_types), its matrices
+     * go to gpu_put chunk by chunk as they are read and never stay resident; the model comes
+     * out attached. Else it loads as without. tables_on_host < 0 then means: 1 when they go. */
+    ox_gpu_put_fn gpu_put;
+    void *gpu_put_ud;
+    uint64_t gpu_types; /* bit t: the GPU has a kernel for matrices of ggml type t */
 } ox_load_opts;
 
 typedef struct ox_model ox_model;

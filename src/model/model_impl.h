@@ -60,8 +60,9 @@ struct ox_model {
         float scale;
     } lora[OX_LORA_MAX]; /* attached adapters (lora.c) */
     int n_lora;
-    ox_gpu *gpu;  /* the GPU backend the forward records into (model/gpu_attach.h), or NULL */
-    int gpu_only; /* its matrices left wasm memory for the GPU (ox_model_gpu_release) */
+    ox_gpu *gpu;    /* the GPU backend the forward records into (model/gpu_attach.h), or NULL */
+    int gpu_only;   /* its matrices left wasm memory for the GPU (ox_model_gpu_release) */
+    int gpu_layers; /* attached: the first layers run on the GPU, the rest and the head on the CPU (n_layers: all) */
 };
 
 /* The cache key of block e (0 for a dense matrix) of layer l's host matrix i. */
@@ -88,6 +89,8 @@ typedef struct ox_weight_sums {
     uint64_t host_table_bytes; /* the tables whose rows stay on the host (PLE) */
     size_t matmul_ws;          /* the largest matmul scratch at the ws_tokens asked for */
     size_t embd_row_bytes, ple_row_bytes;
+    uint64_t matrix_bytes, embd_bytes; /* of resident: the matrices (what goes to the GPU), the token embedding */
+    uint64_t mat_types;                /* bit t for each ggml type a resident matrix has */
 } ox_weight_sums;
 int ox_model_dry_walk(const ox_model_files *mf, const ox_load_opts *opts, int ws_tokens, ox_weight_sums *out,
                       ox_err *err);

@@ -1,5 +1,6 @@
 /* session.c — sessions: the KV caches of the own-KV layers (model/kv.h) and the tokens in
  * them, grown with use (not preallocated to the context size). */
+#include "model/gpu_attach.h"
 #include "model/model_impl.h"
 
 #include <stdlib.h>
@@ -101,9 +102,11 @@ int ox_session_reserve(ox_session *s, int need, ox_err *err) {
         s->toks = t;
         s->toks_cap = cap;
     }
-    if (s->m->gpu) return 0; /* its caches live on the GPU (gpu/record.h) */
+    /* the GPU layers' caches live on the GPU (gpu/record.h), and also here where CPU layers read them */
+    int on_gpu = s->m->gpu ? s->m->gpu_layers : 0;
     for (int l = 0; l < c->n_layers; l++)
-        if (!c->layers[l].shared) TRY(ox_kv_reserve(&s->kv[l], need, &s->m->cache_bytes, err));
+        if (!c->layers[l].shared && (l >= on_gpu || ox_model_gpu_bridge(s->m, l) >= 0))
+            TRY(ox_kv_reserve(&s->kv[l], need, &s->m->cache_bytes, err));
     return 0;
 }
 

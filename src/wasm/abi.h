@@ -107,7 +107,8 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(stream, E, OX_STREAMS, _, "streamWeights", "which linear weights stay on the host")                              \
     X(weight_cache, I, 1, _, "weightCache", "bytes for the streamed weights")                                          \
     X(kv_type, E, OX_KV_TYPES, _, "kvType", "how K and V rows are stored")                                             \
-    X(max_ctx, I, 0, _, "maxContext", "positions of the session; 0: the model's maximum")
+    X(max_ctx, I, 0, _, "maxContext", "positions of the session; 0: the model's maximum")                              \
+    X(gpu_layers, I, 0, _, "gpuLayers", "on the GPU backend, the first layers that run there; 0: all that fit")
 #define OX_WASM_WEIGHT_CACHE_DEFAULT 536870912 /* bytes for streamed weights when the option is unset */
 
 /* Prompt tokens one ox_wasm_gen_prefill call runs unless generate({prefillChunk}) says otherwise:
@@ -139,7 +140,11 @@ typedef struct ox_wasm_gen ox_wasm_gen;
     X(runtime, "in use before the load: the module, stacks, parsed headers, tokenizer")                                \
     X(total, "weights + weight_cache + kv + scratch + runtime")                                                        \
     X(file_bytes, "bytes the load reads")                                                                              \
-    X(context, "positions (the fitted context with fit)")
+    X(context, "positions (the fitted context with fit)")                                                              \
+    X(gpu, "1: on the GPU backend (weights and kv then count wasm memory only; model/estimate.h)")                     \
+    X(gpu_weights, "weights on the GPU")                                                                               \
+    X(gpu_kv, "KV caches on the GPU at the context")                                                                   \
+    X(gpu_scratch, "the GPU step's buffers: activations, attention scores, quantized activations, read-back")
 #define OX_WASM_COUNT_(field, what)                           +1
 #define OX_WASM_GP_COUNT_(field, dst, kind, lo, hi, js, what) +1
 enum {
@@ -179,23 +184,29 @@ OX_EXPORT int ox_wasm_set_threads(int n);
 OX_EXPORT int ox_wasm_threads(void);
 
 /* Load a model from n_files host handles (GGUF, or an HF directory's files). quant: a quant
- * id; tables_on_host: token-embedding lookups read from the host; max_resident: bytes, 0 = no
- * limit; stream: a stream mode id (weights left on the host); weight_cache: bytes for the
- * streamed weights. Calls ox_js_progress while loading. Returns the engine, or NULL. */
+ * id; tables_on_host: token-embedding lookups read from the host (-1: when on the GPU);
+ * max_resident: bytes, 0 = no limit; stream: a stream mode id (weights left on the host);
+ * weight_cache: bytes for the streamed weights; gpu: 1 to upload the matrices through
+ * ox_js_gpu_put as they are read when the model can run on the GPU whole (model/model.h
+ * ox_load_opts.gpu_put), gpu_types the bit mask of the ggml types the GPU has kernels for. The
+ * engine then comes out attached (ox_wasm_gpu_attach returns at once; the table lists the
+ * vectors still to upload and the matrices put already). Calls ox_js_progress while loading.
+ * Returns the engine, or NULL. */
 OX_EXPORT ox_wasm_engine *ox_wasm_load(const int32_t *files, int n_files, int quant, int tables_on_host,
-                                       double max_resident, int stream, double weight_cache);
+                                       double max_resident, int stream, double weight_cache, int gpu, double gpu_types);
 /* Load a gemma4-assistant MTP drafter for the engine's model from n_files host handles
  * (model/drafter_mtp.h); checked against the model. quant as for ox_wasm_load. Replaces an
  * earlier drafter; a failed load keeps it. Returns 0 or < 0. */
 OX_EXPORT int ox_wasm_load_drafter(ox_wasm_engine *e, const int32_t *files, int n_files, int quant);
 /* The memory a load of these files would take (model/estimate.h), from their headers only,
- * into out (OX_WASM_ESTIMATE). stream, weight_cache as for ox_wasm_load. n_ctx <= 0: the
+ * into out (OX_WASM_ESTIMATE). stream, weight_cache, gpu, gpu_types as for ox_wasm_load. n_ctx <= 0: the
  * model's maximum; kv_type 0: f32; budget:
  * bytes, 0 = none; fit: lower the context to the budget instead of failing (NOMEM). The
  * runtime part is the heap in use after the headers and the tokenizer are read (they are
  * freed again). Returns OX_WASM_N_ESTIMATE, or < 0. */
 OX_EXPORT int ox_wasm_estimate(const int32_t *files, int n_files, int quant, int tables_on_host, int stream,
-                               double weight_cache, int n_ctx, int kv_type, double budget, int fit, double *out);
+                               double weight_cache, int n_ctx, int kv_type, double budget, int fit, int gpu,
+                               double gpu_types, double *out);
 /* Grow wasm memory now so that `bytes` of it in all are in use without growing again (a
  * budgeted load grows once, before it allocates). Returns 0, or NOMEM when it cannot. */
 OX_EXPORT int ox_wasm_reserve(double bytes);
@@ -203,7 +214,9 @@ OX_EXPORT int ox_wasm_reserve(double bytes);
 OX_EXPORT void ox_wasm_free(ox_wasm_engine *e);
 /* The model's facts as JSON: {name, vocab, hidden, layers, heads, kvHeads, headDim,
  * contextSize, slidingWindow, pleDim, experts, bos, pad, eosIds, turnEnd, channelOpen,
- * channelClose, quant}; token ids are -1 where the vocabulary lacks the piece. */
+ * channelClose, quant, vision}; token ids are -1 where the vocabulary lacks the piece; vision
+ * null without a vision tower, else {patchSize, poolingKernel, defaultSoftTokens, hidden,
+ * layers, imageTokenId, boiTokenId, eoiTokenId} (engine/engine.h). */
 OX_EXPORT const char *ox_wasm_info(const ox_wasm_engine *e);
 /* A GGUF string key (e.g. tokenizer.chat_template), or NULL when absent / not a GGUF. */
 OX_EXPORT const char *ox_wasm_gguf_str(const ox_wasm_engine *e, const char *key);
@@ -260,6 +273,16 @@ OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);
  * hidden size, or < 0. */
 OX_EXPORT int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out);
 
+/* Soft tokens of one image through the model's vision tower and multimodal embedder
+ * (vision/vision.h, docs/vision.md): rgb holds height * width * 3 floats, HWC (rows top to
+ * bottom, pixels R, G, B), in [0, 1] (the processor's 1/255 rescale, no mean/std). height and
+ * width are positive multiples of patchSize * poolingKernel (info.vision) and the image has at
+ * most defaultSoftTokens * poolingKernel^2 patches. Writes n = (height/p) * (width/p) / k^2 rows
+ * of `hidden` (the text width) floats to out, the rows for the image's placeholder positions
+ * in order, and returns n; RANGE for bad sizes or n > max_tokens, UNSUPPORTED when the model
+ * has no vision tower. The engine stays usable after any error. */
+OX_EXPORT int ox_wasm_image_embed(ox_wasm_engine *e, const float *rgb, int height, int width, float *out, int max_tokens);
+
 /* GBNF (decode/json_schema.h) for n bytes of JSON: tools 0: a JSON schema, the grammar of JSON
  * text valid under it; tools 1: an array of tools ({function: {name, parameters}}), the grammar
  * of the rest of a forced call after `<|tool_call>call:` in Gemma 4's notation (after_name: the
@@ -286,12 +309,18 @@ OX_EXPORT double ox_probe_read_bandwidth(int n_threads, int mbytes, int reps);
 /* Forget the cached display name of a host handle (JS closed it; the number may be reused). */
 OX_EXPORT void ox_host_wasm_forget(int file);
 
-/* The GPU backend (model/gpu_attach.h, gpu/record.h). Move the model's forward onto it:
- * returns the number of weights to upload (ox_wasm_gpu_table), or < 0 (UNSUPPORTED with the
- * reason: MoE, streamed weights, LoRA). Sessions made before keep their CPU caches: reset them. */
-OX_EXPORT int ox_wasm_gpu_attach(ox_wasm_engine *e);
+/* The GPU backend (model/gpu_attach.h, gpu/record.h). Move the model's forward onto it, its
+ * first `layers` layers (0: all; ox_wasm_gpu_layers says how many), the rest on the CPU;
+ * types: bit t set when the GPU has kernels for ggml type t (the matmuls of other types run on
+ * the CPU inside the step). Returns the number of weights to upload (ox_wasm_gpu_table), or < 0
+ * (UNSUPPORTED with the reason: streamed weights, LoRA). Sessions made before keep their CPU
+ * caches: reset them. */
+OX_EXPORT int ox_wasm_gpu_attach(ox_wasm_engine *e, int layers, int types);
+/* The layers on the GPU backend (0: not attached). */
+OX_EXPORT int ox_wasm_gpu_layers(ox_wasm_engine *e);
 /* The weights to upload: ox_wasm_gpu_attach's count of entries, OX_GPU_ENTRY_WORDS int32 each
- * (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes). */
+ * (id, kind 0 matrix / 1 f32 vector, ggml type, rows, cols, data pointer, row bytes, rows per
+ * expert of a stacked expert tensor, else 1). */
 OX_EXPORT const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e);
 /* Back to the CPU (before ox_wasm_gpu_release: the weights are still in wasm memory; after it,
  * the model refuses to run and is loaded again); the caller resets its sessions. */
@@ -318,5 +347,9 @@ OX_IMPORT int ox_js_aborted(void);
 OX_IMPORT int ox_js_gpu_run(const int32_t *list, int words, const void *act, char *msg, int msg_cap);
 /* A session's KV caches on the GPU may go (the session ended). */
 OX_IMPORT void ox_js_gpu_forget(int32_t session);
+/* While loading: rows [row0, row0 + rows) of the weight `entry` (OX_GPU_ENTRY_WORDS words) in
+ * their block layout at bytes, to the GPU; returns once the GPU thread took them (the bytes
+ * may then be reused): 0, or a negative code with a message in msg. */
+OX_IMPORT int ox_js_gpu_put(const int32_t *entry, double row0, double rows, const void *bytes, char *msg, int msg_cap);
 
 #endif

@@ -56,8 +56,19 @@ static int js_aborted(void *ud) {
     return ox_js_aborted();
 }
 
+/* The GPU's types as a bit mask (an f64 across the ABI). */
+static uint64_t gpu_types_of(double t) { return t > 0 && t < 18446744073709551616.0 ? (uint64_t)t : 0; }
+
+/* A load's matrices to the GPU thread as they are read (ox_load_opts.gpu_put). */
+static int gpu_put(void *ud, const int32_t *entry, uint64_t row0, uint64_t rows, const void *bytes, ox_err *err) {
+    (void)ud;
+    char msg[256] = "";
+    int rc = ox_js_gpu_put(entry, (double)row0, (double)rows, bytes, msg, (int)sizeof msg);
+    return rc ? ox_errf(err, rc, "%s", msg) : 0;
+}
+
 API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int tables_on_host, double max_resident,
-                                 int stream, double weight_cache) {
+                                 int stream, double weight_cache, int gpu, double gpu_types) {
     last = (ox_err){0};
     if (!(weight_cache >= 0 && weight_cache <= 9007199254740991.0)) {
         ox_errf(&last, OX_E_RANGE, "weight cache of %.17g bytes is not a byte count", weight_cache);
@@ -73,7 +84,9 @@ API ox_wasm_engine *ox_wasm_load(const int *files, int n_files, int quant, int t
                       .max_resident = (uint64_t)max_resident,
                       .progress = progress,
                       .stream = (ox_stream)stream,
-                      .weight_cache = (uint64_t)weight_cache};
+                      .weight_cache = (uint64_t)weight_cache,
+                      .gpu_put = gpu ? gpu_put : NULL,
+                      .gpu_types = gpu_types_of(gpu_types)};
     if (!(e->core = ox_engine_load(files, n_files, &o, 0, &last))) free(e), e = NULL;
     else ox_engine_set_abort(e->core, js_aborted, NULL);
     return e;
@@ -85,7 +98,7 @@ extern unsigned char __heap_base; /* wasm-ld: the end of static data and the mai
 static uint64_t in_use(void) { return (uintptr_t)&__heap_base + (uint64_t)(unsigned)mallinfo().uordblks; }
 
 API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on_host, int stream, double weight_cache,
-                         int n_ctx, int kv_type, double budget, int fit, double *out) {
+                         int n_ctx, int kv_type, double budget, int fit, int gpu, double gpu_types, double *out) {
     last = (ox_err){0};
     ox_model_files *mf = ox_files_open(files, n_files, &last);
     if (!mf) {
@@ -95,12 +108,19 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     ox_tokenizer *tok = ox_tokenizer_load(mf, &last);
     int rc = tok ? 0 : last.code;
     ox_mem_estimate e;
+    /* the vision tower (when the files hold one) is held beside the decoder: its weights come
+     * off the budget first, then join the weights and the total */
+    uint64_t vbytes = 0, vreads = 0;
+    if (!rc && ox_vision_estimate(mf, ox_engine_vision_quant((ox_quant)quant), &vbytes, &vreads, &last) < 0)
+        rc = last.code;
+    if (budget > 0) budget = budget > (double)vbytes ? budget - (double)vbytes : 1;
     if (!rc) {
         ox_load_opts o = {.quant = (ox_quant)quant,
                           .tables_on_host = tables_on_host,
                           .stream = (ox_stream)stream,
-                          .weight_cache = (uint64_t)weight_cache};
-        ox_mem_request rq = {n_ctx, kv_type, ox_pool_threads(), in_use()};
+                          .weight_cache = (uint64_t)weight_cache,
+                          .gpu_types = gpu_types_of(gpu_types)};
+        ox_mem_request rq = {n_ctx, kv_type, ox_pool_threads(), in_use(), gpu};
         rc = ox_memory_budget(mf, &o, &rq, (uint64_t)budget, fit, &e, &last);
     }
     ox_tokenizer_free(tok);
@@ -109,6 +129,7 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
         ox_engine_name_files(&last, files, n_files);
         return rc;
     }
+    e.weights += vbytes, e.total += vbytes, e.file_bytes += vreads;
 #define OX_EST_OUT_(f, w) out[OX_WASM_EST_##f] = (double)e.f;
     OX_WASM_ESTIMATE(OX_EST_OUT_)
 #undef OX_EST_OUT_
@@ -169,9 +190,9 @@ API int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n) {
     return ox_session_reuse(s, tokens, n, &last);
 }
 
-API int ox_wasm_gpu_attach(ox_wasm_engine *e) {
+API int ox_wasm_gpu_attach(ox_wasm_engine *e, int layers, int types) {
     int n = 0;
-    if (ox_model_gpu_attach(ox_engine_model(e->core), &last)) return last.code;
+    if (ox_model_gpu_attach(ox_engine_model(e->core), layers, (uint32_t)types, &last)) return last.code;
     ox_gpu_table(ox_model_gpu(ox_engine_model(e->core)), &n);
     return n;
 }
@@ -181,6 +202,7 @@ API const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e) {
     return g ? ox_gpu_table(g, &n) : NULL;
 }
 API void ox_wasm_gpu_detach(ox_wasm_engine *e) { ox_model_gpu_detach(ox_engine_model(e->core)); }
+API int ox_wasm_gpu_layers(ox_wasm_engine *e) { return ox_model_gpu_layers(ox_engine_model(e->core)); }
 API double ox_wasm_gpu_release(ox_wasm_engine *e) { return (double)ox_model_gpu_release(ox_engine_model(e->core)); }
 
 API int ox_wasm_forward(ox_session *s, const int32_t *tokens, int n, float *logits, int all) {
@@ -199,7 +221,8 @@ API int ox_wasm_token_bytes(const ox_wasm_engine *e, int id, int show_special, c
 API int ox_wasm_stats(const ox_wasm_engine *e, double *out) {
     ox_model_stats st;
     ox_model_stats_get(ox_engine_model(e->core), &st);
-    out[OX_WASM_STAT_resident_bytes] = (double)st.resident_bytes;
+    const ox_vision *v = ox_engine_vision(e->core); /* the vision tower's weights are resident too */
+    out[OX_WASM_STAT_resident_bytes] = (double)st.resident_bytes + (v ? (double)ox_vision_bytes(v) : 0.0);
     out[OX_WASM_STAT_host_bytes_read] = (double)st.host_bytes_read;
     out[OX_WASM_STAT_rows_fetched] = (double)st.rows_fetched;
     out[OX_WASM_STAT_host_read_calls] = (double)ox_host_reads();
@@ -319,6 +342,13 @@ API int ox_wasm_gen_step(ox_wasm_gen *g) {
 
 API int ox_wasm_embed(ox_wasm_engine *e, const int32_t *tokens, int n, int pooling, int normalize, float *out) {
     return ox_embed(ox_engine_model(e->core), tokens, n, (ox_pooling)pooling, normalize, out, &last);
+}
+
+API int ox_wasm_image_embed(ox_wasm_engine *e, const float *rgb, int height, int width, float *out, int max_tokens) {
+    last = (ox_err){0};
+    ox_vision *v = ox_engine_vision(e->core);
+    if (!v) return ox_errf(&last, OX_E_UNSUPPORTED, "the model has no vision tower (load its mmproj GGUF beside it)");
+    return ox_vision_embed(v, rgb, height, width, out, max_tokens, &last);
 }
 
 /* ---- JSON schema -> grammar ---- */

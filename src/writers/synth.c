@@ -76,7 +76,12 @@ int ox_synth_preset(ox_synth *s, const char *name, ox_err *err) {
         if (!strcmp(name, "moe")) s->moe = 1, s->n_experts = 8, s->top_k = 2, s->moe_ffn = 128, s->ffn = 256;
         return 0;
     }
-    return ox_errf(err, OX_E_RANGE, "unknown preset '%s' (tiny, benchlike, bench, e2b, moe, keqv)", name);
+    if (!strcmp(name, "unified")) { /* Gemma 4 12B (gemma4_unified) structure, small: dense, k_eq_v */
+        s->ple = 0, s->kv_shared = 0, s->double_wide = 0, s->k_eq_v = 1, s->global_kv_heads = 1, s->unified = 1;
+        s->v_patch = 16, s->v_pool = 3, s->v_pos = 64; /* the image embedder's, once --v-hidden is set */
+        return 0;
+    }
+    return ox_errf(err, OX_E_RANGE, "unknown preset '%s' (tiny, benchlike, bench, e2b, moe, keqv, unified)", name);
 }
 
 int ox_synth_check(const ox_synth *s, ox_err *err) {
@@ -102,12 +107,21 @@ int ox_synth_check(const ox_synth *s, ox_err *err) {
                        "synth: a drafter has no PLE, KV sharing, experts or k_eq_v, and a width "
                        "other than its target's (%d)",
                        s->assistant_of);
+    if (s->unified && (s->ple || s->moe))
+        return ox_errf(err, OX_E_CONFIG, "synth: a gemma4_unified model has no per-layer embeddings or experts");
     if (s->moe && (s->n_experts <= 0 || s->top_k <= 0 || s->top_k > s->n_experts || s->moe_ffn <= 0))
         return ox_errf(err, OX_E_CONFIG, "synth: bad MoE shape (experts %d, top-k %d, width %d)", s->n_experts,
                        s->top_k, s->moe_ffn);
     if (s->user_tokens < 0 || s->vocab < 7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens)
         return ox_errf(err, OX_E_CONFIG, "synth: vocab %d too small (need %d)", s->vocab,
                        7 + 256 + 93 + s->user_tokens + 16 + 10 * !!s->chat_tokens);
+    if (s->v_layers > 0 && (s->v_hidden <= 0 || s->v_heads <= 0 || s->v_head_dim <= 0 || s->v_head_dim % 4 ||
+                            s->v_ffn <= 0 || s->v_patch <= 0 || s->v_pool <= 0 || s->v_pos <= 0))
+        return ox_errf(err, OX_E_CONFIG, "synth: bad vision shape (widths positive, head dim a multiple of 4)");
+    if (s->unified && s->v_hidden > 0 && (s->v_layers > 0 || s->v_patch <= 0 || s->v_pool <= 0 || s->v_pos <= 0))
+        return ox_errf(err, OX_E_CONFIG,
+                       "synth: a gemma4_unified image embedder has no tower layers (--v-layers 0) and a positive "
+                       "patch, pooling and table size (--v-patch --v-pool --v-pos)");
     if (!ox_type_known(s->type) || !ox_type_known(s->embd_type) || !ox_type_known(s->ple_type) ||
         !ox_type_known(s->ple_proj_type))
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: unknown weight type");

@@ -26,7 +26,13 @@ typedef struct ox_synth {
     int kv_shared, window, ctx;
     int k_eq_v, global_kv_heads; /* full layers: no attn_v, global_kv_heads KV heads */
     int moe, n_experts, top_k, moe_ffn;
-    int bidirectional;   /* HF config use_bidirectional_attention "all" (GGUF: no key) */
+    int bidirectional;   /* HF config use_bidirectional_attention: 1 "all", 2 "vision" (GGUF: no key) */
+    int unified;         /* HF: a gemma4_unified (Gemma 4 12B) checkpoint: its config.json, with
+                            per_layer_config instead of global_head_dim / num_global_key_value_heads
+                            (GGUF: llama.cpp writes the 12B as gemma4, so no difference); with
+                            v_hidden > 0 (and v_layers 0) the HF checkpoint also holds its image
+                            embedder (model.vision_embedder.*: width v_hidden, v_pos table rows,
+                            v_patch * v_pool pixel patches; synth_unified.c) */
     int all_byte_tokens; /* type <0x80>..<0xFF> BYTE too (default UNUSED, see synth.c) */
     int chat_tokens;     /* Gemma 4's tool and thinking control tokens, before the user block */
     float rope_base, rope_base_swa, partial_rotary, softcap, eps;
@@ -53,9 +59,13 @@ typedef struct ox_synth {
     const char *widen;      /* a trained GGUF to widen (ox_synth_widen_base): its weights and
                                   vocab, zero-padded to hidden/ffn, and layers past its own that
                                   add nothing to the residual */
+    /* the vision tower (v_layers 0: none): in the HF checkpoint (model.vision_tower.*,
+     * model.embed_vision.*, config.json's vision_config), or as llama.cpp's mmproj GGUF */
+    int v_hidden, v_layers, v_heads, v_head_dim, v_ffn, v_patch, v_pool, v_pos;
+    int v_standardize, v_clipped; /* std_bias / std_scale; clamped linears (bounds generated) */
 } ox_synth;
 
-/* Presets: tiny, benchlike, bench, e2b, moe, keqv. Sets every field (type F32). */
+/* Presets: tiny, benchlike, bench, e2b, moe, keqv, unified. Sets every field (type F32). */
 int ox_synth_preset(ox_synth *s, const char *name, ox_err *err);
 /* A model that computes what the trained GGUF `src` computes but reads far more weights per
  * token: a bench model where speculative drafts are accepted as on trained text and a decode
@@ -82,6 +92,14 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err);
 /* HF checkpoint dir (must exist): config.json, tokenizer.json, model.safetensors (or n_shards
  * model-0000i-of-0000n.safetensors + model.safetensors.index.json). dtype OX_F32 or OX_BF16. */
 int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_shards, ox_err *err);
+
+/* Vision presets (synth_vision.c): "tiny" (hidden 64, 2 layers, patch 16, pooling 3) and "e2b"
+ * (Gemma 4 E2B's tower: hidden 768, 16 layers); "none" removes the tower. */
+int ox_synth_vision_preset(ox_synth *s, const char *name, ox_err *err);
+/* llama.cpp's mmproj GGUF of s's vision tower (projector gemma4v, the converter's names and
+ * layouts: the patch embedding as a [hidden][3][p][p] kernel). Linear weights in s->type where
+ * the row length allows it, else F32; tables, norms and clamp bounds F32. */
+int ox_synth_write_mmproj(const ox_synth *s, const char *path, ox_err *err);
 
 /* Type by name ("f32", "q8_0", "q4_k", ...), or -1. */
 int ox_synth_type_from_name(const char *name);

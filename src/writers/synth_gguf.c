@@ -127,7 +127,8 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
         goto done;
     }
     int n = 0;
-    for (int i = 0; i < p.n; i++) x.t[n++] = &p.t[i];
+    for (int i = 0; i < p.n; i++)
+        if (p.t[i].where != VISION) x.t[n++] = &p.t[i]; /* the tower goes to the mmproj */
     if (s->by_name) qsort(x.t, (size_t)n, sizeof *x.t, by_name);
     for (int i = 0; i < n; i++) {
         x.type[i] = x.t[i]->type;

@@ -30,21 +30,38 @@ static const char *json_float(char *buf, size_t cap, double v) {
     return buf;
 }
 
+/* gemma4_unified's text config as transformers writes it: per_layer_config (every full layer's
+ * head width and KV heads) in place of global_head_dim / num_global_key_value_heads, and no
+ * per-layer-embedding or expert keys (docs/gemma4.md §6). */
+static void unified_layers_json(const ox_synth *s, ox_strbuf *b) {
+    ox_sb_printf(b, "    \"per_layer_config\": {");
+    int n = 0;
+    for (int l = 0; l < s->layers; l++)
+        if (synth_is_full(s, l))
+            ox_sb_printf(b, "%s\"%d\": {\"head_dim\": %d, \"num_key_value_heads\": %d}", n++ ? ", " : "", l,
+                         s->global_head_dim, synth_kv_heads(s, l));
+    ox_sb_printf(b, "},\n    \"head_dim\": %d, \"sliding_window\": %d,\n", s->head_dim, s->window);
+}
+
 static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
     char f1[32], f2[32], f3[32];
-    ox_sb_printf(b, "{\n  \"architectures\": [\"Gemma4ForConditionalGeneration\"],\n  \"model_type\": \"gemma4\",\n"
-                    "  \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": [1, 6],\n"
+    ox_sb_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n",
+                 s->unified ? "Gemma4UnifiedForConditionalGeneration" : "Gemma4ForConditionalGeneration",
+                 s->unified ? "gemma4_unified" : "gemma4");
+    ox_sb_printf(b, "  \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": [1, 6],\n"
                     "  \"tie_word_embeddings\": true,\n  \"text_config\": {\n");
-    ox_sb_printf(b, "    \"model_type\": \"gemma4_text\", \"torch_dtype\": \"%s\",\n",
-                 dtype == OX_BF16 ? "bfloat16" : "float32");
+    ox_sb_printf(b, "    \"model_type\": \"%s\", \"torch_dtype\": \"%s\",\n",
+                 s->unified ? "gemma4_unified_text" : "gemma4_text", dtype == OX_BF16 ? "bfloat16" : "float32");
     ox_sb_printf(b, "    \"vocab_size\": %d, \"hidden_size\": %d, \"intermediate_size\": %d,\n", s->vocab, s->hidden,
                  s->ffn);
     ox_sb_printf(b, "    \"num_hidden_layers\": %d, \"num_attention_heads\": %d, \"num_key_value_heads\": %d,\n",
                  s->layers, s->heads, s->kv_heads);
-    if (s->k_eq_v) ox_sb_printf(b, "    \"num_global_key_value_heads\": %d,\n", s->global_kv_heads);
+    if (s->unified) unified_layers_json(s, b);
+    else if (s->k_eq_v) ox_sb_printf(b, "    \"num_global_key_value_heads\": %d,\n", s->global_kv_heads);
     else ox_sb_printf(b, "    \"num_global_key_value_heads\": null,\n");
-    ox_sb_printf(b, "    \"head_dim\": %d, \"global_head_dim\": %d, \"sliding_window\": %d,\n", s->head_dim,
-                 s->global_head_dim, s->window);
+    if (!s->unified)
+        ox_sb_printf(b, "    \"head_dim\": %d, \"global_head_dim\": %d, \"sliding_window\": %d,\n", s->head_dim,
+                     s->global_head_dim, s->window);
     ox_sb_printf(b, "    \"layer_types\": [");
     for (int l = 0; l < s->layers; l++)
         ox_sb_printf(b, "%s\"%s\"", l ? ", " : "", synth_is_full(s, l) ? "full_attention" : "sliding_attention");
@@ -60,16 +77,24 @@ static void config_json(const ox_synth *s, ox_type dtype, ox_strbuf *b) {
         ox_sb_printf(b, "    \"final_logit_softcapping\": %s,\n", json_float(f1, sizeof f1, s->softcap));
     else ox_sb_printf(b, "    \"final_logit_softcapping\": null,\n");
     ox_sb_printf(b, "    \"tie_word_embeddings\": true, \"attention_bias\": false,\n");
-    ox_sb_printf(b, "    \"hidden_size_per_layer_input\": %d, \"vocab_size_per_layer_input\": %d,\n", s->ple, s->vocab);
-    ox_sb_printf(b, "    \"num_kv_shared_layers\": %d, \"attention_k_eq_v\": %s, \"use_double_wide_mlp\": %s,\n",
+    if (!s->unified)
+        ox_sb_printf(b, "    \"hidden_size_per_layer_input\": %d, \"vocab_size_per_layer_input\": %d,\n", s->ple,
+                     s->vocab);
+    ox_sb_printf(b, "    \"num_kv_shared_layers\": %d, \"attention_k_eq_v\": %s, \"use_double_wide_mlp\": %s",
                  s->kv_shared, s->k_eq_v ? "true" : "false", s->double_wide ? "true" : "false");
-    ox_sb_printf(b, "    \"enable_moe_block\": %s", s->moe ? "true" : "false");
+    if (!s->unified) ox_sb_printf(b, ",\n    \"enable_moe_block\": %s", s->moe ? "true" : "false");
     if (s->moe)
         ox_sb_printf(b, ", \"num_experts\": %d, \"top_k_experts\": %d, \"moe_intermediate_size\": %d", s->n_experts,
                      s->top_k, s->moe_ffn);
     ox_sb_printf(b, ",\n    \"use_bidirectional_attention\": %s, \"max_position_embeddings\": %d,\n",
-                 s->bidirectional ? "\"all\"" : "null", s->ctx);
-    ox_sb_printf(b, "    \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": 1\n  }\n}\n");
+                 s->bidirectional == 2 || (s->unified && !s->bidirectional) ? "\"vision\""
+                 : s->bidirectional                                         ? "\"all\""
+                                                                            : "null",
+                 s->ctx);
+    ox_sb_printf(b, "    \"pad_token_id\": 0, \"bos_token_id\": 2, \"eos_token_id\": 1\n  }");
+    synth_vision_config_json(s, b);
+    synth_unified_config_json(s, b);
+    ox_sb_printf(b, "\n}\n");
 }
 
 /* tokenizer.json in the HF BPE form Gemma uses: spaces -> U+2581, byte fallback, specials and
@@ -164,7 +189,7 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
             char name[160];
             uint64_t shape[3];
             for (int d = 0; d < t->n_dims; d++) shape[d] = t->ne[t->n_dims - 1 - d];
-            snprintf(name, sizeof name, "model.language_model.%s", t->hf);
+            snprintf(name, sizeof name, "%s%s", t->where == VISION ? "" : "model.language_model.", t->hf);
             x.t[n] = t;
             x.type[n] = dtype;
             if ((rc = ox_st_w_tensor(w, name, dtype == OX_BF16 ? OX_ST_BF16 : OX_ST_F32, t->n_dims, shape, NULL, err))) {

@@ -37,7 +37,7 @@ static inline uint64_t synth_mix64(uint64_t z) {
 /* ---- tensor plan (synth_plan.c) */
 
 enum { K_WEIGHT, K_NORM, K_ROPE, K_EYE }; /* K_EYE: row r is the unit vector e_r */
-enum { IN_BOTH, GGUF_ONLY };
+enum { IN_BOTH, GGUF_ONLY, VISION };      /* VISION: the HF checkpoint (full name in hf) and the mmproj */
 
 typedef struct ptensor {
     char name[64]; /* GGUF name: the key of the values */
@@ -52,6 +52,27 @@ typedef struct plan {
     ptensor *t;
     int n, cap;
 } plan;
+
+/* The vision tower's tensors (synth_vision.c), appended to p (room: synth_vision_plan_size). */
+void synth_vision_plan(const ox_synth *s, plan *p);
+int synth_vision_plan_size(const ox_synth *s);
+/* config.json's "vision_config" member (with its leading comma), nothing without a tower. */
+struct ox_strbuf;
+void synth_vision_config_json(const ox_synth *s, struct ox_strbuf *b);
+/* gemma4_unified's image embedder (synth_unified.c): its plan tensors and vision_config. */
+int synth_unified_plan_size(const ox_synth *s);
+void synth_unified_plan(const ox_synth *s, plan *p);
+void synth_unified_config_json(const ox_synth *s, struct ox_strbuf *b);
+/* llama.cpp's mmproj GGUF of that embedder (projector gemma4uv), written by ox_synth_write_mmproj. */
+int synth_unified_write_mmproj(const ox_synth *s, const char *path, ox_err *err);
+/* The metadata every synthetic mmproj GGUF carries (synth_vision.c): llama.cpp's clip keys for
+ * `projector` with the tower's ffn, layers and heads (0 for an encoder-free embedder); nonzero
+ * when a key could not be added. */
+struct ox_gguf_writer;
+int synth_mmproj_header(struct ox_gguf_writer *w, const ox_synth *s, const char *projector, const char *name, int ffn,
+                        int layers, int heads);
+ptensor *synth_plan_add(plan *p, const char *name, const char *hf, int kind, int nd, uint64_t ne0, uint64_t ne1,
+                        uint64_t ne2, float mean, float sd);
 
 /* The plan of s (the drafter's with assistant_of); its tensors in p->t (the caller frees). */
 int synth_build_plan(const ox_synth *s, plan *p, ox_err *err);

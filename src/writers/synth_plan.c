@@ -79,7 +79,7 @@ static void build_drafter_plan(const ox_synth *s, plan *p) {
 /* Every tensor of the model (at most 8 global + 32 per layer). 0, or OX_E_NOMEM. */
 int synth_build_plan(const ox_synth *s, plan *p, ox_err *err) {
     p->n = 0;
-    p->cap = 8 + 32 * s->layers;
+    p->cap = 8 + 32 * s->layers + synth_vision_plan_size(s) + synth_unified_plan_size(s);
     p->t = malloc((size_t)p->cap * sizeof *p->t);
     if (!p->t) return ox_errf(err, OX_E_NOMEM, "synth: out of memory for the tensor plan");
     if (s->assistant_of) {
@@ -147,7 +147,14 @@ int synth_build_plan(const ox_synth *s, plan *p, ox_err *err) {
     }
 #undef W
 #undef N
+    synth_vision_plan(s, p);
+    synth_unified_plan(s, p);
     return 0;
+}
+
+ptensor *synth_plan_add(plan *p, const char *name, const char *hf, int kind, int nd, uint64_t ne0, uint64_t ne1,
+                        uint64_t ne2, float mean, float sd) {
+    return add(p, name, hf, kind, nd, ne0, ne1, ne2, mean, sd);
 }
 
 uint64_t ox_synth_params(const ox_synth *s) {

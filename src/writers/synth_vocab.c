@@ -205,7 +205,10 @@ static int vocab_from_gguf(const ox_gguf *g, int N, vocab *v, ox_err *err) {
 int synth_build_vocab(const ox_synth *s, const ox_widen *widen, vocab *v, ox_err *err) {
     if (widen) return vocab_from_gguf(ox_widen_gguf(widen), s->vocab, v, err);
     if (s->vocab_path) return read_vocab(s, v, err);
-    int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0);
+    /* a vision tower brings the image markers and placeholder (Gemma 4's strings) */
+    static const char *image_specials[] = {"<|image>", "<image|>", "<|image|>"};
+    int n_image = s->v_layers > 0 || (s->unified && s->v_hidden > 0) ? 3 : 0; /* or the 12B's embedder */
+    int N = s->vocab, n_bpe = N - s->user_tokens - (s->chat_tokens ? N_CHAT_SPECIALS : 0) - n_image;
     if (vocab_alloc(v, N)) goto oom;
     static const char *specials[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"};
     for (int i = 0; i < 7; i++)
@@ -284,6 +287,8 @@ int synth_build_vocab(const ox_synth *s, const ox_widen *widen, vocab *v, ox_err
     free(normal);
     for (int i = 0; s->chat_tokens && i < N_CHAT_SPECIALS; i++)
         if (push(v, chat_specials[i], TOK_CONTROL)) goto oom;
+    for (int i = 0; i < n_image; i++)
+        if (push(v, image_specials[i], TOK_CONTROL)) goto oom;
     v->user_first = v->n;
     for (int i = 0; v->n < N; i++) {
         snprintf(buf, sizeof buf, "<unused%d>", i);

@@ -28,6 +28,7 @@ typedef struct ref_layer {
 
 struct ref_model {
     int V, H, L, nh, P, ple_vocab, E, K, Ie, moe, bidir, pad;
+    int bidir_vision; /* use_bidirectional_attention "vision" */
     int act_round;
     double eps, softcap, factor;
     rmat embd, ple_model_proj;
@@ -103,6 +104,7 @@ ref_model *ref_load(const ox_model_files *mf, char *msg, size_t cap) {
     r->V = c->vocab, r->H = c->hidden, r->L = c->n_layers, r->nh = c->n_heads, r->P = c->ple_dim;
     r->ple_vocab = c->ple_vocab, r->moe = c->moe, r->E = c->n_experts, r->K = c->top_k_experts;
     r->Ie = c->moe_ffn, r->bidir = c->bidirectional, r->pad = c->pad_id;
+    r->bidir_vision = c->bidir_vision;
     r->eps = c->rms_eps, r->softcap = c->softcap, r->factor = c->rope_factor > 0 ? c->rope_factor : 1.0;
     r->lay = calloc((size_t)r->L, sizeof *r->lay);
     r->owned = calloc(64 + 40 * (size_t)r->L, sizeof *r->owned);
@@ -330,6 +332,13 @@ int ref_forward_hidden(const ref_model *r, const int32_t *tok, int n, const floa
                 double mx = -INFINITY, sum = 0;
                 for (int j = 0; j < n; j++) {
                     int vis = r->bidir ? 1 : j <= i;
+                    /* "vision" (create_masks_for_vision_model): on sliding layers, OR the block of
+                     * consecutive image tokens holding both i and j */
+                    if (r->bidir_vision && y->window && soft && soft_mask && j > i && soft_mask[i]) {
+                        int run = 1;
+                        for (int m = i + 1; m <= j && run; m++) run = soft_mask[m] != 0;
+                        vis = vis || run;
+                    }
                     if (y->window) vis = vis && j > i - y->window && (!r->bidir || j < i + y->window);
                     s[j] = -INFINITY;
                     if (!vis) continue;

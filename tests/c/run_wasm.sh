@@ -34,7 +34,7 @@ t0=$SECONDS
 # one broken test does not hide the others.
 # The makefile is kept in $out so that after a failed build each test can be asked whether it is stale.
 cat >"$out/tests.mk" <<'EOF'
-SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host kernels formats gpu model text decode engine writers,$(wildcard src/$(l)/*.c)))
+SRC := $(filter-out src/host/hostfile_wasm.c,$(foreach l,base host kernels formats gpu model vision text decode engine writers,$(wildcard src/$(l)/*.c)))
 OBJ := $(SRC:src/%.c=$(OUT)/obj/%.o)
 TESTS := $(patsubst tests/c/%.c,$(OUT)/%.js,$(filter-out tests/c/test_cli.c,$(wildcard tests/c/test_*.c)))
 # the engine's compile flags (Makefile.emscripten), plus the native host table
@@ -53,7 +53,7 @@ $(OUT)/obj/%.o: src/%.c $(wildcard src/*/*.h src/*/*.inc)
 	emcc $(CFLAGS) -c $< -o $@
 # tests include helpers (ref_forward.c, the fuzz harnesses) directly; an absolute path, as
 # CMake's, because test_errors finds tests/fuzz/regressions from __FILE__
-$(OUT)/%.js: tests/c/%.c $(OBJ) $(wildcard tests/c/*.h tests/c/ref_forward.c tests/fuzz/*.c)
+$(OUT)/%.js: tests/c/%.c $(OBJ) $(wildcard tests/c/*.h tests/c/ref_forward.c tests/c/ref_vision.c tests/fuzz/*.c)
 	@rm -f $@ $(@:.js=.wasm)
 	emcc $(CFLAGS) $(LDFLAGS) $(abspath $<) $(OBJ) -o $@
 EOF

@@ -5,7 +5,7 @@
  * files and a grammar without a prompt are errors. `run --prompt --json-schema` likewise: the
  * output is JSON valid under the schema (and its tool-call notation with --tool-notation), a
  * schema outside the subset or not JSON is refused with its error, and --grammar beside
- * --json-schema is a usage error. */
+ * --json-schema is a usage error. The vision tower through synth, inspect and image. */
 #define _POSIX_C_SOURCE 200809L
 #include <regex.h>
 #include <stdio.h>
@@ -143,6 +143,31 @@ static void test_json_schema(void) {
     refused("run tiny.gguf --tokens 2 --json-schema enum.json", 2, NULL);
 }
 
+/* The vision tower: synth writes it into an HF checkpoint and as an mmproj GGUF; inspect prints
+ * its config and lists its tensors; image runs a test image through it (the same rows from both
+ * formats of the same weights); a size that is not a multiple of 48 is refused, named. */
+static void test_vision(void) {
+    CHECK(run("synth --preset tiny --vision tiny --format hf -o vhf", NULL, 0, NULL, 0) == 0);
+    CHECK(run("synth --preset tiny --vision tiny -o vtext.gguf", NULL, 0, NULL, 0) == 0);
+    CHECK(run("synth --preset tiny --vision tiny --format mmproj -o vmm.gguf", NULL, 0, NULL, 0) == 0);
+    CHECK(run("inspect vtext.gguf vmm.gguf", a, sizeof a, e, sizeof e) == 0);
+    CHECK_STR_CONTAINS(a, "vision (mmproj GGUF):");
+    CHECK_STR_CONTAINS(a, "patch 16  pooling 3");
+    CHECK_STR_CONTAINS(a, "v.blk.1.ffn_down.weight");
+    CHECK(run("inspect vhf", a, sizeof a, e, sizeof e) == 0);
+    CHECK_STR_CONTAINS(a, "vision (config.json vision_config):");
+    CHECK_STR_CONTAINS(a, "mm.input_projection.weight");
+    CHECK(run("inspect vtext.gguf", a, sizeof a, e, sizeof e) == 0);
+    CHECK_STR_CONTAINS(a, "vision: none");
+    CHECK_MSG(run("image vhf --size 96x144 --repeat 1", a, sizeof a, e, sizeof e) == 0, "%s", e);
+    CHECK_MSG(run("image vtext.gguf vmm.gguf --size 96x144 --repeat 1", b, sizeof b, e, sizeof e) == 0, "%s", e);
+    CHECK_STR_CONTAINS(a, "54 patches -> 6 soft tokens of 256");
+    const char *sa = strstr(a, "rows sum"), *sb = strstr(b, "rows sum");
+    CHECK(sa && sb && !strcmp(sa, sb)); /* the same weights in both formats: the same rows */
+    CHECK(run("image vhf --size 96x100", a, sizeof a, e, sizeof e) == 1);
+    CHECK_STR_CONTAINS(e, "multiples of 48");
+}
+
 int main(void) {
     cli = getenv("OX_CLI");
     if (!cli) {
@@ -154,6 +179,7 @@ int main(void) {
     RUN(test_directories);
     RUN(test_grammar);
     RUN(test_json_schema);
+    RUN(test_vision);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);

@@ -50,7 +50,7 @@ static void check_against_load(const char *preset, ox_type type, ox_quant quant,
     CHECK(mf != NULL);
     if (!mf) return;
     ox_load_opts o = {.quant = quant};
-    ox_mem_request rq = {ctx, kvt, ox_pool_threads(), 0};
+    ox_mem_request rq = {ctx, kvt, ox_pool_threads(), 0, 0};
     ox_mem_estimate e;
     ox_err err = {0};
     CHECK_MSG(ox_memory_estimate(mf, &o, &rq, &e, &err) == 0, "%s", err.msg);
@@ -115,7 +115,7 @@ static void test_budget(void) {
     CHECK(mf != NULL);
     if (!mf) return;
     ox_load_opts o = {0};
-    ox_mem_request rq = {4096, 0, 1, 1 << 20};
+    ox_mem_request rq = {4096, 0, 1, 1 << 20, 0};
     ox_mem_estimate full, e;
     ox_err err = {0};
     CHECK(ox_memory_estimate(mf, &o, &rq, &full, &err) == 0);
@@ -170,7 +170,7 @@ static void test_prealloc(void) {
     ox_err err = {0};
     ox_load_opts o = {0};
     int ctx = 600;
-    ox_mem_request rq = {ctx, 0, ox_pool_threads(), 0};
+    ox_mem_request rq = {ctx, 0, ox_pool_threads(), 0, 0};
     ox_mem_estimate e;
     CHECK(ox_memory_estimate(mf, &o, &rq, &e, &err) == 0);
     ox_model *m = ox_model_load(mf, &o, &err);

@@ -3,7 +3,8 @@
  * several wraps, with micro-batches, speculative verify batches truncated across a wrap,
  * prefix reuse (near: kept; too far back: recomputed), clones and drafted generation; each
  * KV type against the float64 reference and against f32; ox_kv_bytes against what sessions
- * allocate; the errors. */
+ * allocate; the errors; where a GPU layer split lands (a CPU layer never reads a GPU layer's
+ * cache) and what the GPU backend registers. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "host/hostfile.h"
 #include "kernels/attn.h"
 #include "decode/generate.h"
+#include "model/gpu_attach.h"
 #include "model/model_impl.h"
 #include "writers/synth.h"
 
@@ -406,6 +408,63 @@ static void test_real_geometry(void) {
     ox_model_free(m);
 }
 
+/* ---- the GPU backend's layer split (model/gpu_attach.h; no device needed to register) ---- */
+
+static int table_len(const ox_model *m) {
+    int n = 0;
+    ox_gpu_table(ox_model_gpu(m), &n);
+    return n;
+}
+
+static void test_gpu_split(void) {
+    const ox_config *c = ox_model_config(model);
+    uint32_t all = 0xffffffffu;
+    /* tiny: layers 3..5 share the caches of layers 1 and 2: a split before those keeps layer 1's
+     * (and 2's) rows on the CPU too */
+    for (int want = 1; want < c->n_layers; want++) {
+        CHECK(ox_model_gpu_attach(model, want, all, NULL) == 0);
+        CHECK(ox_model_gpu_layers(model) == want);
+        CHECK(!ox_gpu_has(ox_model_gpu(model), &model->embd)); /* the head stays on the CPU */
+        CHECK(ox_gpu_has(ox_model_gpu(model), &model->L[want - 1].o) &&
+              !ox_gpu_has(ox_model_gpu(model), &model->L[want].o));
+        /* layers 0, 1 sliding, 2 full; 3, 4 read 1 and 5 reads 2 */
+        static const int bridged[6] = {0, 0, 1, 2, 2, 1};
+        CHECK(ox_model_gpu_bridge(model, c->n_layers) == bridged[want]);
+        CHECK(ox_model_gpu_bridge(model, 1) == (want >= 2 && want <= 4 ? 0 : -1));
+        CHECK(ox_model_gpu_bridge(model, 2) == (want >= 3 ? (want <= 4 ? 1 : 0) : -1));
+        CHECK(ox_model_gpu_bridge(model, 0) == -1);
+        ox_model_gpu_detach(model);
+        CHECK(ox_model_gpu_layers(model) == 0 && ox_model_gpu_bridge(model, c->n_layers) == 0);
+    }
+    CHECK(ox_model_gpu_attach(model, 0, all, NULL) == 0);
+    CHECK(ox_model_gpu_layers(model) == c->n_layers && ox_gpu_has(ox_model_gpu(model), &model->embd));
+    int whole = table_len(model);
+    ox_model_gpu_detach(model);
+    /* no F32 kernel: the matrices stay on the CPU (their ops run there), the vectors go up */
+    CHECK(ox_model_gpu_attach(model, 0, all & ~(1u << OX_F32), NULL) == 0);
+    CHECK(!ox_gpu_has(ox_model_gpu(model), &model->L[0].q) && ox_gpu_has(ox_model_gpu(model), model->L[0].attn_norm));
+    CHECK(table_len(model) > 0 && table_len(model) < whole);
+    ox_model_gpu_detach(model);
+
+    /* the MoE preset shares no caches: every split is where it was asked; stacked experts of a
+     * type without kernels refuse */
+    ox_synth s;
+    ox_synth_preset(&s, "moe", NULL);
+    ox_model *m = synth_model("moe.gguf", &s);
+    CHECK(m);
+    if (!m) return;
+    for (int want = 1; want <= ox_model_config(m)->n_layers; want++) {
+        CHECK(ox_model_gpu_attach(m, want, all, NULL) == 0);
+        CHECK(ox_model_gpu_layers(m) == want);
+        ox_model_gpu_detach(m);
+    }
+    ox_err err = {0};
+    CHECK(ox_model_gpu_attach(m, 0, all & ~(1u << OX_F32), &err) == OX_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "experts") != NULL);
+    CHECK(ox_model_gpu_layers(m) == 0);
+    ox_model_free(m);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_kv_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -423,6 +482,7 @@ int main(void) {
         RUN(test_types);
         RUN(test_errors);
         RUN(test_real_geometry);
+        RUN(test_gpu_split);
     }
     ox_model_free(model);
     char cmd[300];

@@ -2,6 +2,7 @@
  * bad sizes, and more than one thread really taking part. */
 #include "check.h"
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -98,8 +99,55 @@ static void test_errors(void) {
     ox_pool_shutdown(); /* twice is fine */
 }
 
+/* The profile's pool side: every fork/join counted under the op that named it (a run that
+ * does not fork uses no name), every task counted on some thread, and the times consistent
+ * (the busiest thread's work within the fork/join's wall, at least the mean); disabled, nothing. */
+static void test_profile(void) {
+    ox_err e = {0};
+    CHECK(ox_pool_init(3, &e) == 0);
+    ox_prof_enable(1);
+    for (int i = 0; i < 2; i++) {
+        ox_prof_fork_slot(OX_PROF_NORM);
+        CHECK(run_and_check(10));
+    }
+    ox_prof_fork_slot(OX_PROF_ROPE);
+    CHECK(run_and_check(1)); /* inline: no fork/join, and the name is dropped */
+    for (int i = 0; i < 3; i++) CHECK(run_and_check(7));
+    ox_prof p;
+    ox_prof_get(&p);
+    CHECK(p.threads == 3);
+    CHECK(p.forks[OX_PROF_NORM].n == 2);
+    CHECK(p.forks[OX_PROF_ROPE].n == 0);
+    CHECK(p.forks[OX_PROF_POOL].n == 3);
+    uint64_t tasks = 0;
+    for (int t = 0; t < OX_PROF_THREADS; t++) tasks += p.thread_tasks[t];
+    CHECK_MSG(tasks == 2 * 10 + 3 * 7, "%llu tasks counted", (unsigned long long)tasks);
+    for (int s = 0; s < OX_PROF_SLOTS; s++) {
+        const ox_prof_forks *f = &p.forks[s];
+        if (!f->n) continue;
+        CHECK(f->busiest <= f->wall && f->busiest <= f->work && f->busiest * 3 >= f->work);
+        CHECK(f->join_wait <= f->wall);
+    }
+    char buf[4096] = {0};
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (f) {
+        ox_prof_print(f, "test", &p, 1.0, 5);
+        rewind(f);
+        CHECK(fread(buf, 1, sizeof buf - 1, f) > 0);
+        fclose(f);
+        CHECK_STR_CONTAINS(buf, "5 fork/joins, 1.0 per token");
+        CHECK_STR_CONTAINS(buf, "rmsnorm               0.40/tok");
+    }
+    ox_prof_enable(0);
+    CHECK(run_and_check(10));
+    ox_prof_get(&p);
+    CHECK(p.forks[OX_PROF_POOL].n == 0 && p.thread_tasks[0] == 0);
+}
+
 int main(void) {
     RUN(test_inline);
+    RUN(test_profile);
     RUN(test_threads);
     RUN(test_parallel);
     RUN(test_errors);

@@ -58,13 +58,28 @@ test('the built-in Gemma 4 format joins the text parts', async () => {
   assert.deepEqual(fromArrays, await run(JOINED));
 });
 
-test('parts other than text, and template errors, are OxErrors with their code', async () => {
-  const image = [{ role: 'user', content: [{ type: 'image', url: 'x.png' }] }];
+test('parts other than text and image, images for a model without a tower, and template errors, are OxErrors with their code', async () => {
+  const audio = [{ role: 'user', content: [{ type: 'audio', url: 'x.wav' }] }];
   await assert.rejects(
-    model.renderChat(image),
-    (e) => e instanceof OxError && e.code === 'RANGE' && /content part "image"/.test(e.message),
+    model.renderChat(audio),
+    (e) => e instanceof OxError && e.code === 'RANGE' && /content part "audio"/.test(e.message),
   );
-  await assert.rejects(renderChat(null, image), (e) => e instanceof OxError && e.code === 'RANGE');
+  await assert.rejects(renderChat(null, audio), (e) => e instanceof OxError && e.code === 'RANGE');
+  // an image part renders as Gemma 4's marker (docs/images.md); running it needs a vision tower
+  const image = [
+    {
+      role: 'user',
+      content: [
+        { type: 'image', url: 'x.png' },
+        { type: 'text', text: 'What is it?' },
+      ],
+    },
+  ];
+  assert.equal(await model.renderChat(image), '<bos><|turn>user\n<|image|>What is it?<turn|>\n<|turn>model\n');
+  await assert.rejects(
+    collect(model.chat(image, { maxTokens: 1 })),
+    (e) => e instanceof OxError && e.code === 'UNSUPPORTED' && /no vision tower/.test(e.message),
+  );
   await assert.rejects(
     model.renderChat(MSGS, { template: '{{ raise_exception("no arrays here") }}' }),
     (e) => e instanceof OxError && e.code === 'FORMAT' && /no arrays here/.test(e.message),

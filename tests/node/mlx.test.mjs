@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadModel, OxError } from '../../js/main/index.js';
+import { logSoftmax, nativeLogprobs } from './dlogp.mjs';
 import { cli, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { spawnSync } from 'node:child_process';
 import { CLI } from '../oracle/fixtures.mjs';
@@ -17,24 +18,6 @@ const TOKENS = [2, 5, 300, 301, 17, 900, 44, 6];
 let dir, hfDir;
 
 const files = (d) => fs.readdirSync(d).map((f) => path.join(d, f));
-
-function logSoftmax(row) {
-  let mx = -Infinity;
-  for (const x of row) mx = Math.max(mx, x);
-  let s = 0;
-  for (const x of row) s += Math.exp(x - mx);
-  return Array.from(row, (x) => x - mx - Math.log(s));
-}
-
-// native CLI log-probs [pos][id]
-function nativeLogprobs(fs_, tokens) {
-  const out = cli(['run', ...fs_, '--tokens', tokens.join(','), '--all', '--json'], { json: true });
-  return out.positions.map((p) => {
-    const lp = [];
-    for (const [id, v] of p.top) lp[id] = v;
-    return lp;
-  });
-}
 
 // max |log-prob difference| per position of logits (n x vocab) against rows [pos][id]
 function diffs(logits, vocab, want) {

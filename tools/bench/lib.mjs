@@ -339,7 +339,7 @@ export function markdownTable(rows) {
     'load',
     'prefill tok/s',
     'decode tok/s',
-    'decode GB/s (% of wasm ceiling)',
+    'decode GB/s (% of wasm ceiling; WebGPU: of the GPU read)',
     'peak memory',
     'ours / wllama (prefill, decode)',
   ];
