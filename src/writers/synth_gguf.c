@@ -111,17 +111,12 @@ static int by_name(const void *a, const void *b) {
 }
 
 int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
-    int rc = ox_synth_check(s, err);
-    if (rc) return rc;
     vocab v;
     plan p;
     writer_ctx x;
-    if ((rc = synth_writer_begin(s, &v, &p, &x, err))) return rc;
-    ox_gguf_writer *w = ox_gguf_writer_new();
-    if (!w) {
-        rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory");
-        goto done;
-    }
+    ox_gguf_writer *w;
+    int rc = synth_gguf_begin(s, &v, &p, &x, &w, err);
+    if (rc) return rc;
     if (put_meta(w, s, &v, x.widen ? ox_widen_eps(x.widen) : s->eps)) {
         rc = ox_errf(err, OX_E_NOMEM, "synth: %s: cannot add metadata", path);
         goto done;
@@ -136,7 +131,6 @@ int ox_synth_write_gguf(const ox_synth *s, const char *path, ox_err *err) {
     }
     rc = ox_gguf_w_write(w, path, synth_fill, &x, err);
 done:
-    ox_gguf_writer_free(w);
-    synth_writer_end(&v, &p, &x);
+    synth_gguf_end(w, &v, &p, &x);
     return rc;
 }

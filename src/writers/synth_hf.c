@@ -148,8 +148,6 @@ static void tokenizer_json(const vocab *v, ox_strbuf *b) {
 }
 
 int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_shards, ox_err *err) {
-    int rc = ox_synth_check(s, err);
-    if (rc) return rc;
     if (dtype != OX_F32 && dtype != OX_BF16)
         return ox_errf(err, OX_E_UNSUPPORTED, "synth: HF dtype must be F32 or BF16");
     if (s->widen) return ox_errf(err, OX_E_UNSUPPORTED, "synth: --widen writes GGUF only");
@@ -157,7 +155,8 @@ int ox_synth_write_hf(const ox_synth *s, const char *dir, ox_type dtype, int n_s
     vocab v;
     plan p;
     writer_ctx x;
-    if ((rc = synth_writer_begin(s, &v, &p, &x, err))) return rc;
+    int rc = synth_writer_begin(s, &v, &p, &x, err);
+    if (rc) return rc;
     ox_strbuf b = {0}, ix = {0};
     config_json(s, dtype, &b);
     if ((rc = write_text(dir, "config.json", &b, err))) goto done;

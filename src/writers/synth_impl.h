@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "writers/synth.h"
+#include "writers/gguf_write.h"
 #include "writers/synth_widen.h"
 
 static inline int synth_is_full(const ox_synth *s, int l) { return l % s->swa_period == s->swa_period - 1; }
@@ -115,9 +116,12 @@ typedef struct vocab {
 int synth_build_vocab(const ox_synth *s, const ox_widen *widen, vocab *v, ox_err *err);
 void synth_vocab_free(vocab *v);
 
-/* ---- both writers (synth_values.c): the vocab, the plan and a writer context with room for
- * every tensor; on failure nothing is left allocated. */
+/* ---- both writers (synth_values.c): the checked settings, the vocab, the plan and a writer
+ * context with room for every tensor; on failure nothing is left allocated. The GGUF writers
+ * (model, mmproj) also get an empty GGUF writer; synth_gguf_end frees all of it. */
 int synth_writer_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_err *err);
 void synth_writer_end(vocab *v, plan *p, writer_ctx *x);
+int synth_gguf_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_gguf_writer **w, ox_err *err);
+void synth_gguf_end(ox_gguf_writer *w, vocab *v, plan *p, writer_ctx *x);
 
 #endif

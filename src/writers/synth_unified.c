@@ -106,15 +106,14 @@ static int uv_fill(void *ud, int i, FILE *f, ox_err *err) {
 }
 
 int synth_unified_write_mmproj(const ox_synth *s, const char *path, ox_err *err) {
-    int rc = ox_synth_check(s, err);
-    if (rc) return rc;
     vocab v;
     plan p;
     writer_ctx x;
-    if ((rc = synth_writer_begin(s, &v, &p, &x, err))) return rc;
-    ox_gguf_writer *w = ox_gguf_writer_new();
+    ox_gguf_writer *w;
+    int rc = synth_gguf_begin(s, &v, &p, &x, &w, err);
+    if (rc) return rc;
     uv_ctx m = {&x, s->v_patch * s->v_pool};
-    int bad = !w || synth_mmproj_header(w, s, "gemma4uv", "synthetic-gemma4-unified-vision", 0, 0, 0);
+    int bad = synth_mmproj_header(w, s, "gemma4uv", "synthetic-gemma4-unified-vision", 0, 0, 0);
     if (bad) rc = ox_errf(err, OX_E_NOMEM, "synth: %s: cannot add metadata", path);
     int n = 0;
     for (int i = 0; !rc && i < p.n; i++) {
@@ -131,7 +130,6 @@ int synth_unified_write_mmproj(const ox_synth *s, const char *path, ox_err *err)
         n++;
     }
     if (!rc) rc = ox_gguf_w_write(w, path, uv_fill, &m, err);
-    ox_gguf_writer_free(w);
-    synth_writer_end(&v, &p, &x);
+    synth_gguf_end(w, &v, &p, &x);
     return rc;
 }

@@ -151,13 +151,14 @@ void synth_writer_end(vocab *v, plan *p, writer_ctx *x) {
     synth_vocab_free(v);
 }
 
-/* What the GGUF and the HF writers start from: the vocab, the tensor plan and a writer
- * context with room for every tensor. On failure nothing is left allocated. */
+/* What the GGUF and the HF writers start from: the checked settings, the vocab, the tensor
+ * plan and a writer context with room for every tensor. On failure nothing is left allocated. */
 int synth_writer_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_err *err) {
+    int rc = ox_synth_check(s, err);
+    if (rc) return rc;
     *x = (writer_ctx){.s = s};
     if (s->widen && !(x->widen = ox_widen_open(s, err))) return err ? err->code : OX_E_IO;
-    int rc = synth_build_vocab(s, x->widen, v, err);
-    if (rc) {
+    if ((rc = synth_build_vocab(s, x->widen, v, err))) {
         ox_widen_close(x->widen);
         return rc;
     }
@@ -174,4 +175,19 @@ int synth_writer_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_e
         return ox_errf(err, OX_E_NOMEM, "synth: out of memory");
     }
     return 0;
+}
+
+int synth_gguf_begin(const ox_synth *s, vocab *v, plan *p, writer_ctx *x, ox_gguf_writer **w, ox_err *err) {
+    int rc = synth_writer_begin(s, v, p, x, err);
+    if (rc) return rc;
+    if (!(*w = ox_gguf_writer_new())) {
+        synth_writer_end(v, p, x);
+        return ox_errf(err, OX_E_NOMEM, "synth: out of memory");
+    }
+    return 0;
+}
+
+void synth_gguf_end(ox_gguf_writer *w, vocab *v, plan *p, writer_ctx *x) {
+    ox_gguf_writer_free(w);
+    synth_writer_end(v, p, x);
 }

@@ -173,18 +173,13 @@ int synth_mmproj_header(struct ox_gguf_writer *w, const ox_synth *s, const char 
 int ox_synth_write_mmproj(const ox_synth *s, const char *path, ox_err *err) {
     if (s->unified && s->v_hidden > 0 && s->v_layers <= 0) return synth_unified_write_mmproj(s, path, err); /* 12B */
     if (s->v_layers <= 0) return ox_errf(err, OX_E_CONFIG, "synth: --format mmproj needs a vision tower (--vision)");
-    int rc = ox_synth_check(s, err);
-    if (rc) return rc;
     vocab v;
     plan p;
     writer_ctx x;
-    if ((rc = synth_writer_begin(s, &v, &p, &x, err))) return rc;
-    ox_gguf_writer *w = ox_gguf_writer_new();
+    ox_gguf_writer *w;
+    int rc = synth_gguf_begin(s, &v, &p, &x, &w, err);
+    if (rc) return rc;
     mm_ctx m = {&x, -1, s->v_patch};
-    if (!w) {
-        rc = ox_errf(err, OX_E_NOMEM, "synth: out of memory");
-        goto done;
-    }
     int bad = synth_mmproj_header(w, s, "gemma4v", "synthetic-gemma4-vision", s->v_ffn, s->v_layers, s->v_heads);
     bad |= ox_gguf_w_bool(w, "clip.use_gelu", 1);
     if (bad) {
@@ -211,7 +206,6 @@ int ox_synth_write_mmproj(const ox_synth *s, const char *path, ox_err *err) {
     }
     rc = ox_gguf_w_write(w, path, mm_fill, &m, err);
 done:
-    ox_gguf_writer_free(w);
-    synth_writer_end(&v, &p, &x);
+    synth_gguf_end(w, &v, &p, &x);
     return rc;
 }

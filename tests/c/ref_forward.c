@@ -38,18 +38,12 @@ struct ref_model {
     int n_owned;
 };
 
-static double *load(ref_model *r, const ox_model_files *mf, const char *name, uint64_t want, int optional, char *msg,
-                    size_t cap, ox_type *type) {
-    const ox_tensor *t = ox_files_find(mf, name);
-    if (t && type) *type = t->type;
-    if (!t) {
-        if (!optional) snprintf(msg, cap, "ref: missing %s", name);
-        return NULL;
-    }
+double *ref_read_tensor(const ox_tensor *t, uint64_t want, char *msg, size_t cap) {
     uint64_t n = 1;
     for (int i = 0; i < t->n_dims; i++) n *= t->ne[i];
     if (n != want) {
-        snprintf(msg, cap, "ref: %s has %llu elements, want %llu", name, (unsigned long long)n, (unsigned long long)want);
+        snprintf(msg, cap, "ref: %s has %llu elements, want %llu", t->name, (unsigned long long)n,
+                 (unsigned long long)want);
         return NULL;
     }
     uint64_t cols = t->ne[0], rows = n / cols, rb;
@@ -58,7 +52,7 @@ static double *load(ref_model *r, const ox_model_files *mf, const char *name, ui
     float *f = malloc(cols * sizeof(float));
     double *d = malloc(n * sizeof(double));
     if (ox_tensor_read_rows(t, 0, rows, raw, NULL)) {
-        snprintf(msg, cap, "ref: cannot read %s", name);
+        snprintf(msg, cap, "ref: cannot read %s", t->name);
         free(raw), free(f), free(d);
         return NULL;
     }
@@ -67,6 +61,19 @@ static double *load(ref_model *r, const ox_model_files *mf, const char *name, ui
         for (uint64_t j = 0; j < cols; j++) d[i * cols + j] = f[j];
     }
     free(raw), free(f);
+    return d;
+}
+
+static double *load(ref_model *r, const ox_model_files *mf, const char *name, uint64_t want, int optional, char *msg,
+                    size_t cap, ox_type *type) {
+    const ox_tensor *t = ox_files_find(mf, name);
+    if (t && type) *type = t->type;
+    if (!t) {
+        if (!optional) snprintf(msg, cap, "ref: missing %s", name);
+        return NULL;
+    }
+    double *d = ref_read_tensor(t, want, msg, cap);
+    if (!d) return NULL;
     r->owned[r->n_owned++] = d;
     return d;
 }

@@ -10,6 +10,10 @@
 
 typedef struct ref_model ref_model;
 
+/* A tensor of want values, dequantized to doubles (malloc'd); NULL with msg set when its size
+ * differs or its bytes cannot be read. */
+double *ref_read_tensor(const ox_tensor *t, uint64_t want, char *msg, size_t cap);
+
 /* NULL on error (message in msg). */
 ref_model *ref_load(const ox_model_files *mf, char *msg, size_t msg_cap);
 void ref_free(ref_model *r);

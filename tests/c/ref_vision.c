@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/quant.h"
+#include "ref_forward.h"
 #include "vision/vision.h"
 
 typedef struct rv_layer {
@@ -27,24 +28,7 @@ struct ref_vision {
 static double *rv_read(const ox_model_files *mf, const char *name, uint64_t want, char *msg, size_t cap) {
     const ox_tensor *t = ox_files_find(mf, name);
     if (!t) return snprintf(msg, cap, "ref_vision: missing %s", name), NULL;
-    uint64_t n = 1;
-    for (int i = 0; i < t->n_dims; i++) n *= t->ne[i];
-    if (n != want) return snprintf(msg, cap, "ref_vision: %s has %llu values", name, (unsigned long long)n), NULL;
-    uint64_t cols = t->ne[0], rows = n / cols, rb;
-    ox_row_bytes(t->type, cols, &rb, NULL);
-    uint8_t *raw = malloc(rows * rb);
-    float *f = malloc(cols * sizeof(float));
-    double *d = malloc(n * sizeof(double));
-    if (ox_tensor_read_rows(t, 0, rows, raw, NULL)) {
-        free(raw), free(f), free(d);
-        return snprintf(msg, cap, "ref_vision: cannot read %s", name), NULL;
-    }
-    for (uint64_t r = 0; r < rows; r++) {
-        ox_dequantize_row(t->type, raw + r * rb, f, cols);
-        for (uint64_t j = 0; j < cols; j++) d[r * cols + j] = f[j];
-    }
-    free(raw), free(f);
-    return d;
+    return ref_read_tensor(t, want, msg, cap);
 }
 
 ref_vision *ref_vision_load(const ox_model_files *mf, char *msg, size_t cap) {
