@@ -11,33 +11,17 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { startServer, ROOT } from '../../tools/serve.mjs';
 import { launchChromium, collectErrors } from '../oracle/browser.mjs';
-import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { patternPng, synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { loadModel } from '../../js/main/index.js';
-
-const require = createRequire(import.meta.url);
-const { PNG } = require('pngjs');
 
 const ART = path.join(ROOT, 'test-artifacts');
 const TIMEOUT = 120000;
 let dir, text, mmproj, site, browser, node;
 
-function pngOf(w, h, seed) {
-  const p = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
-      p.data[i] = (x * 255) / w;
-      p.data[i + 1] = (y * 255) / h;
-      p.data[i + 2] = (128 + 127 * Math.sin((x + y) / (3 + seed))) | 0;
-      p.data[i + 3] = 255;
-    }
-  return PNG.sync.write(p);
-}
-const IMG = pngOf(72, 48, 1);
-const IMG2 = pngOf(50, 50, 4);
+const IMG = patternPng(72, 48, 1);
+const IMG2 = patternPng(50, 50, 4);
 
 before(async () => {
   requireDist();

@@ -4,6 +4,7 @@
 // builds it before the Node and browser suites).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../../tools/serve.mjs';
@@ -43,4 +44,19 @@ export function synth(dir, { preset = 'tiny', type = 'f32', extra = [] } = {}) {
   const out = path.join(dir, `${preset}-${type}${tag ? '-' + tag : ''}.gguf`);
   if (!fs.existsSync(out)) cli(['synth', '--preset', preset, '--type', type, ...extra, '-o', out]);
   return out;
+}
+
+/** A w x h PNG (as a Buffer) of a smooth colour pattern; seed changes it. */
+export function patternPng(w, h, seed) {
+  const { PNG } = createRequire(import.meta.url)('pngjs');
+  const p = new PNG({ width: w, height: h });
+  for (let y = 0; y < h; y++)
+    for (let x = 0; x < w; x++) {
+      const i = (y * w + x) * 4;
+      p.data[i] = (x * 255) / w;
+      p.data[i + 1] = (y * 255) / h;
+      p.data[i + 2] = (128 + 127 * Math.sin((x + y) / (3 + seed))) | 0;
+      p.data[i + 3] = 255;
+    }
+  return PNG.sync.write(p);
 }
