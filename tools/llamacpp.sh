@@ -4,6 +4,7 @@
 #
 #   tools/llamacpp.sh [target...]      default target: llama-quantize
 #   e.g. tools/llamacpp.sh llama-quantize llama-bench llama-server llama-gguf-split llama-imatrix
+#   a library target names its shared library: tools/llamacpp.sh mtmd -> .../bin/libmtmd.so
 #
 # Installs into $OX_LLAMACPP_DIR (default /root/.cache/llamacpp, i.e. ~/.cache/llamacpp);
 # binaries land in $OX_LLAMACPP_DIR/src/build/bin/. Idempotent: each step is skipped when its
@@ -46,9 +47,16 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >&2
 fi
 
+# what a target leaves in bin/: the tool itself, or lib<target>.so for a library
+built() {
+  if [ -x "$build/bin/$1" ]; then echo "$build/bin/$1"
+  elif [ -f "$build/bin/lib$1.so" ]; then echo "$build/bin/lib$1.so"
+  else return 1; fi
+}
+
 todo=()
 for t in "${targets[@]}"; do
-  [ -x "$build/bin/$t" ] || todo+=("$t")
+  built "$t" >/dev/null || todo+=("$t")
 done
 if [ ${#todo[@]} -gt 0 ]; then
   log "building ${todo[*]} (-j$JOBS)"
@@ -56,6 +64,5 @@ if [ ${#todo[@]} -gt 0 ]; then
 fi
 
 for t in "${targets[@]}"; do
-  [ -x "$build/bin/$t" ] || { log "missing after build: $build/bin/$t"; exit 1; }
-  echo "$build/bin/$t"
+  built "$t" || { log "missing after build: $build/bin/$t (or lib$t.so)"; exit 1; }
 done

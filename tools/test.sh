@@ -65,10 +65,13 @@ wasm() { make -f Makefile.emscripten -j2 all $([ -x /usr/lib/llvm-16/bin/clang ]
 # llama.cpp's quantizer for the oracle tests on its real
 # quantization recipes, built from the source inside the npm package node-llama-cpp
 # and the MTP drafter's logits against llama.cpp's (test_mtp with the oracle built on libllama;
-# the native suite, run before llama.cpp exists on a fresh machine, skips that part)
+# the native suite, run before llama.cpp exists on a fresh machine, skips that part), and the
+# vision tower's image embeddings against llama.cpp's mtmd (test_mtmd with tools/mtmd_oracle on
+# libmtmd, likewise skipped by the native suite until the oracle is built)
 llamacpp() {
-  bash tools/llamacpp.sh llama-quantize && echo "llamacpp: 1 passed, 0 failed" &&
-    bash tools/mtp_oracle/build.sh && ./build/test_mtp
+  bash tools/llamacpp.sh llama-quantize mtmd && echo "llamacpp: 1 passed, 0 failed" &&
+    bash tools/mtp_oracle/build.sh && ./build/test_mtp &&
+    bash tools/mtmd_oracle/build.sh && ./build/test_mtmd
 }
 node_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/node/; }
 browser_tests() { node --test --test-reporter=tap --test-concurrency=1 tests/browser/; }

@@ -22,16 +22,9 @@
 #include "model/model.h"
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 #include "ref_vision.c"
+#include "vision_fixture.h"
 
 static char tmp[256];
-
-static ox_synth tiny(ox_type type) {
-    ox_synth s;
-    ox_synth_preset(&s, "tiny", NULL);
-    ox_synth_vision_preset(&s, "tiny", NULL);
-    s.type = type;
-    return s;
-}
 
 /* Model files: an HF dir (config, tokenizer, safetensors) or a text GGUF + an mmproj GGUF. */
 typedef struct files {
@@ -78,22 +71,10 @@ static int write_gguf_pair(const char *name, const ox_synth *s, files *f) {
     return open_files(f, pp, 2);
 }
 
-/* A smooth image with some texture, values in [0,1]. */
-static float *image(int h, int w, unsigned seed) {
-    float *rgb = malloc((size_t)h * w * 3 * sizeof(float));
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int c = 0; c < 3; c++) {
-                double v = 0.5 + 0.3 * sin(0.11 * x * (c + 1) + seed) * cos(0.07 * y + c) + 0.2 * sin(0.9 * (x + 2 * y));
-                rgb[((size_t)y * w + x) * 3 + c] = (float)fmin(1, fmax(0, v));
-            }
-    return rgb;
-}
-
 /* max |ours - ref| over the embedder's output, and max |ref| for scale */
 static double compare(ox_vision *v, const ref_vision *r, int h, int w, double *ref_max) {
     const ox_vision_config *c = ox_vision_cfg(v);
-    float *rgb = image(h, w, (unsigned)(h + w));
+    float *rgb = vision_image(h, w, (unsigned)(h + w));
     int n_exp = (h / c->patch) * (w / c->patch) / (c->pool * c->pool);
     float *out = malloc((size_t)n_exp * c->text_hidden * sizeof(float));
     double *ref = malloc((size_t)n_exp * c->text_hidden * sizeof(double));
@@ -111,8 +92,6 @@ static double compare(ox_vision *v, const ref_vision *r, int h, int w, double *r
     return md;
 }
 
-static const int sizes[][2] = {{48, 48}, {96, 144}, {144, 96}, {240, 288}}; /* the last: 270 patches, past one MLP chunk */
-
 static void check_against_ref(files *f, ox_type quant, double tol, const char *what) {
     char msg[256] = "";
     ox_err err = {0};
@@ -123,10 +102,11 @@ static void check_against_ref(files *f, ox_type quant, double tol, const char *w
     CHECK(ox_vision_estimate(f->mf, quant, &est, NULL, &err) == 1);
     CHECK_MSG(v && est == ox_vision_bytes(v), "%s: estimate %llu, loaded %llu", what, (unsigned long long)est,
               (unsigned long long)(v ? ox_vision_bytes(v) : 0));
-    for (size_t i = 0; v && r && i < sizeof sizes / sizeof sizes[0]; i++) {
-        double mr, md = compare(v, r, sizes[i][0], sizes[i][1], &mr);
-        printf("%s %dx%d: max |ours - ref| %.3g (max |ref| %.3g)\n", what, sizes[i][1], sizes[i][0], md, mr);
-        CHECK_MSG(md <= tol, "%s %dx%d: %.3g > %.3g", what, sizes[i][1], sizes[i][0], md, tol);
+    for (size_t i = 0; v && r && i < VISION_N_SIZES; i++) {
+        double mr, md = compare(v, r, vision_sizes[i][0], vision_sizes[i][1], &mr);
+        printf("%s %dx%d: max |ours - ref| %.3g (max |ref| %.3g)\n", what, vision_sizes[i][1], vision_sizes[i][0], md,
+               mr);
+        CHECK_MSG(md <= tol, "%s %dx%d: %.3g > %.3g", what, vision_sizes[i][1], vision_sizes[i][0], md, tol);
         CHECK(mr > 0.1); /* the output is not trivially small */
     }
     ox_vision_free(v);
@@ -134,7 +114,7 @@ static void check_against_ref(files *f, ox_type quant, double tol, const char *w
 }
 
 static void test_hf_f32(void) {
-    ox_synth s = tiny(OX_F32);
+    ox_synth s = vision_tiny(OX_F32);
     files f;
     if (write_hf("hf", &s, &f)) {
         CHECK(0);
@@ -148,7 +128,7 @@ static void test_hf_f32(void) {
 }
 
 static void test_hf_std_clipped(void) {
-    ox_synth s = tiny(OX_F32);
+    ox_synth s = vision_tiny(OX_F32);
     s.v_standardize = s.v_clipped = 1;
     files f;
     if (write_hf("hf-std", &s, &f)) {
@@ -163,7 +143,7 @@ static void test_hf_std_clipped(void) {
 
 /* The mmproj GGUF of the same seed: same tensors in llama.cpp's layout, same output. */
 static void test_mmproj_f32(void) {
-    ox_synth s = tiny(OX_F32);
+    ox_synth s = vision_tiny(OX_F32);
     files f, g;
     if (write_gguf_pair("mm", &s, &f) || write_hf("hf2", &s, &g)) {
         CHECK(0);
@@ -173,7 +153,7 @@ static void test_mmproj_f32(void) {
     ox_err err = {0};
     ox_vision *a = ox_vision_load(f.mf, 0, &err), *b = ox_vision_load(g.mf, 0, &err);
     CHECK(a && b);
-    float *rgb = image(96, 144, 7), oa[6 * 512], ob[6 * 512];
+    float *rgb = vision_image(96, 144, 7), oa[6 * 512], ob[6 * 512];
     int na = a ? ox_vision_embed(a, rgb, 96, 144, oa, 6, &err) : -1;
     int nb = b ? ox_vision_embed(b, rgb, 96, 144, ob, 6, &err) : -1;
     CHECK(na == 6 && nb == 6);
@@ -191,7 +171,7 @@ static void test_mmproj_f32(void) {
  * (llama.cpp's rule), which the reference does not: the stated band is 0.1 absolute on
  * outputs of magnitude ~2 (measured 0.06-0.07 for Q8_0, see the printout). */
 static void test_quantized(void) {
-    ox_synth s = tiny(OX_Q8_0);
+    ox_synth s = vision_tiny(OX_Q8_0);
     files f;
     if (write_gguf_pair("mm-q8", &s, &f)) {
         CHECK(0);
@@ -199,7 +179,7 @@ static void test_quantized(void) {
     }
     check_against_ref(&f, 0, 0.1, "mmproj q8_0");
     close_files(&f);
-    ox_synth s32 = tiny(OX_F32);
+    ox_synth s32 = vision_tiny(OX_F32);
     if (write_hf("hf-q", &s32, &f)) {
         CHECK(0);
         return;
@@ -210,7 +190,7 @@ static void test_quantized(void) {
 }
 
 static void test_errors(void) {
-    ox_synth s = tiny(OX_F32);
+    ox_synth s = vision_tiny(OX_F32);
     files f;
     if (write_hf("hf-err", &s, &f)) {
         CHECK(0);
@@ -223,7 +203,7 @@ static void test_errors(void) {
         close_files(&f);
         return;
     }
-    float *rgb = image(96, 96, 1), out[4 * 512];
+    float *rgb = vision_image(96, 96, 1), out[4 * 512];
     CHECK(ox_vision_embed(v, rgb, 96, 50, out, 4, &err) == OX_E_RANGE);
     CHECK_STR_CONTAINS(err.msg, "multiples of 48");
     CHECK(ox_vision_embed(v, rgb, 0, 48, out, 4, &err) == OX_E_RANGE);
@@ -263,12 +243,12 @@ static void test_errors(void) {
     /* a vision_config over text-only weights: no tower; over part of the tower: MISSING, named */
     char dir[300], q[2][400];
     snprintf(dir, sizeof dir, "%s/hf-err", tmp);
-    ox_synth s2 = tiny(OX_F32);
+    ox_synth s2 = vision_tiny(OX_F32);
     s2.v_layers = 0; /* the text weights alone */
     CHECK(ox_synth_write_hf(&s2, dir, OX_F32, 1, &err) == 0);
     snprintf(q[0], 400, "%s/config.json", dir);
     snprintf(q[1], 400, "%s/model.safetensors", dir);
-    ox_synth s3 = tiny(OX_F32);
+    ox_synth s3 = vision_tiny(OX_F32);
     char dir3[300];
     snprintf(dir3, sizeof dir3, "%s/hf-cfg", tmp);
     mkdir(dir3, 0777);
@@ -286,7 +266,7 @@ static void test_errors(void) {
  * <|image|> positions of a prompt, and the logits match the float64 decoder fed the float64
  * tower's rows (soft tokens: no embedding scale, the pad token's PLE row). */
 static void test_engine_image_prompt(void) {
-    ox_synth s = tiny(OX_F32);
+    ox_synth s = vision_tiny(OX_F32);
     files f;
     if (write_hf("hf-engine", &s, &f)) {
         CHECK(0);
@@ -313,7 +293,7 @@ static void test_engine_image_prompt(void) {
     t[n++] = 2, t[n++] = 300, t[n++] = boi;
     for (int i = 0; i < 6; i++) t[n++] = img;
     t[n++] = eoi, t[n++] = 310;
-    float *rgb = image(96, 144, 3), *soft = calloc((size_t)n * H, sizeof(float)), rows[6 * 512];
+    float *rgb = vision_image(96, 144, 3), *soft = calloc((size_t)n * H, sizeof(float)), rows[6 * 512];
     uint8_t mask[16] = {0};
     CHECK(ox_vision_embed(ox_engine_vision(e), rgb, 96, 144, rows, 6, &err) == 6);
     double *ref_rows = malloc((size_t)6 * H * sizeof(double));
