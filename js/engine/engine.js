@@ -8,6 +8,7 @@ import { GpuBridge, gpuBridgeUsable } from '../gpu/bridge.js';
 import { GPU_TYPES } from '../gpu/kernels.js';
 import { HostFiles } from '../host/hostfile.js';
 import { Heap } from './heap.js';
+import { ImageCache } from './image_cache.js';
 import { startRuntime } from './runtime.js';
 import { Session } from './session.js';
 
@@ -46,6 +47,7 @@ export class Engine {
     this.info = null;
     this.template = null; // the checkpoint's chat template, or null
     this.gpu = null; // the GpuBridge while the model runs on the GPU backend
+    this.images = new ImageCache(); // the tower's rows of the images seen lately (js/engine/vision.js)
     host.onClose = (h) => this.heap.C.ox_host_wasm_forget(h);
     M.oxHost = host; // src/host/hostfile_lib.js reads through it
     M.oxAborted = aborting;
@@ -476,6 +478,7 @@ export class Engine {
       gpuMemory: this.gpu ? this.gpu.bytes : null,
       contextTokens: this.session.pos,
       hostCache: { ...this.host.stats },
+      imageCache: this.images.stats,
     };
   }
 
@@ -485,6 +488,7 @@ export class Engine {
     if (this.ptr) this.heap.C.ox_wasm_free(this.ptr);
     this.ptr = 0;
     this.session = this.info = this.template = null;
+    this.images = new ImageCache();
     this.host.closeAll();
     return true;
   }

@@ -71,7 +71,8 @@ function newGenerator(engine, o, seed) {
   );
 }
 
-// Soft tokens: every position of the placeholder token takes the next row of embeddings.
+// Soft tokens: every position of the placeholder token takes the next row of embeddings (before
+// the start, which then keeps the cached positions that took the same rows).
 function setSoft(engine, g, tokens, soft) {
   const { heap, info } = engine;
   const at = tokens.flatMap((t, i) => (t === soft.token ? [i] : []));
@@ -90,7 +91,7 @@ function setSoft(engine, g, tokens, soft) {
   heap.withFloats(all, (ps) =>
     heap.scoped(
       mask.length,
-      (pm) => (heap.u8(pm, mask.length).set(mask), heap.check(heap.C.ox_wasm_gen_soft(g, ps, pm))),
+      (pm) => (heap.u8(pm, mask.length).set(mask), heap.check(heap.C.ox_wasm_gen_soft(g, ps, pm, mask.length))),
     ),
   );
 }
@@ -154,8 +155,8 @@ export async function generate(engine, tokens, o, job) {
   try {
     const outAt = C.ox_wasm_gen_out(g); // the step's output record, at a fixed address
     let t = performance.now();
-    st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
     if (o.soft) setSoft(engine, g, tokens, o.soft);
+    st.reusedTokens = heap.check(heap.withInts(tokens, (p) => C.ox_wasm_gen_start(g, p, tokens.length)));
     const chunk = o.prefillChunk ?? prefillChunk;
     for (let left = tokens.length - st.reusedTokens; left > 0;) {
       left = heap.check(C.ox_wasm_gen_prefill(g, chunk));

@@ -13,16 +13,16 @@ export function chatText(engine, m) {
 }
 
 // {text} (BOS added unless it starts with it), {tokens}, or {messages} -> {tokens, opts}; with
-// opts.images (one per <|image|> of the prompt) the markers expanded and the images' rows as
-// opts.soft (js/engine/vision.js)
+// opts.images (one per <|image|> of the prompt) the markers expanded, the images' rows as
+// opts.soft (js/engine/vision.js) and images: {encoded, cached} (how many ran the tower)
 export async function promptOf(engine, m) {
   const { images, maxImageTokens, ...opts } = m.opts ?? {};
   const p = await textPrompt(engine, m, opts);
   if (!images?.length) return p;
   if (p.opts.soft)
     throw new OxError('RANGE', 'softTokens and images cannot be combined in one request (the images are soft tokens)');
-  const { tokens, soft } = await withImages(engine, p.tokens, images, maxImageTokens);
-  return { tokens, opts: { ...p.opts, soft } };
+  const { tokens, soft, encoded, cached } = await withImages(engine, p.tokens, images, maxImageTokens);
+  return { tokens, opts: { ...p.opts, soft }, images: { encoded, cached } };
 }
 
 async function textPrompt(engine, m, opts) {

@@ -5,8 +5,10 @@
 // at those n positions through the soft-token path (generate.js setSoft).
 //
 // Per image: decode (image_decode.js), the processor's size (image_size.js), resize and rescale
-// (image_resize.js), then the tower. The context is checked before any tower runs.
+// (image_resize.js), then the tower, or its rows from the engine's cache when the model saw the
+// image already (image_cache.js). The context is checked before any tower runs.
 import { OxError } from '../shared/errors.js';
+import { ImageCache } from './image_cache.js';
 import { decodeImage } from './image_decode.js';
 import { imageSize } from './image_size.js';
 import { rescale, resizeBicubic } from './image_resize.js';
@@ -21,8 +23,8 @@ export function visionOf(info) {
 }
 
 /**
- * A decoded image -> the tower's input: {height, width, softTokens, pixels} (HWC float32 in
- * [0, 1] at the processor's size).
+ * A decoded image -> the tower's input: {height, width, softTokens, rgb, pixels} (8-bit RGB and
+ * HWC float32 in [0, 1] at the processor's size).
  */
 export function preprocess(img, vision, maxSoftTokens) {
   const size = imageSize(img.height, img.width, { ...vision, maxSoftTokens });
@@ -30,11 +32,16 @@ export function preprocess(img, vision, maxSoftTokens) {
     size.height === img.height && size.width === img.width
       ? img.rgb
       : resizeBicubic(img.rgb, img.height, img.width, size.height, size.width);
-  return { ...size, pixels: rescale(rgb) };
+  return { ...size, rgb, pixels: rescale(rgb) };
 }
 
-/** The tower's soft-token rows of one preprocessed image: softTokens x hidden float32. */
+/** The soft-token rows of one preprocessed image (softTokens x hidden float32): the engine's
+ *  cached ones for this image, or the tower's. */
 function embedImage(engine, x) {
+  return engine.images.rows(ImageCache.keyOf(x), () => towerRows(engine, x));
+}
+
+function towerRows(engine, x) {
   const { heap, info } = engine;
   const n = x.softTokens;
   return heap.withFloats(x.pixels, (p) =>
@@ -63,13 +70,14 @@ export async function imageEmbedding(engine, src, maxSoftTokens) {
   const vision = visionOf(engine.info);
   const budget = maxSoftTokens ?? vision.defaultSoftTokens;
   const x = preprocess(await decoded(src, 0), vision, budget);
-  return { embeddings: embedImage(engine, x), softTokens: x.softTokens, height: x.height, width: x.width };
+  return { embeddings: embedImage(engine, x).slice(), softTokens: x.softTokens, height: x.height, width: x.width };
 }
 
 /**
  * Prompt tokens with one `<|image|>` per image -> {tokens (each marker expanded), soft: {token,
- * embeddings}} for generate.js. images: as js/main/image_input.js sends them; maxSoftTokens:
- * per image (default the model's).
+ * embeddings}, encoded (images the tower ran for), cached (images whose rows were cached)} for
+ * generate.js. images: as js/main/image_input.js sends them; maxSoftTokens: per image (default
+ * the model's).
  */
 export async function withImages(engine, tokens, images, maxSoftTokens) {
   const vision = visionOf(engine.info);
@@ -102,8 +110,10 @@ export async function withImages(engine, tokens, images, maxSoftTokens) {
       'RANGE',
       `the prompt with its images is ${out.length} tokens (${inputs.map((x) => x.softTokens).join(' + ')} image tokens), more than the context of ${context} leaves room for: lower maxImageTokens or load with a larger maxContext`,
     );
+  const before = engine.images.encodes;
   const rows = inputs.map((x) => embedImage(engine, x));
+  const encoded = engine.images.encodes - before;
   const embeddings = new Float32Array(rows.reduce((n, r) => n + r.length, 0));
   rows.reduce((o, r) => (embeddings.set(r, o), o + r.length), 0);
-  return { tokens: out, soft: { token: marker, embeddings } };
+  return { tokens: out, soft: { token: marker, embeddings }, encoded, cached: rows.length - encoded };
 }

@@ -5,7 +5,8 @@
 //   estimate  the memory a load would take, from the files' headers
 //   generate  {text|tokens|messages} -> token events, then the stats (worker/generate.js)
 //   render    the prompt text of a chat         logits    tokenize  detokenize
-//   embed     texts -> embeddings               stats     reset (empty the KV cache)   unload
+//   embed     texts -> embeddings               stats     unload
+//   reset     empty the KV cache and the cache of the images' tower rows
 //   setLora   attach / rescale / detach LoRA adapters (worker/lora.js)
 //   schemaGrammar  a JSON schema or forced tool calls -> GBNF (src/decode/json_schema.c)
 //   embedImage  one image -> the vision tower's soft-token rows (worker/vision.js)
@@ -55,8 +56,9 @@ function serve(protocol) {
     },
     async generate(m, job) {
       const e = loaded();
-      const { tokens, opts } = await promptOf(e, m);
-      return generate(e, tokens, opts, job);
+      const { tokens, opts, images } = await promptOf(e, m);
+      const st = await generate(e, tokens, opts, job);
+      return images ? { ...st, imagesEncoded: images.encoded, imagesCached: images.cached } : st;
     },
     render: (m) => chatText(loaded(), m),
     logits: (m) => loaded().session.logits(m.tokens, !!m.all),
@@ -71,7 +73,7 @@ function serve(protocol) {
     embedImage: (m) => imageEmbedding(loaded(), m.image, m.maxImageTokens),
     stats: () => loaded().stats(),
     setLora: (m) => setLora(loaded(), m.adapters),
-    reset: () => (loaded().session.truncate(0), true),
+    reset: () => (loaded().session.truncate(0), engine.images.clear(), true),
     // tests: lose the GPU device as a driver reset would
     gpuDestroyDevice: () => loaded().gpu?.destroyDevice() ?? false,
     unload: () => (engine ? engine.unload() : true),

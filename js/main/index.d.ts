@@ -345,6 +345,10 @@ export interface GenerationStats {
   /** With speculative: tokens drafted, and how many of them were kept. */
   draftedTokens?: number;
   acceptedTokens?: number;
+  /** With images: how many ran the vision tower, and how many took the rows it made for the
+   *  same image earlier (docs/images.md "Images across turns"). */
+  imagesEncoded?: number;
+  imagesCached?: number;
 }
 
 /** The last item of a generation. */
@@ -442,6 +446,10 @@ export interface ModelStats {
   contextTokens: number;
   /** the JS side of host reads: reads that reached the source, and LRU hits */
   hostCache: { reads: number; bytesRead: number; cacheHits: number; cacheBytesServed: number };
+  /** the vision tower's rows kept for images seen again: entries and their bytes, the bound,
+   *  images answered from it and images the tower ran for since the load (resetChat and unload
+   *  empty it) */
+  imageCache: { entries: number; bytes: number; maxBytes: number; hits: number; encodes: number };
 }
 
 /** A runtime LoRA adapter: a llama.cpp GGUF adapter, or PEFT's two files (any order). */

@@ -143,6 +143,8 @@ const ox_gen_counts *ox_gen_counts_of(const ox_gen *g) { return &g->counts; }
 int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err) {
     if (g->started) return ox_errf(err, OX_E_STATE, "generate: the prompt is already set");
     if (n < 1 || !prompt) return ox_errf(err, OX_E_RANGE, "no tokens to run");
+    if (g->soft && n != g->n_prompt)
+        return ox_errf(err, OX_E_RANGE, "generate: soft tokens for a prompt of %d tokens, not %d", g->n_prompt, n);
     for (int i = 0; i < n; i++)
         if (prompt[i] < 0 || prompt[i] >= g->vocab)
             return ox_errf(err, OX_E_RANGE, "token id %d is out of range (vocab %d)", prompt[i], g->vocab);
@@ -151,33 +153,30 @@ int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err) {
     memcpy(g->prompt, prompt, (size_t)n * sizeof *prompt);
     g->n_prompt = n;
     g->started = 1;
-    int k = ox_session_reuse(g->s, prompt, n, err);
+    int k = ox_session_reuse_soft(g->s, prompt, n, g->soft, g->soft_mask, err);
     if (k < 0) return k;
     g->next = g->counts.reused = k;
     return k;
 }
 
-int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err) {
-    if (!g->started || g->next > g->counts.reused || g->counts.prefilled)
-        return ox_errf(err, OX_E_STATE, "generate: soft tokens go between start and prefill");
-    int hidden = ox_model_config(ox_session_model(g->s))->hidden, first = -1;
-    for (int i = 0; i < g->n_prompt && first < 0; i++)
-        if (mask[i]) first = i;
-    if (first < 0) return 0;
-    size_t n = (size_t)g->n_prompt * (size_t)hidden;
+int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, int n, ox_err *err) {
+    if (g->started) return ox_errf(err, OX_E_STATE, "generate: soft tokens go before the prompt is set");
+    if (n < 1 || !soft || !mask) return ox_errf(err, OX_E_RANGE, "generate: soft tokens for %d positions", n);
+    int hidden = ox_model_config(ox_session_model(g->s))->hidden, any = 0;
+    for (int i = 0; i < n && !any; i++) any = mask[i] != 0;
+    if (!any) return 0;
+    size_t rows = (size_t)n * (size_t)hidden;
     free(g->soft), free(g->soft_mask);
-    g->soft = malloc(n * sizeof *g->soft);
-    g->soft_mask = malloc((size_t)g->n_prompt);
-    if (!g->soft || !g->soft_mask)
-        return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", g->n_prompt);
-    memcpy(g->soft, soft, n * sizeof *soft);
-    memcpy(g->soft_mask, mask, (size_t)g->n_prompt);
-    if (first < g->next) { /* the cache holds a token embedding there: run from it again (or from 0
-                              where the sliding-window rings no longer reach back: reuse says) */
-        int k = ox_session_reuse(g->s, g->prompt, first + 1, err);
-        if (k < 0) return k;
-        g->next = g->counts.reused = k;
+    g->soft = malloc(rows * sizeof *g->soft);
+    g->soft_mask = malloc((size_t)n);
+    if (!g->soft || !g->soft_mask) {
+        free(g->soft), free(g->soft_mask);
+        g->soft = NULL, g->soft_mask = NULL;
+        return ox_errf(err, OX_E_NOMEM, "generate: out of memory for %d soft tokens", n);
     }
+    memcpy(g->soft, soft, rows * sizeof *soft);
+    memcpy(g->soft_mask, mask, (size_t)n);
+    g->n_prompt = n; /* what start must be given */
     return 0;
 }
 

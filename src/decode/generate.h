@@ -2,9 +2,11 @@
  * limits of one generation over a session, and makes one call per generated token.
  *
  *   g = ox_gen_new(session, tokenizer, &params)
+ *   [ox_gen_soft(g, rows, mask, n)]   soft tokens of the prompt (embeddings given, images')
  *   ox_gen_start(g, prompt, n)        keep the session's longest common prefix with the prompt
- *                                     (the last prompt token is always recomputed: its logits
- *                                     are needed), truncate the rest; returns the kept count
+ *                                     (soft positions by their rows; the last prompt token is
+ *                                     always recomputed: its logits are needed), truncate the
+ *                                     rest; returns the kept count
  *   while (ox_gen_prefill(g, chunk))  run the rest of the prompt, chunk tokens per call, so a
  *                                     caller can abort between chunks; returns tokens left
  *   ox_gen_step(g, &tok)              one token per call, until a status other than TOKEN
@@ -132,10 +134,11 @@ typedef struct ox_gen_counts {
 ox_gen *ox_gen_new(ox_session *s, const ox_tokenizer *tok, const ox_gen_params *p, ox_err *err);
 void ox_gen_free(ox_gen *g);
 int ox_gen_start(ox_gen *g, const int32_t *prompt, int n, ox_err *err);
-/* Soft tokens (after start, before prefill): where mask[i] != 0 prompt position i takes the
- * embedding soft[i * hidden ...] instead of its token's (copied; docs/gemma4.md "soft
- * tokens"). Positions from the first soft one on are not reused from the session. */
-int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, ox_err *err);
+/* Soft tokens, before start: where mask[i] != 0 position i of the n-token prompt start will be
+ * given takes the embedding soft[i * hidden ...] instead of its token's (copied; docs/gemma4.md
+ * "soft tokens"). Start then keeps the session's positions that hold the same rows
+ * (ox_session_reuse_soft); a prompt of another length is RANGE, soft tokens after start STATE. */
+int ox_gen_soft(ox_gen *g, const float *soft, const uint8_t *mask, int n, ox_err *err);
 int ox_gen_prefill(ox_gen *g, int max_n, ox_err *err);
 int ox_gen_step(ox_gen *g, ox_gen_token *out, ox_err *err);
 const ox_gen_counts *ox_gen_counts_of(const ox_gen *g);

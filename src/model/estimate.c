@@ -44,7 +44,7 @@ int ox_memory_estimate(const ox_model_files *mf, const ox_load_opts *opts, const
     uint64_t kv = ox_kv_bytes(c, ctx, (ox_kv_type)rq->kv_type);
     int tasks = rq->threads > 1 ? rq->threads : 1;
     uint64_t scratch = ox_forward_scratch_bytes(c, stage_bytes(&w), tasks, ub, ctx) + w.matmul_ws +
-                       (uint64_t)ctx * sizeof(int32_t) + generation_bytes(c);
+                       (uint64_t)ctx * (sizeof(int32_t) + sizeof(uint64_t)) + generation_bytes(c);
     uint64_t wcache = opts && opts->stream != OX_STREAM_NONE ? opts->weight_cache : 0;
     ox_load_opts none = {0};
     const ox_load_opts *o = opts ? opts : &none;

@@ -14,7 +14,8 @@
  *   weight_cache       the bound of the streamed weights' cache (load option stream; 0 when
  *                      everything is resident): streamed weights are not in `weights`
  *   scratch            one prefill micro-batch's activations and matmul scratch at that
- *                      context, the session's token list, one generation's vocab buffers
+ *                      context, the session's token list (ids and soft-row ids), one
+ *                      generation's vocab buffers
  *   runtime            what the caller says is in use before the load (the wasm module, its
  *                      stacks, the parsed headers, the tokenizer): copied into total
  *   total              weights + weight_cache + kv + scratch + runtime

@@ -665,8 +665,11 @@ static int forward_batch(ox_session *s, const ox_forward_io *io, ox_err *err) {
             ox_gpu_read(A.gpu, hn + (size_t)first * H, (size_t)nout * H * sizeof(float), io->hidden + (size_t)first * H);
         TRY(ox_gpu_run(A.gpu, err));
     }
-    for (int i = 0; i < n; i++)
-        s->toks[s->pos + i] = io->soft && io->soft_mask && io->soft_mask[i] ? -1 : io->tokens[i];
+    for (int i = 0; i < n; i++) {
+        int soft = io->soft && io->soft_mask && io->soft_mask[i];
+        s->toks[s->pos + i] = soft ? -1 : io->tokens[i];
+        s->soft_id[s->pos + i] = soft ? ox_soft_row_id(io->soft + (size_t)i * H, H) : 0;
+    }
     s->pos += n;
     return 0;
 }

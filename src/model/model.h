@@ -101,6 +101,11 @@ int ox_session_truncate(ox_session *s, int pos, ox_err *err);
  * token (its logits are needed): truncate to it and return its length (n >= 1); 0 when the
  * rings no longer hold the window before it (the prefix is run again). */
 int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err);
+/* The same for a prompt with soft tokens (ox_forward_io's soft and soft_mask over n): a soft
+ * position is kept where the session took a bitwise-equal row there (by a 64-bit hash of the
+ * row); on bidir_vision models never part of a run of them (the prefix ends before the run). */
+int ox_session_reuse_soft(ox_session *s, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
+                          ox_err *err);
 ox_session *ox_session_clone(const ox_session *s, ox_err *err); /* caches and tokens */
 void ox_session_reset(ox_session *s);
 

@@ -75,12 +75,17 @@ struct ox_session {
     ox_model *m;
     int max_ctx, pos;
     ox_kv_type kv_type;
-    int rings;     /* sliding layers keep a ring of the window (else every position) */
-    ox_kv *kv;     /* per layer (model/kv.h); used only where !shared */
-    int32_t *toks; /* [pos] the tokens in the caches, -1 where a soft embedding went in */
-    int toks_cap;
+    int rings;         /* sliding layers keep a ring of the window (else every position) */
+    ox_kv *kv;         /* per layer (model/kv.h); used only where !shared */
+    int32_t *toks;     /* [pos] the tokens in the caches, -1 where a soft embedding went in */
+    uint64_t *soft_id; /* [pos] where toks is -1: ox_soft_row_id of the row that went in */
+    int toks_cap;      /* of both */
     ox_scratch ws, act;
 };
+
+/* A soft row's identity in the session: a 64-bit hash of its hidden floats' bits, so that a
+ * prefix reuse keeps a soft position only where the prompt brings the same row again. */
+uint64_t ox_soft_row_id(const float *row, int hidden);
 
 /* What the loader's dry pass adds up (load.c), for the memory estimate (estimate.c). */
 typedef struct ox_weight_sums {

@@ -46,6 +46,7 @@ void ox_session_free(ox_session *s) {
     }
     free(s->kv);
     free(s->toks);
+    free(s->soft_id);
     ox_scratch_free(&s->ws);
     ox_scratch_free(&s->act);
     free(s);
@@ -71,14 +72,51 @@ static void rewind_to(ox_session *s, int pos) {
 
 void ox_session_reset(ox_session *s) { rewind_to(s, 0); }
 
-int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err) {
+/* splitmix64's finalizer: every input bit reaches every output bit */
+static uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint64_t ox_soft_row_id(const float *row, int hidden) {
+    uint64_t h = (uint64_t)hidden;
+    for (int i = 0; i < hidden; i++) {
+        uint32_t bits;
+        memcpy(&bits, &row[i], sizeof bits);
+        h = mix64(h ^ bits ^ ((uint64_t)i << 32));
+    }
+    return h;
+}
+
+/* Whether the session's position k holds what the prompt puts there: the same token, or a soft
+ * row with the same identity. */
+static int same_at(const ox_session *s, int k, const int32_t *tokens, const float *soft, const uint8_t *soft_mask) {
+    int H = s->m->c.hidden;
+    if (soft_mask && soft_mask[k]) return s->toks[k] == -1 && s->soft_id[k] == ox_soft_row_id(soft + (size_t)k * H, H);
+    return tokens[k] >= 0 && s->toks[k] == tokens[k];
+}
+
+int ox_session_reuse_soft(ox_session *s, const int32_t *tokens, int n, const float *soft, const uint8_t *soft_mask,
+                          ox_err *err) {
     if (n < 1 || !tokens) return ox_errf(err, OX_E_RANGE, "reuse: need at least one token (got %d)", n);
+    if (soft_mask && !soft) return ox_errf(err, OX_E_RANGE, "reuse: a soft mask without its rows");
     int k = 0, lim = n - 1 < s->pos ? n - 1 : s->pos;
-    while (k < lim && s->toks[k] == tokens[k]) k++;
+    while (k < lim && same_at(s, k, tokens, soft, soft_mask)) k++;
+    /* bidir_vision: a run of image tokens attends within itself, so its cached rows hold only
+     * for the whole run; a prefix that would cut a run (the session's or the prompt's, the
+     * same up to k) ends before it, and the prefill runs it whole again */
+    int cut = k > 0 && s->toks[k - 1] == -1 && ((k < s->pos && s->toks[k] == -1) || (soft_mask && soft_mask[k]));
+    if (s->m->c.bidir_vision && cut)
+        while (k > 0 && s->toks[k - 1] == -1) k--;
     /* a prefix ending where the sliding-window rings no longer hold the window: recompute */
     if (!can_resume(s, k)) k = 0;
     rewind_to(s, k);
     return k;
+}
+
+int ox_session_reuse(ox_session *s, const int32_t *tokens, int n, ox_err *err) {
+    return ox_session_reuse_soft(s, tokens, n, NULL, NULL, err);
 }
 
 int ox_session_truncate(ox_session *s, int pos, ox_err *err) {
@@ -100,6 +138,9 @@ int ox_session_reserve(ox_session *s, int need, ox_err *err) {
         int32_t *t = realloc(s->toks, (size_t)cap * sizeof *t);
         if (!t) return ox_errf(err, OX_E_NOMEM, "out of memory: token list of %d positions", cap);
         s->toks = t;
+        uint64_t *ids = realloc(s->soft_id, (size_t)cap * sizeof *ids);
+        if (!ids) return ox_errf(err, OX_E_NOMEM, "out of memory: soft-row ids of %d positions", cap);
+        s->soft_id = ids;
         s->toks_cap = cap;
     }
     /* the GPU layers' caches live on the GPU (gpu/record.h), and also here where CPU layers read them */
@@ -122,7 +163,10 @@ ox_session *ox_session_clone(const ox_session *s, ox_err *err) {
             ox_session_free(d);
             return NULL;
         }
-    if (s->pos > 0) memcpy(d->toks, s->toks, (size_t)s->pos * sizeof *d->toks);
+    if (s->pos > 0) {
+        memcpy(d->toks, s->toks, (size_t)s->pos * sizeof *d->toks);
+        memcpy(d->soft_id, s->soft_id, (size_t)s->pos * sizeof *d->soft_id);
+    }
     d->pos = s->pos;
     return d;
 }

@@ -255,14 +255,16 @@ OX_EXPORT void ox_wasm_gen_free(ox_wasm_gen *g);
  * address, rewritten by each step. */
 OX_EXPORT const double *ox_wasm_gen_out(const ox_wasm_gen *g);
 /* Set the prompt (n >= 1 ids, copied): keeps the session's common prefix with it (as
- * ox_wasm_session_reuse) and returns that length, or < 0 (bad ids: RANGE, session unchanged). */
+ * ox_wasm_session_reuse; soft positions where the rows of ox_wasm_gen_soft match) and returns
+ * that length, or < 0 (bad ids: RANGE, session unchanged). */
 OX_EXPORT int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n);
 /* Run up to max_n more prompt tokens. Returns the prompt tokens still to run (0: done,
  * the first step may follow), or < 0. */
 OX_EXPORT int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n);
-/* Soft tokens, between start and prefill: where mask[i] != 0 prompt position i takes the n_prompt
- * x hidden embedding row soft[i] (arrays copied). Returns 0 or < 0. */
-OX_EXPORT int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask);
+/* Soft tokens, before start: where mask[i] != 0 position i of the n-token prompt start will be
+ * given takes the n x hidden embedding row soft[i] (arrays copied); start keeps the session's
+ * positions that took the same rows. Returns 0 or < 0. */
+OX_EXPORT int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask, int n);
 /* One decode step (generate.h): forward the previous token if any, sample the next. Returns
  * a status (OX_GEN_*: token, stop, length, context) with the output record filled, or < 0. */
 OX_EXPORT int ox_wasm_gen_step(ox_wasm_gen *g);

@@ -314,8 +314,8 @@ API void ox_wasm_gen_free(ox_wasm_gen *g) {
 API const double *ox_wasm_gen_out(const ox_wasm_gen *g) { return g->out; }
 API int ox_wasm_gen_start(ox_wasm_gen *g, const int32_t *prompt, int n) { return ox_gen_start(g->g, prompt, n, &last); }
 API int ox_wasm_gen_prefill(ox_wasm_gen *g, int max_n) { return ox_gen_prefill(g->g, max_n, &last); }
-API int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask) {
-    return ox_gen_soft(g->g, soft, mask, &last);
+API int ox_wasm_gen_soft(ox_wasm_gen *g, const float *soft, const uint8_t *mask, int n) {
+    return ox_gen_soft(g->g, soft, mask, n, &last);
 }
 
 API int ox_wasm_gen_step(ox_wasm_gen *g) {

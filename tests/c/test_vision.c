@@ -20,6 +20,7 @@
 #include "decode/generate.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/model_impl.h"
 #include "ref_forward.c" /* the test build makes one executable per test_*.c file */
 #include "ref_vision.c"
 #include "vision_fixture.h"
@@ -346,6 +347,52 @@ static void test_engine_image_prompt(void) {
  * layers. A run of OX_SOFT_RUN_MAX soft tokens across the micro-batch boundary, in one forward
  * and in prefill chunks that would cut it, against the float64 decoder's mask; and the mask
  * matters (causal logits differ). */
+
+/* Prefix reuse over a run of image tokens (ox_session_reuse_soft), on a session that ran the n
+ * tokens t with rows soft at mask (keeping every position: no ring limits the reuse): positions
+ * are kept where the prompt brings the same rows; on a bidir_vision model a changed row drops
+ * the whole run (its rows saw each other), on a causal one only from the changed row on; a
+ * prompt run on the kept prefix gives the logits of a run from scratch; the generator's soft
+ * rows go before its prompt. */
+static void soft_reuse(ox_model *m, const int32_t *t, const uint8_t *mask, const float *soft, int n) {
+    ox_err err = {0};
+    int H = m->c.hidden, V = m->c.vocab, first = 0, last = n - 1;
+    while (!mask[first]) first++;
+    while (!mask[last]) last--;
+    float *other = malloc((size_t)n * H * sizeof *other), *lg = malloc((size_t)V * sizeof *lg),
+          *fresh = malloc((size_t)V * sizeof *fresh);
+    ox_session *ss = ox_session_new_rings(m, n + 8, OX_KV_DEFAULT, 0, &err);
+    ox_forward_io run = {.tokens = t, .n = n, .soft = soft, .soft_mask = mask};
+    CHECK(ss && ox_forward(ss, &run, &err) == 0);
+    memcpy(other, soft, (size_t)n * H * sizeof *other);
+    other[(size_t)last * H] += 0.5f; /* the run's last row, changed */
+    CHECK(ox_session_pos(ss) == n && ox_session_reuse_soft(ss, t, n, soft, mask, &err) == n - 1);
+    CHECK(ox_session_reuse_soft(ss, t, n, other, mask, &err) == first); /* bidir: not in part */
+    ox_forward_io rest = {
+        .tokens = t + first, .n = n - first, .soft = other + (size_t)first * H, .soft_mask = mask + first, .logits = lg};
+    CHECK(ox_forward(ss, &rest, &err) == 0);
+    ox_session *f = ox_session_new_rings(m, n + 8, OX_KV_DEFAULT, 0, &err);
+    ox_forward_io all = {.tokens = t, .n = n, .soft = other, .soft_mask = mask, .logits = fresh};
+    CHECK(f && ox_forward(f, &all, &err) == 0);
+    double d = 0;
+    for (int i = 0; i < V; i++) d = fmax(d, fabs(lg[i] - fresh[i]));
+    printf("  the run again on the kept prefix vs from scratch: logits %.3g\n", d);
+    CHECK(d < 1e-4);
+    CHECK(ox_session_reuse(ss, t, n, &err) == first); /* ids alone never match a soft position */
+    m->c.bidir_vision = 0;
+    CHECK(ox_session_reuse_soft(f, t, n, soft, mask, &err) == last); /* causal: up to the changed row */
+    m->c.bidir_vision = 1;
+    /* the generator takes the rows before the prompt, for that prompt's length */
+    ox_gen_params gp;
+    ox_gen_defaults(&gp);
+    ox_gen *g = ox_gen_new(f, NULL, &gp, &err);
+    CHECK(g && ox_gen_soft(g, soft, mask, n, &err) == 0 && ox_gen_start(g, t, n - 1, &err) == OX_E_RANGE);
+    CHECK(g && ox_gen_start(g, t, n, &err) == first && ox_gen_soft(g, soft, mask, n, &err) == OX_E_STATE);
+    ox_gen_free(g);
+    ox_session_free(f);
+    ox_session_free(ss);
+    free(other), free(lg), free(fresh);
+}
 static void test_vision_bidirectional(void) {
     ox_synth s;
     ox_synth_preset(&s, "tiny", NULL);
@@ -404,7 +451,7 @@ static void test_vision_bidirectional(void) {
     ox_gen_params gp;
     ox_gen_defaults(&gp);
     ox_gen *g = ox_gen_new(ss, NULL, &gp, &err);
-    CHECK(g && ox_gen_start(g, t, n, &err) >= 0 && ox_gen_soft(g, soft, mask, &err) == 0);
+    CHECK(g && ox_gen_soft(g, soft, mask, n, &err) == 0 && ox_gen_start(g, t, n, &err) >= 0);
     int left = 1;
     while (g && left > 0) left = ox_gen_prefill(g, 100, &err);
     CHECK_MSG(left == 0, "%s", err.msg);
@@ -422,6 +469,7 @@ static void test_vision_bidirectional(void) {
     for (int i = 0; i < V; i++) dg = fmax(dg, fabs(lc[i] - r1[(size_t)n * V + i]));
     printf("  prefill in chunks of 100, then one token: logits vs reference %.3g\n", dg);
     CHECK(dg < 1e-3);
+    soft_reuse(m, t1, m1, s1, n + 1);
     free(t1), free(m1), free(s1), free(r1);
     /* causal attention for the same prompt: logits in the run differ (the mask is in effect) */
     ref_model *causal = rm;

@@ -8,6 +8,10 @@
 //   model.fetch (the JSON body of an OpenAI client);
 // - maxImageTokens sets the soft tokens per image; text-only logits are the same with and
 //   without the tower loaded;
+// - a second turn takes the image's rows from the cache (no tower run) and its positions from
+//   the KV cache (only the new turn is prefilled), with the tokens and log-probabilities of the
+//   conversation from scratch, speculative decoding too; another image at the same place is
+//   prefilled from its first soft token; a LoRA change empties the KV cache, not the rows;
 // - errors: a model without a tower, an image that does not decode, markers that do not match
 //   the images, a prompt that does not fit the context; the engine stays usable after each.
 import { test, before, after } from 'node:test';
@@ -16,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadModel, OxError } from '../../js/main/index.js';
 import { imageSize } from '../../js/engine/image_size.js';
-import { patternPng, synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
+import { cli, patternPng, synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
 
 let dir, text, mmproj, model, plain;
@@ -261,7 +265,13 @@ test('image errors are clear and leave the engine usable', async () => {
   assert.equal(after.stats.generatedTokens, 2);
 });
 
-test('a second turn after an image (KV cache kept) runs as the whole conversation from scratch', async () => {
+// the expanded prompt's index of the first soft token of the (one) image in messages
+async function firstSoft(messages) {
+  const ids = await model.tokenize(await model.renderChat(messages));
+  return ids.indexOf(model.info.vision.imageTokenId) + 1; // after <|image>
+}
+
+test("a second turn after an image reuses the tower rows and the image's KV, and runs as the conversation from scratch", async () => {
   const turn1 = [
     {
       role: 'user',
@@ -272,17 +282,84 @@ test('a second turn after an image (KV cache kept) runs as the whole conversatio
     },
   ];
   await model.resetChat();
+  const encodes = () => model.stats().then((st) => st.imageCache.encodes);
   const first = await collect(model.chat(turn1, { temperature: 0, maxTokens: 4, maxImageTokens: 70 }));
+  assert.deepEqual([first.stats.imagesEncoded, first.stats.imagesCached], [1, 0]);
+  const towerRuns = await encodes();
   const turn2 = [...turn1, { role: 'assistant', content: first.text }, { role: 'user', content: 'And then?' }];
   const kept = await run(model.chat(turn2, GREEDY));
+  // the image from the cache, the first turn's prompt (the image's run in it) from the KV cache:
+  // only what is new since is prefilled
+  assert.deepEqual([kept.stats.imagesEncoded, kept.stats.imagesCached], [0, 1]);
+  assert.equal(await encodes(), towerRuns, 'the tower did not run again');
+  assert.ok(kept.stats.reusedTokens >= first.stats.promptTokens, `${kept.stats.reusedTokens} reused`);
+  assert.equal(kept.stats.prefillTokens, kept.stats.promptTokens - kept.stats.reusedTokens);
+  assert.ok(kept.stats.prefillTokens <= kept.stats.promptTokens - first.stats.promptTokens);
+  // the whole conversation from scratch (resetChat empties the image cache too: the tower runs)
   await model.resetChat();
   const fresh = await run(model.chat(turn2, GREEDY));
+  assert.deepEqual([fresh.stats.reusedTokens, fresh.stats.imagesEncoded], [0, 1]);
+  assert.deepEqual(kept.tokens, fresh.tokens);
   assert.deepEqual(kept.logprobs, fresh.logprobs);
-  // the same turn with another image is not answered from the cache
-  const swapped = [{ ...turn2[0], content: [{ type: 'image', image: IMG_B }, turn2[0].content[1]] }, ...turn2.slice(1)];
+  // speculative decoding (prompt lookup) on the reused prefix: the same greedy tokens
   await model.resetChat();
-  await collect(model.chat(turn2, { ...GREEDY, maxTokens: 1 }));
+  await collect(model.chat(turn1, { temperature: 0, maxTokens: 4, maxImageTokens: 70 }));
+  const spec = await run(model.chat(turn2, { ...GREEDY, logprobs: undefined, speculative: { draftTokens: 4 } }));
+  assert.ok(spec.stats.reusedTokens >= first.stats.promptTokens);
+  assert.deepEqual(spec.tokens, fresh.tokens);
+  // another image at the same place: its rows differ from its first soft token on, so the KV
+  // cache is kept only before them, and the run is the other conversation's from scratch
+  const swapped = [{ ...turn2[0], content: [{ type: 'image', image: IMG_B }, turn2[0].content[1]] }, ...turn2.slice(1)];
   const other = await run(model.chat(swapped, GREEDY));
+  assert.equal(other.stats.imagesEncoded, 1);
+  assert.equal(other.stats.reusedTokens, await firstSoft(swapped));
+  assert.equal(other.stats.prefillTokens, other.stats.promptTokens - other.stats.reusedTokens);
   await model.resetChat();
   assert.deepEqual(other.logprobs, (await run(model.chat(swapped, GREEDY))).logprobs);
+  assert.notDeepEqual(other.logprobs, fresh.logprobs);
+});
+
+test('a LoRA change empties the KV cache but keeps the tower rows (adapters patch the decoder only)', async () => {
+  const adapter = path.join(dir, 'lora.gguf');
+  cli(['lora', text, '--rank', '4', '--alpha', '8', '--std', '0.05', '--seed', '1', '-o', adapter]);
+  const turn = [
+    {
+      role: 'user',
+      content: [
+        { type: 'image', image: IMG_A },
+        { type: 'text', text: 'What is it?' },
+      ],
+    },
+  ];
+  try {
+    await model.resetChat();
+    await collect(model.chat(turn, { ...GREEDY, maxTokens: 1 }));
+    await model.setLora([{ source: adapter }]);
+    const after = await run(model.chat(turn, GREEDY));
+    assert.deepEqual([after.stats.reusedTokens, after.stats.imagesEncoded, after.stats.imagesCached], [0, 0, 1]);
+    await model.resetChat();
+    const fresh = await run(model.chat(turn, GREEDY));
+    assert.equal(fresh.stats.imagesEncoded, 1);
+    assert.deepEqual(after.logprobs, fresh.logprobs);
+  } finally {
+    await model.setLora([]);
+  }
+});
+
+// (the bound itself, and what goes first: tests/node/image-preprocess.test.mjs)
+test('the image cache holds the rows it counts, and resetChat empties it', async () => {
+  await model.resetChat();
+  const imgs = [1, 2, 3].map((k) => pngOf(64, 40, 10 + k));
+  for (const img of imgs)
+    await collect(
+      model.chat([{ role: 'user', content: [{ type: 'image', image: img }] }], { maxTokens: 1, maxImageTokens: 70 }),
+    );
+  const st = (await model.stats()).imageCache;
+  assert.equal(st.entries, 3);
+  const rows = imageSize(40, 64, { patchSize: 16, poolingKernel: 3, maxSoftTokens: 70 }).softTokens;
+  assert.equal(st.bytes, 3 * rows * model.info.hidden * 4, 'the rows, 4 bytes a float');
+  assert.ok(st.bytes <= st.maxBytes);
+  await model.resetChat();
+  const empty = (await model.stats()).imageCache;
+  assert.deepEqual([empty.entries, empty.bytes], [0, 0]);
 });

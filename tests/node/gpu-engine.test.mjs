@@ -4,9 +4,10 @@
 // core and run on the GPU thread, against the CPU engine. Greedy token streams on F32 are
 // identical; Q8_0 / Q4_K logits stay within the bands below; f16 / q8_0 KV rows and the sliding
 // rings; MoE. Also the backend choice ('auto' never takes a software adapter), the fallbacks (a
-// weight type with no kernel: that op on the CPU; a layer split) and a lost
-// device (the request fails, the model goes on on the CPU). Skipped, saying so, when no adapter
-// can be created (no `webgpu` package, no Vulkan driver).
+// weight type with no kernel: that op on the CPU; a layer split), a lost device (the request
+// fails, the model goes on on the CPU) and a chat's second turn after an image (the image's KV
+// rows kept). Skipped, saying so, when no adapter can be created (no `webgpu` package, no
+// Vulkan driver).
 import assert from 'node:assert/strict';
 import { loadModel, OxError } from '../../js/main/index.js';
 import { synth, tmpDir } from '../oracle/fixtures.mjs';
@@ -315,3 +316,33 @@ gpuTest('a lost device ends that request with a clear error; the model goes on o
     await m.unload();
   }
 });
+
+gpuTest(
+  "a chat's second turn keeps the image's KV rows on the GPU, and runs as the conversation from scratch",
+  async () => {
+    const text = synth(dir, { preset: 'tiny', type: 'f32', extra: ['--vision', 'tiny'] });
+    const mmproj = synth(dir, { preset: 'tiny', type: 'f32', extra: ['--vision', 'tiny', '--format', 'mmproj'] });
+    const m = await loadModel([text, mmproj], { threads: 1, maxContext: 256, ...GPU });
+    try {
+      assert.equal(m.backend, 'webgpu', m.info.backendNote);
+      const w = 96,
+        h = 48;
+      const data = new Uint8Array(w * h * 4).map((_, i) => (i * 37) % 256);
+      const turn1 = [
+        { role: 'user', content: [{ type: 'image', image: { width: w, height: h, data } }, 'What is it?'] },
+      ];
+      const o = { temperature: 0, maxTokens: 4, maxImageTokens: 70, speculative: false };
+      const first = await collect(m.chat(turn1, o));
+      const turn2 = [...turn1, { role: 'assistant', content: first.text }, { role: 'user', content: 'And then?' }];
+      const kept = await collect(m.chat(turn2, o));
+      assert.ok(kept.stats.reusedTokens >= first.stats.promptTokens, `${kept.stats.reusedTokens} reused`);
+      assert.deepEqual([kept.stats.imagesEncoded, kept.stats.imagesCached], [0, 1]);
+      await m.resetChat();
+      const fresh = await collect(m.chat(turn2, o));
+      assert.equal(fresh.stats.reusedTokens, 0);
+      assert.deepEqual(kept.tokens, fresh.tokens);
+    } finally {
+      await m.unload();
+    }
+  },
+);

@@ -5,7 +5,9 @@
 // - the antialiased bicubic resize against a float64 reference written here from the kernel's
 //   definition (2-D sums over every input pixel, no fixed point, no rounding between passes);
 // - PNG and JPEG decoding of small images built here (pngjs, jpeg-js encoders), alpha dropped;
-// - the inputs the API takes (data: URLs, paths, Buffers, Blobs, content parts) and their errors.
+// - the inputs the API takes (data: URLs, paths, Buffers, Blobs, content parts) and their errors;
+// - the cache of the tower's rows: an image seen again skips the tower, another one (a few
+//   pixels apart) does not, and the cache stays within its bound.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,6 +18,7 @@ import { SOFT_TOKEN_BUDGETS, imageSize } from '../../js/engine/image_size.js';
 import { cubic, rescale, resampleTaps, resizeBicubic } from '../../js/engine/image_resize.js';
 import { MAX_PIXELS, decodeImage } from '../../js/engine/image_decode.js';
 import { preprocess } from '../../js/engine/vision.js';
+import { ImageCache, contentHash } from '../../js/engine/image_cache.js';
 import { imageInput, splitImages } from '../../js/main/image_input.js';
 import { OxError } from '../../js/main/index.js';
 
@@ -505,7 +508,7 @@ test('content parts: image and image_url parts leave the messages for bare marke
 
 // An engine whose "tower" writes, for an image of h x w pixels, n rows of `hidden` floats each
 // equal to h * 1000 + w + k / 1000 (row k), so that the test sees which image each row is from.
-function fakeEngine({ context = 4096, hidden = 4 } = {}) {
+function fakeEngine({ context = 4096, hidden = 4, cacheBytes } = {}) {
   const vision = {
     patchSize: 16,
     poolingKernel: 3,
@@ -528,7 +531,8 @@ function fakeEngine({ context = 4096, hidden = 4 } = {}) {
       },
     },
   };
-  return { engine: { heap, ptr: 1, info: { vision, hidden, context, files: ['m.gguf'] } }, calls };
+  const images = new ImageCache(cacheBytes);
+  return { engine: { heap, ptr: 1, info: { vision, hidden, context, files: ['m.gguf'] }, images }, calls };
 }
 
 const rgbaImage = (w, h) => ({ width: w, height: h, data: new Uint8Array(w * h * 4).fill(100) });
@@ -588,4 +592,75 @@ test('prompt errors: no tower, marker count, context, budget, an image that does
     withImages(engine, [9, 9], [rgbaImage(4, 4), { bytes: Uint8Array.from([1, 2, 3]) }]),
     err('FORMAT', /^image 1: not a PNG or JPEG/),
   );
+});
+
+test('an image seen again takes its rows from the cache; another image, or another size, runs the tower', async () => {
+  const { withImages } = await import('../../js/engine/vision.js');
+  const { engine, calls } = fakeEngine();
+  const a = rgbaImage(640, 480);
+  const first = await withImages(engine, [2, 9, 6], [a]);
+  assert.deepEqual([first.encoded, first.cached], [1, 0]);
+  // the same pixels again (as other bytes objects), twice in one prompt: no tower run
+  const again = await withImages(engine, [2, 9, 5, 9], [rgbaImage(640, 480), rgbaImage(640, 480)]);
+  assert.deepEqual([again.encoded, again.cached], [0, 2]);
+  assert.equal(calls.length, 1);
+  const n = first.soft.embeddings.length;
+  assert.deepEqual(again.soft.embeddings.subarray(0, n), first.soft.embeddings);
+  assert.deepEqual(again.soft.embeddings.subarray(n), first.soft.embeddings);
+  // a few pixels changed: another key, the tower runs (a change the resize smooths away to the
+  // same resized pixels is the same image for the tower, and keeps its key)
+  const b = rgbaImage(640, 480);
+  for (let i = 0; i < 8; i++) b.data[4 * (640 * 200 + 300 + i)] = 0;
+  assert.equal((await withImages(engine, [9], [b])).encoded, 1);
+  // the same image at another budget: another size, the tower runs
+  assert.equal((await withImages(engine, [9], [a], 140)).encoded, 1);
+  assert.equal(calls.length, 3);
+  assert.deepEqual(
+    { ...engine.images.stats, bytes: undefined },
+    { entries: 3, bytes: undefined, maxBytes: 64 << 20, hits: 2, encodes: 3 },
+  );
+  engine.images.clear();
+  assert.equal(engine.images.stats.entries, 0);
+  assert.equal((await withImages(engine, [9], [a])).encoded, 1, 'cleared: the tower runs again');
+});
+
+test('the image cache stays within its bound, least recently used out first', () => {
+  const rows = (k) => new Float32Array(250).fill(k); // 1000 bytes each
+  const cache = new ImageCache(2500);
+  let runs = 0;
+  const get = (k) => cache.rows(`key${k}`, () => (runs++, rows(k)));
+  (get(1), get(2), get(1), get(3)); // 3 pushes out 2, the least recently used
+  assert.deepEqual([...cache.entries.keys()], ['key1', 'key3']);
+  assert.equal(cache.bytes, 2000);
+  assert.equal(get(1)[0], 1);
+  assert.equal(runs, 3);
+  get(2);
+  assert.equal(runs, 4, 'an entry pushed out runs again');
+  for (let k = 10; k < 100; k++) {
+    get(k);
+    assert.ok(cache.bytes <= 2500 && cache.entries.size <= 2);
+  }
+  // rows larger than the bound are returned, not kept
+  const big = cache.rows('big', () => new Float32Array(1000));
+  assert.equal(big.length, 1000);
+  assert.ok(!cache.entries.has('big') && cache.bytes <= 2500);
+});
+
+test('contentHash: the same bytes the same hash; one bit, one byte more or a swap change it', () => {
+  const bytes = Uint8Array.from({ length: 4099 }, (_, i) => (i * 37) % 251);
+  const h = contentHash(bytes);
+  assert.match(h, /^[0-9a-f]{16}$/);
+  assert.equal(contentHash(bytes.slice()), h);
+  const seen = new Set([h]);
+  for (let i = 0; i < bytes.length; i += 97)
+    for (const bit of [1, 128]) {
+      const c = bytes.slice();
+      c[i] ^= bit;
+      seen.add(contentHash(c));
+    }
+  const swapped = bytes.slice();
+  [swapped[0], swapped[4]] = [swapped[4], swapped[0]];
+  seen.add(contentHash(swapped));
+  seen.add(contentHash(Uint8Array.from([...bytes, 0])));
+  assert.equal(seen.size, 1 + 2 * Math.ceil(bytes.length / 97) + 2);
 });
