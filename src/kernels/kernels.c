@@ -475,6 +475,38 @@ void ox_axpy(float *y, float a, const float *x, int n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+/* 4 rows x 8 columns of C: the 4 sums of a column in one vector each, B's row loaded once
+ * for the 4 rows. */
+static inline void gemm_4x8(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, int k) {
+    v8f s0 = splat8(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int p = 0; p < k; p++) {
+        v8f bv = load8(b + (size_t)p * ldb);
+        s0 += splat8(a[p]) * bv;
+        s1 += splat8(a[lda + p]) * bv;
+        s2 += splat8(a[2 * lda + p]) * bv;
+        s3 += splat8(a[3 * lda + p]) * bv;
+    }
+    store8(c, s0), store8(c + ldc, s1), store8(c + 2 * ldc, s2), store8(c + 3 * ldc, s3);
+}
+
+void ox_gemm_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, int m, int n, int k) {
+    int i = 0, n8 = n & ~7;
+    for (; i + 4 <= m; i += 4)
+        for (int j = 0; j < n8; j += 8) gemm_4x8(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k);
+    for (; i < m; i++) /* rows left over: one at a time */
+        for (int j = 0; j < n8; j += 8) {
+            v8f s = splat8(0);
+            for (int p = 0; p < k; p++) s += splat8(a[i * lda + p]) * load8(b + (size_t)p * ldb + j);
+            store8(c + i * ldc + j, s);
+        }
+    for (i = 0; i < m; i++) /* columns left over */
+        for (int j = n8; j < n; j++) {
+            float s = 0;
+            for (int p = 0; p < k; p++) s += a[i * lda + p] * b[(size_t)p * ldb + j];
+            c[i * ldc + j] = s;
+        }
+}
+
 void ox_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps) {
     double ss = 0;
     for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];

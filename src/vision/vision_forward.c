@@ -14,12 +14,12 @@
         if (rc_) return rc_;                                                                                           \
     } while (0)
 
-/* The image's rows (x, xn, q, k, v, att, o: every patch) and the feed-forward's, which runs
+/* The image's rows (x, xn, q, k, v, att, o: every patch; kt: k transposed) and the feed-forward's, which runs
  * MLP_ROWS patches at a time (g, u: MLP_ROWS x ffn), so the widest buffers do not grow with the
  * image; clamped: a linear's clamped input, room for either. */
 #define MLP_ROWS 256
 typedef struct acts {
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *clamped;
+    float *x, *xn, *q, *k, *kt, *v, *att, *o, *g, *u, *clamped;
 } acts;
 
 /* Each pixel block of the patch grid, flattened as the processor does: patch (py, px) is
@@ -52,28 +52,45 @@ static int linear(ox_vision *v, const vision_layer *L, int i, const float *x, in
     return 0;
 }
 
+/* The attention of a whole image as blocked products (ox_gemm_f32): K transposed once per
+ * layer (kt: per K/V head, hd rows of n_pad patches), then for a block of ATT_QB queries of one
+ * head the scores S = Q K^T, a softmax per row and O = S V. A work item is (head, query block);
+ * each task takes an equal run of them. */
+#define ATT_QB 16
 typedef struct attn_job {
-    const float *q, *k, *v;
-    float *out, *scores; /* scores: [tasks][n] */
-    int n, nh, nkv, hd;
+    const float *q, *kt, *v;
+    float *out, *scores; /* scores: [tasks][ATT_QB * n_pad] */
+    int n, n_pad, nh, nkv, hd;
 } attn_job;
 
-/* softmax(q . k_j) v over every patch j, per (patch, head); scale 1 (q and k are normed). */
 static void attn_task(void *ctx, int task, int n_tasks) {
     const attn_job *J = ctx;
-    int items = J->n * J->nh, group = J->nh / J->nkv;
+    int blocks = (J->n + ATT_QB - 1) / ATT_QB, items = blocks * J->nh, group = J->nh / J->nkv;
     int i0 = (int)((long long)items * task / n_tasks), i1 = (int)((long long)items * (task + 1) / n_tasks);
-    float *s = J->scores + (size_t)task * J->n;
-    size_t qs = (size_t)J->nh * J->hd, ks = (size_t)J->nkv * J->hd;
+    size_t np = (size_t)J->n_pad, qs = (size_t)J->nh * J->hd, ks = (size_t)J->nkv * J->hd;
+    float *s = J->scores + (size_t)task * ATT_QB * np;
     for (int it = i0; it < i1; it++) {
-        int t = it / J->nh, h = it % J->nh, g = h / group;
-        const float *q = J->q + t * qs + (size_t)h * J->hd;
-        for (int j = 0; j < J->n; j++) s[j] = ox_dot_f32(q, J->k + j * ks + (size_t)g * J->hd, J->hd);
-        ox_softmax(s, J->n);
-        float *o = J->out + t * qs + (size_t)h * J->hd;
-        memset(o, 0, (size_t)J->hd * sizeof(float));
-        for (int j = 0; j < J->n; j++) ox_axpy(o, s[j], J->v + j * ks + (size_t)g * J->hd, J->hd);
+        int h = it / blocks, t0 = (it % blocks) * ATT_QB, m = J->n - t0 < ATT_QB ? J->n - t0 : ATT_QB, g = h / group;
+        const float *kt = J->kt + (size_t)g * J->hd * np;
+        ox_gemm_f32(s, np, J->q + t0 * qs + (size_t)h * J->hd, qs, kt, np, m, J->n_pad, J->hd);
+        for (int i = 0; i < m; i++) ox_softmax(s + i * np, J->n);
+        ox_gemm_f32(J->out + t0 * qs + (size_t)h * J->hd, qs, s, np, J->v + (size_t)g * J->hd, ks, m, J->hd, J->n);
     }
+}
+
+/* kt[g][d][j] = k[j][g * hd + d]; the padding patches 0 (their scores are not read) */
+static void transpose_k(float *kt, const float *k, int n, int n_pad, int nkv, int hd) {
+    for (int c = 0; c < nkv * hd; c++) {
+        float *row = kt + (size_t)c * n_pad;
+        for (int j = 0; j < n; j++) row[j] = k[(size_t)j * nkv * hd + c];
+        for (int j = n; j < n_pad; j++) row[j] = 0;
+    }
+}
+
+/* Attention tasks: two per thread, so a thread that starts late is caught up by the other. */
+static int attn_tasks(int n, int nh) {
+    int threads = ox_pool_threads() > 0 ? ox_pool_threads() : 1, items = nh * ((n + ATT_QB - 1) / ATT_QB);
+    return threads == 1 ? 1 : 2 * threads < items ? 2 * threads : items;
 }
 
 /* RMSNorm of each head (with the norm's scale, or none), then the 2-D rotation: lanes
@@ -103,9 +120,10 @@ static int layer(ox_vision *v, const vision_layer *L, int n, int pw, acts *A, fl
     heads_norm_rope(A->q, n, nh, hd, L->q_norm, pw, c->rope_theta, c->eps, 1);
     heads_norm_rope(A->k, n, nkv, hd, L->k_norm, pw, c->rope_theta, c->eps, 1);
     heads_norm_rope(A->v, n, nkv, hd, NULL, pw, c->rope_theta, c->eps, 0);
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    attn_job J = {A->q, A->k, A->v, A->att, scores, n, nh, nkv, hd};
-    ox_pool_run(attn_task, &J, tasks);
+    int n_pad = (n + 7) & ~7;
+    transpose_k(A->kt, A->k, n, n_pad, nkv, hd);
+    attn_job J = {A->q, A->kt, A->v, A->att, scores, n, n_pad, nh, nkv, hd};
+    ox_pool_run(attn_task, &J, attn_tasks(n, nh));
     TRY(linear(v, L, VL_O, A->att, n, A->o, A, err));
     rms_rows(A->o, A->o, L->attn_post_norm, n, H, c->eps);
     for (size_t i = 0; i < (size_t)n * H; i++) A->x[i] += A->o[i];
@@ -182,10 +200,9 @@ static int encode(ox_vision *v, const float *rgb, int height, int width, float *
     int wide = q > K ? q : K, rows = n < MLP_ROWS ? n : MLP_ROWS;
     if (wide < H) wide = H;
     size_t clamp_room = (size_t)n * wide > (size_t)rows * I ? (size_t)n * wide : (size_t)rows * I;
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    size_t N = (size_t)n;
-    size_t need =
-        N * ((size_t)H * 3 + (size_t)q * 2 + (size_t)kv * 2) + (size_t)rows * I * 2 + clamp_room + (size_t)tasks * N;
+    size_t N = (size_t)n, N_pad = (N + 7) & ~(size_t)7;
+    size_t need = N * ((size_t)H * 3 + (size_t)q * 2 + (size_t)kv * 2) + (size_t)rows * I * 2 + clamp_room +
+                  ((size_t)kv + (size_t)attn_tasks(n, c->n_heads) * ATT_QB) * N_pad;
     float *buf = malloc(need * sizeof(float));
     if (!buf) return ox_errf(err, OX_E_NOMEM, "vision: out of memory for %zu MB of activations", need * 4 >> 20);
     acts A;
@@ -200,6 +217,7 @@ static int encode(ox_vision *v, const float *rgb, int height, int width, float *
     A.g = at, at += (size_t)rows * I;
     A.u = at, at += (size_t)rows * I;
     A.clamped = at, at += clamp_room;
+    A.kt = at, at += (size_t)kv * N_pad;
     float *scores = at;
     /* embed: the patch projection plus the column and row tables */
     patchify(rgb, width, p, ph, pw, A.clamped);
