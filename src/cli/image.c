@@ -22,9 +22,10 @@ double cli_now_s(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: oxinfer image FILE... --size HxW [--threads N] [--repeat R] [--quant bf16|q8] [--profile]\n"
-                    "  the image: a smooth test pattern of H x W pixels (multiples of patch x pooling)\n"
-                    "  --profile  time per kernel over the repeats (matmul by weight type, attention, norms...) on stderr\n");
+    fprintf(stderr,
+            "usage: oxinfer image FILE... --size HxW [--threads N] [--repeat R] [--quant bf16|q8] [--profile]\n"
+            "  the image: a smooth test pattern of H x W pixels (multiples of patch x pooling)\n"
+            "  --profile  time per kernel over the repeats (matmul by weight type, attention, norms...) on stderr\n");
     return 2;
 }
 

@@ -20,6 +20,8 @@
 #endif
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int16_t v8s __attribute__((vector_size(16)));
+typedef int8_t v8c __attribute__((vector_size(8)));
 
 static inline v8f load8(const float *p) {
     v8f v;
@@ -218,19 +220,19 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
         if (isinf(id)) id = 0; /* as ox_quantize_row */
         q[b].d = ox_f32_to_f16(dd);
         d[(size_t)b * d_stride] = ox_f16_to_f32(q[b].d);
-        int32_t sum = 0;
+        v8i sum = {0};
         for (int k = 0; k < 4; k++) {
             v8f s = v[k] * splat8(id);
             v8f half = (v8f)(((v8i)s & ~abs_mask) | (v8i)splat8(0.5f));
             v8i r = __builtin_convertvector(s + half, v8i);
             r = r & ((v8f)((v8i)s & abs_mask) >= splat8(0.5f));
-            for (int l = 0; l < 8; l++) {
-                q[b].qs[8 * k + l] = (int8_t)r[l];
-                q16[b * OX_QK + 8 * k + l] = (int16_t)r[l];
-                sum += r[l];
-            }
+            v8s r16 = __builtin_convertvector(r, v8s); /* |r| <= 127: the narrowings are exact */
+            v8c r8 = __builtin_convertvector(r, v8c);
+            memcpy(q[b].qs + 8 * k, &r8, sizeof r8);
+            memcpy(q16 + b * OX_QK + 8 * k, &r16, sizeof r16);
+            sum += r;
         }
-        s[(size_t)b * d_stride] = sum;
+        s[(size_t)b * d_stride] = ((sum[0] + sum[4]) + (sum[1] + sum[5])) + ((sum[2] + sum[6]) + (sum[3] + sum[7]));
     }
 }
 
