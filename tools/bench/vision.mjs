@@ -12,8 +12,10 @@
 // The tower and its text model are generated once into --dir (default
 // ~/.cache/oxinfer-bench/vision) by the native CLI (build/oxinfer). Needs the wasm tools
 // (`make -f Makefile.emscripten tools relaxed-test`) and the native build. Prints the best
-// embed time of each run, then a table: best, median and worst over the runs, and the load
-// average (1 min) at the start and the end.
+// embed time of each run, then a table: best, median and worst over the runs, the median CPU
+// time of the process per image (user + system, from /usr/bin/time: on a machine shared with
+// other work it moves less than the wall time; it includes the load, ~0.4 s in wasm), and the
+// load average (1 min) at the start and the end.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,10 +44,20 @@ function args() {
   return a;
 }
 
+const TIME = '/usr/bin/time';
+
 function run(cmd, argv, env) {
   const r = spawnSync(cmd, argv, { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`bench:vision: ${cmd} ${argv.join(' ')} failed:\n${r.stderr}`);
-  return r.stdout;
+  return r;
+}
+
+// the run's stdout and its process CPU seconds (NaN without /usr/bin/time)
+function timed(cmd, argv, env) {
+  if (!fs.existsSync(TIME)) return { out: run(cmd, argv, env).stdout, cpu: NaN };
+  const r = run(TIME, ['-f', 'cpu %U %S', cmd, ...argv], env);
+  const m = /cpu ([0-9.]+) ([0-9.]+)\s*$/.exec(r.stderr);
+  return { out: r.stdout, cpu: m ? Number(m[1]) + Number(m[2]) : NaN };
 }
 
 function makeTower(dir) {
@@ -62,7 +74,7 @@ function makeTower(dir) {
 // The builds to time: [label, command, argv prefix, env].
 function builds(a) {
   const node = ['--no-experimental-fetch'],
-    env = { OX_TOOL_THREADS: String(a.threads) };
+    env = { OX_TOOL_THREADS: String(Math.max(2, a.threads)) }; // (with 1 started thread the tool was seen to exit without output)
   const out = [];
   const dirs = [['', path.join(ROOT, 'build-wasm', 'tools')]];
   if (a.base) dirs.push([' (base)', path.resolve(a.base)]);
@@ -85,11 +97,12 @@ function main() {
   const a = args();
   const files = makeTower(a.dir);
   const list = builds(a);
-  const times = list.map(() => []);
+  const times = list.map(() => []),
+    cpus = list.map(() => []);
   const load0 = os.loadavg()[0];
   for (let r = 0; r < a.runs; r++)
     list.forEach(([label, cmd, pre, env], i) => {
-      const out = run(
+      const { out, cpu } = timed(
         cmd,
         [...pre, 'image', ...files, '--size', a.size, '--threads', String(a.threads), '--repeat', String(a.repeat)],
         env,
@@ -97,16 +110,19 @@ function main() {
       const m = /embed best of \d+: ([0-9.]+) s/.exec(out);
       if (!m) throw new Error(`bench:vision: no time in the output of ${label}:\n${out}`);
       times[i].push(Number(m[1]));
-      console.log(`run ${r + 1} ${label}: ${m[1]} s`);
+      cpus[i].push(cpu / a.repeat);
+      console.log(`run ${r + 1} ${label}: ${m[1]} s (CPU ${(cpu / a.repeat).toFixed(2)} s per image)`);
     });
   const load1 = os.loadavg()[0];
   console.log(
     `\n${a.size}, ${a.threads} threads, best of ${a.repeat} per run, ${a.runs} runs; load average ${load0.toFixed(1)} -> ${load1.toFixed(1)}\n`,
   );
-  console.log('| build | best | median | worst |\n| --- | --- | --- | --- |');
+  console.log('| build | best | median | worst | CPU per image (median) |\n| --- | --- | --- | --- | --- |');
   list.forEach(([label], i) => {
     const s = summary(times[i]);
-    console.log(`| ${label} | ${s.min.toFixed(2)} s | ${s.med.toFixed(2)} s | ${s.max.toFixed(2)} s |`);
+    console.log(
+      `| ${label} | ${s.min.toFixed(2)} s | ${s.med.toFixed(2)} s | ${s.max.toFixed(2)} s | ${summary(cpus[i]).med.toFixed(2)} s |`,
+    );
   });
 }
 
