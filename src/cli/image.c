@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 #include "vision/vision.h"
 
 double cli_now_s(void) {
@@ -21,14 +22,16 @@ double cli_now_s(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: oxinfer image FILE... --size HxW [--threads N] [--repeat R] [--quant bf16|q8]\n"
-                    "  the image: a smooth test pattern of H x W pixels (multiples of patch x pooling)\n");
+    fprintf(stderr,
+            "usage: oxinfer image FILE... --size HxW [--threads N] [--repeat R] [--quant bf16|q8] [--profile]\n"
+            "  the image: a smooth test pattern of H x W pixels (multiples of patch x pooling)\n"
+            "  --profile  time per kernel over the repeats (matmul by weight type, attention, norms...) on stderr\n");
     return 2;
 }
 
 int cli_image(int argc, char **argv) {
     cli_files fs = {0};
-    int h = 0, w = 0, repeat = 3, rc = 1;
+    int h = 0, w = 0, repeat = 3, rc = 1, profile = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     ox_type quant = (ox_type)0;
     for (int i = 0; i < argc; i++) {
@@ -38,6 +41,7 @@ int cli_image(int argc, char **argv) {
         else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
         else if (!strcmp(a, "--quant") && v && (!strcmp(v, "bf16") || !strcmp(v, "q8")))
             quant = !strcmp(v, "bf16") ? OX_BF16 : OX_Q8_0, i++;
+        else if (!strcmp(a, "--profile")) profile = 1;
         else if (a[0] == '-') return usage();
         else if (cli_files_add("image", &fs, a)) goto done;
     }
@@ -68,13 +72,15 @@ int cli_image(int argc, char **argv) {
         for (int x = 0; x < w; x++)
             for (int ch = 0; ch < 3; ch++)
                 rgb[((size_t)y * w + x) * 3 + ch] = (float)(0.5 + 0.4 * sin(0.05 * x * (ch + 1)) * cos(0.03 * y));
-    double best = 1e30;
+    double best = 1e30, total = 0;
     int n = -1;
+    ox_prof_enable(profile);
     for (int r = 0; rgb && out && r < repeat; r++) {
         double t = cli_now_s();
         n = ox_vision_embed(v, rgb, h, w, out, max, &err);
         t = cli_now_s() - t;
         if (n < 0) break;
+        total += t;
         if (t < best) best = t;
     }
     if (n < 0 || !rgb || !out) {
@@ -87,8 +93,14 @@ int cli_image(int argc, char **argv) {
                ox_vision_bytes(v) / 1048576.0);
         printf("load %.2f s; embed best of %d: %.3f s on %ld threads; rows sum %.6g, row 0 [%.6g %.6g %.6g ...]\n",
                t_load, repeat, best, threads, sum, out[0], out[1], out[2]);
+        if (profile) { /* the per-token figures are per patch */
+            ox_prof pr;
+            ox_prof_get(&pr);
+            ox_prof_print(stderr, "image (all repeats)", &pr, total, repeat * (h / c->patch) * (w / c->patch));
+        }
         rc = 0;
     }
+    ox_prof_enable(0);
     free(rgb), free(out);
     ox_vision_free(v);
     ox_files_free(mf);

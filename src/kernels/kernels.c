@@ -20,6 +20,8 @@
 #endif
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int16_t v8s __attribute__((vector_size(16)));
+typedef int8_t v8c __attribute__((vector_size(8)));
 
 static inline v8f load8(const float *p) {
     v8f v;
@@ -218,19 +220,19 @@ void ox_quantize_q8_0_act(const float *x, int n, ox_block_q8_0 *q, int16_t *q16,
         if (isinf(id)) id = 0; /* as ox_quantize_row */
         q[b].d = ox_f32_to_f16(dd);
         d[(size_t)b * d_stride] = ox_f16_to_f32(q[b].d);
-        int32_t sum = 0;
+        v8i sum = {0};
         for (int k = 0; k < 4; k++) {
             v8f s = v[k] * splat8(id);
             v8f half = (v8f)(((v8i)s & ~abs_mask) | (v8i)splat8(0.5f));
             v8i r = __builtin_convertvector(s + half, v8i);
             r = r & ((v8f)((v8i)s & abs_mask) >= splat8(0.5f));
-            for (int l = 0; l < 8; l++) {
-                q[b].qs[8 * k + l] = (int8_t)r[l];
-                q16[b * OX_QK + 8 * k + l] = (int16_t)r[l];
-                sum += r[l];
-            }
+            v8s r16 = __builtin_convertvector(r, v8s); /* |r| <= 127: the narrowings are exact */
+            v8c r8 = __builtin_convertvector(r, v8c);
+            memcpy(q[b].qs + 8 * k, &r8, sizeof r8);
+            memcpy(q16 + b * OX_QK + 8 * k, &r16, sizeof r16);
+            sum += r;
         }
-        s[(size_t)b * d_stride] = sum;
+        s[(size_t)b * d_stride] = ((sum[0] + sum[4]) + (sum[1] + sum[5])) + ((sum[2] + sum[6]) + (sum[3] + sum[7]));
     }
 }
 
@@ -473,6 +475,38 @@ void ox_axpy(float *y, float a, const float *x, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) store8(y + i, load8(y + i) + splat8(a) * load8(x + i));
     for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* 4 rows x 8 columns of C: the 4 sums of a column in one vector each, B's row loaded once
+ * for the 4 rows. */
+static inline void gemm_4x8(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, int k) {
+    v8f s0 = splat8(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int p = 0; p < k; p++) {
+        v8f bv = load8(b + (size_t)p * ldb);
+        s0 += splat8(a[p]) * bv;
+        s1 += splat8(a[lda + p]) * bv;
+        s2 += splat8(a[2 * lda + p]) * bv;
+        s3 += splat8(a[3 * lda + p]) * bv;
+    }
+    store8(c, s0), store8(c + ldc, s1), store8(c + 2 * ldc, s2), store8(c + 3 * ldc, s3);
+}
+
+void ox_gemm_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, int m, int n, int k) {
+    int i = 0, n8 = n & ~7;
+    for (; i + 4 <= m; i += 4)
+        for (int j = 0; j < n8; j += 8) gemm_4x8(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k);
+    for (; i < m; i++) /* rows left over: one at a time */
+        for (int j = 0; j < n8; j += 8) {
+            v8f s = splat8(0);
+            for (int p = 0; p < k; p++) s += splat8(a[i * lda + p]) * load8(b + (size_t)p * ldb + j);
+            store8(c + i * ldc + j, s);
+        }
+    for (i = 0; i < m; i++) /* columns left over */
+        for (int j = n8; j < n; j++) {
+            float s = 0;
+            for (int p = 0; p < k; p++) s += a[i * lda + p] * b[(size_t)p * ldb + j];
+            c[i * ldc + j] = s;
+        }
 }
 
 void ox_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps) {

@@ -68,5 +68,10 @@ void ox_geglu(float *y, const float *g, const float *u, int n);
 void ox_geglu_ref(float *y, const float *g, const float *u, int n);
 float ox_dot_f32(const float *a, const float *b, int n);
 void ox_axpy(float *y, float a, const float *x, int n); /* y += a*x */
+/* C = A B in f32: A m x k (row i at a + i * lda), B k x n (row p at b + p * ldb, its n values
+ * contiguous), C m x n (row i at c + i * ldc), overwritten. Register tiles of 4 rows x 8
+ * columns, each sum over p in order from 0 (a whole image's attention: q k^T with k
+ * transposed, then p v). m, n, k >= 0; C must not overlap A or B. */
+void ox_gemm_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, int m, int n, int k);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/pool.h"
+#include "kernels/prof.h"
 #include "vision/unified_embed.h"
 #include "vision/vision_impl.h"
 
@@ -14,12 +15,12 @@
         if (rc_) return rc_;                                                                                           \
     } while (0)
 
-/* The image's rows (x, xn, q, k, v, att, o: every patch) and the feed-forward's, which runs
+/* The image's rows (x, xn, q, k, v, att, o: every patch; kt: k transposed) and the feed-forward's, which runs
  * MLP_ROWS patches at a time (g, u: MLP_ROWS x ffn), so the widest buffers do not grow with the
  * image; clamped: a linear's clamped input, room for either. */
 #define MLP_ROWS 256
 typedef struct acts {
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *clamped;
+    float *x, *xn, *q, *k, *kt, *v, *att, *o, *g, *u, *clamped;
 } acts;
 
 /* Each pixel block of the patch grid, flattened as the processor does: patch (py, px) is
@@ -52,75 +53,149 @@ static int linear(ox_vision *v, const vision_layer *L, int i, const float *x, in
     return 0;
 }
 
+/* Linears of one input (Q, K, V; gate, up): one activation quantization and one fork/join for
+ * all of them, unless each clamps its input with bounds of its own. */
+static int linears(ox_vision *v, const vision_layer *L, const int *idx, int count, const float *x, int n,
+                   float *const *ys, acts *A, ox_err *err) {
+    if (v->c.clipped) {
+        for (int i = 0; i < count; i++) TRY(linear(v, L, idx[i], x, n, ys[i], A, err));
+        return 0;
+    }
+    const ox_matrix *Ws[3];
+    for (int i = 0; i < count; i++) Ws[i] = &L->w[idx[i]];
+    return ox_matmul_multi(&v->ws, Ws, count, x, n, ys, err);
+}
+
+/* The attention of a whole image as blocked products (ox_gemm_f32): K transposed once per
+ * layer (kt: per K/V head, hd rows of n_pad patches), then for a block of ATT_QB queries of one
+ * head the scores S = Q K^T, a softmax per row and O = S V. A work item is (head, query block);
+ * each task takes an equal run of them. */
+#define ATT_QB 16
 typedef struct attn_job {
-    const float *q, *k, *v;
-    float *out, *scores; /* scores: [tasks][n] */
-    int n, nh, nkv, hd;
+    const float *q, *kt, *v;
+    float *out, *scores; /* scores: [tasks][ATT_QB * n_pad] */
+    int n, n_pad, nh, nkv, hd;
 } attn_job;
 
-/* softmax(q . k_j) v over every patch j, per (patch, head); scale 1 (q and k are normed). */
 static void attn_task(void *ctx, int task, int n_tasks) {
     const attn_job *J = ctx;
-    int items = J->n * J->nh, group = J->nh / J->nkv;
+    int blocks = (J->n + ATT_QB - 1) / ATT_QB, items = blocks * J->nh, group = J->nh / J->nkv;
     int i0 = (int)((long long)items * task / n_tasks), i1 = (int)((long long)items * (task + 1) / n_tasks);
-    float *s = J->scores + (size_t)task * J->n;
-    size_t qs = (size_t)J->nh * J->hd, ks = (size_t)J->nkv * J->hd;
+    size_t np = (size_t)J->n_pad, qs = (size_t)J->nh * J->hd, ks = (size_t)J->nkv * J->hd;
+    float *s = J->scores + (size_t)task * ATT_QB * np;
     for (int it = i0; it < i1; it++) {
-        int t = it / J->nh, h = it % J->nh, g = h / group;
-        const float *q = J->q + t * qs + (size_t)h * J->hd;
-        for (int j = 0; j < J->n; j++) s[j] = ox_dot_f32(q, J->k + j * ks + (size_t)g * J->hd, J->hd);
-        ox_softmax(s, J->n);
-        float *o = J->out + t * qs + (size_t)h * J->hd;
-        memset(o, 0, (size_t)J->hd * sizeof(float));
-        for (int j = 0; j < J->n; j++) ox_axpy(o, s[j], J->v + j * ks + (size_t)g * J->hd, J->hd);
+        int h = it / blocks, t0 = (it % blocks) * ATT_QB, m = J->n - t0 < ATT_QB ? J->n - t0 : ATT_QB, g = h / group;
+        const float *kt = J->kt + (size_t)g * J->hd * np;
+        ox_gemm_f32(s, np, J->q + t0 * qs + (size_t)h * J->hd, qs, kt, np, m, J->n_pad, J->hd);
+        for (int i = 0; i < m; i++) ox_softmax(s + i * np, J->n);
+        ox_gemm_f32(J->out + t0 * qs + (size_t)h * J->hd, qs, s, np, J->v + (size_t)g * J->hd, ks, m, J->hd, J->n);
     }
+}
+
+/* Attention tasks: two per thread, so a thread that starts late is caught up by the other. */
+static int attn_tasks(int n, int nh) {
+    int threads = ox_pool_threads() > 0 ? ox_pool_threads() : 1, items = nh * ((n + ATT_QB - 1) / ATT_QB);
+    return threads == 1 ? 1 : 2 * threads < items ? 2 * threads : items;
+}
+
+/* The per-patch steps between the matmuls, each one fork/join over the patches (a patch's
+ * rows depend on that patch alone, so the split does not change them). */
+typedef struct rows_job rows_job;
+struct rows_job {
+    void (*step)(const rows_job *J, int t0, int t1);
+    const ox_vision_config *c;
+    const vision_layer *L;
+    const acts *A;
+    int n, pw, n_pad;
+    const float *post, *norm; /* residual: the branch's post norm; then x's norm into xn */
+};
+
+static void rows_task(void *ctx, int task, int n_tasks) {
+    const rows_job *J = ctx;
+    J->step(J, (int)((long long)J->n * task / n_tasks), (int)((long long)J->n * (task + 1) / n_tasks));
+}
+
+/* Below this many patches one thread does a step alone (a fork/join costs more). */
+#define ROWS_FORK_MIN 16
+
+static void run_rows(rows_job *J, int prof_slot) {
+    int threads = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
+    double pt = ox_prof_begin(); /* booked under the step's kernel, not as attention */
+    if (threads > 1 && J->n >= ROWS_FORK_MIN) {
+        ox_prof_fork_slot(prof_slot);
+        ox_pool_run(rows_task, J, threads);
+    } else J->step(J, 0, J->n);
+    ox_prof_end(pt, prof_slot, 0);
 }
 
 /* RMSNorm of each head (with the norm's scale, or none), then the 2-D rotation: lanes
  * [0, hd/2) turn with the patch's column, [hd/2, hd) with its row, each half rotated in
  * NEOX halves with frequencies theta^(-4i/hd). */
-static void heads_norm_rope(float *x, int n, int heads, int hd, const float *w, int pw, float theta, float eps, int rope) {
-    for (int t = 0; t < n; t++) {
-        float *row = x + (size_t)t * heads * hd;
-        for (int h = 0; h < heads; h++) ox_rmsnorm(row + (size_t)h * hd, row + (size_t)h * hd, w, hd, eps);
-        if (!rope) continue;
-        ox_rope_heads(row, heads, (size_t)hd, hd / 2, t % pw, hd / 4, theta, 1.0f);
-        ox_rope_heads(row + hd / 2, heads, (size_t)hd, hd / 2, t / pw, hd / 4, theta, 1.0f);
+static void head_norm_rope(const ox_vision_config *c, float *row, int heads, const float *w, int t, int pw, int rope) {
+    int hd = c->head_dim;
+    for (int h = 0; h < heads; h++) ox_rmsnorm(row + (size_t)h * hd, row + (size_t)h * hd, w, hd, c->eps);
+    if (!rope) return;
+    ox_rope_heads(row, heads, (size_t)hd, hd / 2, t % pw, hd / 4, c->rope_theta, 1.0f);
+    ox_rope_heads(row + hd / 2, heads, (size_t)hd, hd / 2, t / pw, hd / 4, c->rope_theta, 1.0f);
+}
+
+/* q, k, v of each patch normed per head (q and k rotated), and k's column of kt
+ * (kt[g][d][t] = k[t][g * hd + d]; the padding columns stay 0: their scores are not read) */
+static void step_heads(const rows_job *J, int t0, int t1) {
+    const ox_vision_config *c = J->c;
+    size_t q = (size_t)c->n_heads * c->head_dim, kv = (size_t)c->n_kv_heads * c->head_dim;
+    for (int t = t0; t < t1; t++) {
+        float *k = J->A->k + t * kv;
+        head_norm_rope(c, J->A->q + t * q, c->n_heads, J->L->q_norm, t, J->pw, 1);
+        head_norm_rope(c, k, c->n_kv_heads, J->L->k_norm, t, J->pw, 1);
+        head_norm_rope(c, J->A->v + t * kv, c->n_kv_heads, NULL, t, J->pw, 0);
+        for (size_t i = 0; i < kv; i++) J->A->kt[i * J->n_pad + t] = k[i];
     }
 }
 
-static void rms_rows(float *y, const float *x, const float *w, int n, int H, float eps) {
-    for (int t = 0; t < n; t++) ox_rmsnorm(y + (size_t)t * H, x + (size_t)t * H, w, H, eps);
+/* x += RMSNorm(o) * post (when post), then xn = RMSNorm(x) * norm (when norm) */
+static void step_residual(const rows_job *J, int t0, int t1) {
+    int H = J->c->hidden;
+    for (int t = t0; t < t1; t++) {
+        float *x = J->A->x + (size_t)t * H, *o = J->A->o + (size_t)t * H;
+        if (J->post) {
+            ox_rmsnorm(o, o, J->post, H, J->c->eps);
+            ox_axpy(x, 1.0f, o, H);
+        }
+        if (J->norm) ox_rmsnorm(J->A->xn + (size_t)t * H, x, J->norm, H, J->c->eps);
+    }
+}
+
+/* g = gelu_tanh(g) * u over the chunk's rows */
+static void step_geglu(const rows_job *J, int t0, int t1) {
+    size_t I = (size_t)J->c->ffn;
+    for (int t = t0; t < t1; t++) ox_geglu(J->A->g + t * I, J->A->g + t * I, J->A->u + t * I, (int)I);
 }
 
 static int layer(ox_vision *v, const vision_layer *L, int n, int pw, acts *A, float *scores, ox_err *err) {
     const ox_vision_config *c = &v->c;
-    int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
-    rms_rows(A->xn, A->x, L->ln1, n, H, c->eps);
-    TRY(linear(v, L, VL_Q, A->xn, n, A->q, A, err));
-    TRY(linear(v, L, VL_K, A->xn, n, A->k, A, err));
-    TRY(linear(v, L, VL_V, A->xn, n, A->v, A, err));
-    heads_norm_rope(A->q, n, nh, hd, L->q_norm, pw, c->rope_theta, c->eps, 1);
-    heads_norm_rope(A->k, n, nkv, hd, L->k_norm, pw, c->rope_theta, c->eps, 1);
-    heads_norm_rope(A->v, n, nkv, hd, NULL, pw, c->rope_theta, c->eps, 0);
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    attn_job J = {A->q, A->k, A->v, A->att, scores, n, nh, nkv, hd};
-    ox_pool_run(attn_task, &J, tasks);
+    int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, n_pad = (n + 7) & ~7;
+    static const int qkv[3] = {VL_Q, VL_K, VL_V}, gate_up[2] = {VL_GATE, VL_UP};
+    rows_job R = {step_residual, c, L, A, n, pw, n_pad, NULL, L->ln1};
+    run_rows(&R, OX_PROF_NORM);
+    TRY(linears(v, L, qkv, 3, A->xn, n, (float *const[]){A->q, A->k, A->v}, A, err));
+    R.step = step_heads;
+    run_rows(&R, OX_PROF_NORM);
+    attn_job J = {A->q, A->kt, A->v, A->att, scores, n, n_pad, nh, nkv, hd};
+    ox_pool_run(attn_task, &J, attn_tasks(n, nh));
     TRY(linear(v, L, VL_O, A->att, n, A->o, A, err));
-    rms_rows(A->o, A->o, L->attn_post_norm, n, H, c->eps);
-    for (size_t i = 0; i < (size_t)n * H; i++) A->x[i] += A->o[i];
-    rms_rows(A->xn, A->x, L->ln2, n, H, c->eps);
+    R.step = step_residual, R.post = L->attn_post_norm, R.norm = L->ln2;
+    run_rows(&R, OX_PROF_NORM);
     for (int t0 = 0; t0 < n; t0 += MLP_ROWS) {
         int m = n - t0 < MLP_ROWS ? n - t0 : MLP_ROWS;
         const float *in = A->xn + (size_t)t0 * H;
-        TRY(linear(v, L, VL_GATE, in, m, A->g, A, err));
-        TRY(linear(v, L, VL_UP, in, m, A->u, A, err));
-        for (int t = 0; t < m; t++)
-            ox_geglu(A->g + (size_t)t * c->ffn, A->g + (size_t)t * c->ffn, A->u + (size_t)t * c->ffn, c->ffn);
+        TRY(linears(v, L, gate_up, 2, in, m, (float *const[]){A->g, A->u}, A, err));
+        rows_job G = {.step = step_geglu, .c = c, .L = L, .A = A, .n = m};
+        run_rows(&G, OX_PROF_GEGLU);
         TRY(linear(v, L, VL_DOWN, A->g, m, A->o + (size_t)t0 * H, A, err));
     }
-    rms_rows(A->o, A->o, L->ffn_post_norm, n, H, c->eps);
-    for (size_t i = 0; i < (size_t)n * H; i++) A->x[i] += A->o[i];
+    R.step = step_residual, R.post = L->ffn_post_norm, R.norm = NULL;
+    run_rows(&R, OX_PROF_NORM);
     return 0;
 }
 
@@ -182,10 +257,9 @@ static int encode(ox_vision *v, const float *rgb, int height, int width, float *
     int wide = q > K ? q : K, rows = n < MLP_ROWS ? n : MLP_ROWS;
     if (wide < H) wide = H;
     size_t clamp_room = (size_t)n * wide > (size_t)rows * I ? (size_t)n * wide : (size_t)rows * I;
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    size_t N = (size_t)n;
-    size_t need =
-        N * ((size_t)H * 3 + (size_t)q * 2 + (size_t)kv * 2) + (size_t)rows * I * 2 + clamp_room + (size_t)tasks * N;
+    size_t N = (size_t)n, N_pad = (N + 7) & ~(size_t)7;
+    size_t need = N * ((size_t)H * 3 + (size_t)q * 2 + (size_t)kv * 2) + (size_t)rows * I * 2 + clamp_room +
+                  ((size_t)kv + (size_t)attn_tasks(n, c->n_heads) * ATT_QB) * N_pad;
     float *buf = malloc(need * sizeof(float));
     if (!buf) return ox_errf(err, OX_E_NOMEM, "vision: out of memory for %zu MB of activations", need * 4 >> 20);
     acts A;
@@ -200,6 +274,8 @@ static int encode(ox_vision *v, const float *rgb, int height, int width, float *
     A.g = at, at += (size_t)rows * I;
     A.u = at, at += (size_t)rows * I;
     A.clamped = at, at += clamp_room;
+    A.kt = at, at += (size_t)kv * N_pad;
+    memset(A.kt, 0, (size_t)kv * N_pad * sizeof(float)); /* the padding columns stay 0 */
     float *scores = at;
     /* embed: the patch projection plus the column and row tables */
     patchify(rgb, width, p, ph, pw, A.clamped);
@@ -236,7 +312,7 @@ int ox_vision_embed(ox_vision *v, const float *rgb, int height, int width, float
     if (!pooled) return ox_errf(err, OX_E_NOMEM, "vision: out of memory");
     int rc = encode(v, rgb, height, width, pooled, err);
     /* the embedder: RMSNorm without a scale, then the projection to the text width */
-    if (!rc) rms_rows(pooled, pooled, NULL, n, H, v->c.eps);
+    for (int t = 0; !rc && t < n; t++) ox_rmsnorm(pooled + (size_t)t * H, pooled + (size_t)t * H, NULL, H, v->c.eps);
     if (!rc) rc = ox_matmul(&v->ws, &v->proj, pooled, n, out, err);
     free(pooled);
     return rc ? rc : n;

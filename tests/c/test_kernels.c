@@ -383,6 +383,31 @@ static void test_dot_axpy(void) {
     CHECK(bad == 0);
 }
 
+/* ox_gemm_f32 against double sums, over the 4 x 8 tiles and every kind of remainder (rows, columns,
+ * both), with strides wider than the rows; C's cells outside the product stay untouched. */
+static void test_gemm_f32(void) {
+    enum { LD = 40 };
+    static float a[13 * LD], b[37 * LD], c[13 * LD];
+    const int shapes[][3] = {{4, 8, 16}, {1, 1, 1}, {3, 7, 5}, {9, 19, 37}, {13, 32, 33}, {5, 24, 0}, {0, 8, 4}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        for (int i = 0; i < 13 * LD; i++) a[i] = frand(), c[i] = 7.0f;
+        for (int i = 0; i < 37 * LD; i++) b[i] = frand();
+        ox_gemm_f32(c, LD, a, LD - 1, b, LD - 2, m, n, k);
+        for (int i = 0; i < 13; i++)
+            for (int j = 0; j < LD; j++) {
+                double want = 7.0;
+                if (i < m && j < n) {
+                    want = 0;
+                    for (int p = 0; p < k; p++) want += (double)a[i * (LD - 1) + p] * b[p * (LD - 2) + j];
+                }
+                bad += fabs(c[i * LD + j] - want) > 1e-5 * (1 + k);
+            }
+    }
+    CHECK_MSG(bad == 0, "%d cells off", bad);
+}
+
 int main(void) {
 #ifdef __wasm_simd128__
     printf("wasm SIMD128 build\n");
@@ -398,5 +423,6 @@ int main(void) {
     RUN(test_softmax);
     RUN(test_geglu);
     RUN(test_dot_axpy);
+    RUN(test_gemm_f32);
     return check_summary("test_kernels");
 }
