@@ -74,7 +74,7 @@ function makeTower(dir) {
 // The builds to time: [label, command, argv prefix, env].
 function builds(a) {
   const node = ['--no-experimental-fetch'],
-    env = { OX_TOOL_THREADS: String(Math.max(2, a.threads)) }; // (with 1 started thread the tool was seen to exit without output)
+    env = { OX_TOOL_THREADS: String(a.threads) };
   const out = [];
   const dirs = [['', path.join(ROOT, 'build-wasm', 'tools')]];
   if (a.base) dirs.push([' (base)', path.resolve(a.base)]);
