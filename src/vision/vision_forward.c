@@ -14,13 +14,41 @@
         if (rc_) return rc_;                                                                                           \
     } while (0)
 
-/* The image's rows (x, xn, q, k, v, att, o: every patch) and the feed-forward's, which runs
- * MLP_ROWS patches at a time (g, u: MLP_ROWS x ffn), so the widest buffers do not grow with the
- * image; clamped: a linear's clamped input, room for either. */
+/* The image's activations, one region each (gpu/record.h: the GPU keeps a buffer per region):
+ * the rows of every patch (x, xn, o, q, att, k, v); the feed-forward's, which runs MLP_ROWS
+ * patches at a time (g, u: MLP_ROWS x ffn), so the widest buffers do not grow with the image;
+ * a linear's clamped input (first the patches); the CPU attention's scores per task; the pooled
+ * rows and the embedder's. gpu: the recorder, or NULL on the CPU. */
 #define MLP_ROWS 256
 typedef struct acts {
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *clamped;
+    float *x, *xn, *o, *q, *att, *k, *v, *g, *u, *clamped, *scores, *pooled, *emb;
+    ox_gpu *gpu;
 } acts;
+#define N_ACTS 13
+
+/* The regions' floats for an image of n patches pooled to n_out rows. */
+static void act_sizes(const ox_vision_config *c, int n, int n_out, size_t sz[N_ACTS]) {
+    size_t N = (size_t)n, H = (size_t)c->hidden, q = (size_t)c->n_heads * c->head_dim;
+    size_t kv = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->ffn, K = 3 * (size_t)c->patch * c->patch;
+    size_t rows = n < MLP_ROWS ? N : MLP_ROWS, wide = q > K ? q : K;
+    if (wide < H) wide = H;
+    size_t clamp_room = N * wide > rows * I ? N * wide : rows * I;
+    size_t tasks = ox_pool_threads() > 0 ? (size_t)ox_pool_threads() : 1;
+    size_t s[N_ACTS] = {N * H,
+                        N * H,
+                        N * H,
+                        N * q,
+                        N * q,
+                        N * kv,
+                        N * kv,
+                        rows * I,
+                        rows * I,
+                        clamp_room,
+                        tasks * N,
+                        (size_t)n_out * H,
+                        (size_t)n_out * c->text_hidden};
+    memcpy(sz, s, sizeof s);
+}
 
 /* Each pixel block of the patch grid, flattened as the processor does: patch (py, px) is
  * row py * pw + px; inside it the pixels row by row, each R, G, B; mapped to 2 * value - 1. */
@@ -36,20 +64,41 @@ static void patchify(const float *rgb, int width, int p, int ph, int pw, float *
         }
 }
 
-static void clamp_copy(float *dst, const float *src, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) dst[i] = src[i] < lo ? lo : src[i] > hi ? hi : src[i];
+/* ---- the backend seam: run now on the CPU, or record for the GPU (gpu/record.h) ---- */
+
+/* y = clamp(x, lo, hi) over count floats (y may be x) */
+static void op_clamp(acts *A, float *y, const float *x, size_t count, float lo, float hi) {
+    if (A->gpu) {
+        if (y != x) ox_gpu_copy(A->gpu, y, x, count);
+        return ox_gpu_clamp(A->gpu, y, count, lo, hi);
+    }
+    for (size_t i = 0; i < count; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
 }
 
-/* y = W x over n rows, with the layer's clamps when the checkpoint clips its linears. */
-static int linear(ox_vision *v, const vision_layer *L, int i, const float *x, int n, float *y, acts *A, ox_err *err) {
-    const ox_matrix *W = &L->w[i];
-    if (v->c.clipped) {
-        clamp_copy(A->clamped, x, (size_t)n * W->cols, L->clamp[i][0], L->clamp[i][1]);
-        x = A->clamped;
+static int op_matmul(ox_vision *v, acts *A, const ox_matrix *W, const float *x, int n, float *y, ox_err *err) {
+    return A->gpu ? ox_gpu_linear(A->gpu, &v->ws, W, x, n, y, err) : ox_matmul(&v->ws, W, x, n, y, err);
+}
+
+/* y = rmsnorm(x) (* w) over rows of width */
+static void op_rms(acts *A, float *y, const float *x, const float *w, int rows, int width, float eps) {
+    if (A->gpu) return ox_gpu_rms(A->gpu, y, x, w, rows, width, eps);
+    for (int t = 0; t < rows; t++) ox_rmsnorm(y + (size_t)t * width, x + (size_t)t * width, w, width, eps);
+}
+
+static void op_add(acts *A, float *y, const float *x, size_t count) {
+    if (A->gpu) return ox_gpu_add(A->gpu, y, x, count);
+    for (size_t i = 0; i < count; i++) y[i] += x[i];
+}
+
+/* The 2-D rotation of each head: lanes [0, hd/2) turn with the patch's column, [hd/2, hd)
+ * with its row, each half rotated in NEOX halves with frequencies theta^(-4i/hd). */
+static void op_rope2d(acts *A, float *x, int n, int heads, int hd, int pw, float theta) {
+    if (A->gpu) return ox_gpu_rope2d(A->gpu, x, n, heads, hd, pw, theta);
+    for (int t = 0; t < n; t++) {
+        float *row = x + (size_t)t * heads * hd;
+        ox_rope_heads(row, heads, (size_t)hd, hd / 2, t % pw, hd / 4, theta, 1.0f);
+        ox_rope_heads(row + hd / 2, heads, (size_t)hd, hd / 2, t / pw, hd / 4, theta, 1.0f);
     }
-    TRY(ox_matmul(&v->ws, W, x, n, y, err));
-    if (v->c.clipped) clamp_copy(y, y, (size_t)n * W->rows, L->clamp[i][2], L->clamp[i][3]);
-    return 0;
 }
 
 typedef struct attn_job {
@@ -76,69 +125,73 @@ static void attn_task(void *ctx, int task, int n_tasks) {
     }
 }
 
-/* RMSNorm of each head (with the norm's scale, or none), then the 2-D rotation: lanes
- * [0, hd/2) turn with the patch's column, [hd/2, hd) with its row, each half rotated in
- * NEOX halves with frequencies theta^(-4i/hd). */
-static void heads_norm_rope(float *x, int n, int heads, int hd, const float *w, int pw, float theta, float eps, int rope) {
-    for (int t = 0; t < n; t++) {
-        float *row = x + (size_t)t * heads * hd;
-        for (int h = 0; h < heads; h++) ox_rmsnorm(row + (size_t)h * hd, row + (size_t)h * hd, w, hd, eps);
-        if (!rope) continue;
-        ox_rope_heads(row, heads, (size_t)hd, hd / 2, t % pw, hd / 4, theta, 1.0f);
-        ox_rope_heads(row + hd / 2, heads, (size_t)hd, hd / 2, t / pw, hd / 4, theta, 1.0f);
+static void op_attend(acts *A, int n, int nh, int nkv, int hd) {
+    if (A->gpu) return ox_gpu_self_attend(A->gpu, A->q, A->k, A->v, A->att, n, nh, nkv, hd);
+    attn_job J = {A->q, A->k, A->v, A->att, A->scores, n, nh, nkv, hd};
+    ox_pool_run(attn_task, &J, ox_pool_threads() > 0 ? ox_pool_threads() : 1);
+}
+
+/* k x k average over the patch grid (pooled token (py/k) * (pw/k) + px/k), times sqrt(H),
+ * then the standardization. */
+static void op_pool(const ox_vision *v, acts *A, int ph, int pw) {
+    int H = v->c.hidden, k = v->c.pool, ow = pw / k, n_out = (ph / k) * ow;
+    float w = sqrtf((float)H) / (float)(k * k);
+    if (A->gpu) return ox_gpu_pool(A->gpu, A->pooled, A->x, ph, pw, k, H, w, v->std_bias, v->std_scale);
+    memset(A->pooled, 0, (size_t)n_out * H * sizeof(float));
+    for (int py = 0; py < ph; py++)
+        for (int px = 0; px < pw; px++)
+            ox_axpy(A->pooled + ((size_t)(py / k) * ow + px / k) * H, w, A->x + ((size_t)py * pw + px) * H, H);
+    if (!v->c.standardize) return;
+    for (int t = 0; t < n_out; t++)
+        for (int i = 0; i < H; i++) {
+            float *o = A->pooled + (size_t)t * H + i;
+            *o = (*o - v->std_bias[i]) * v->std_scale[i];
+        }
+}
+
+/* y = W x over n rows, with the layer's clamps when the checkpoint clips its linears. */
+static int linear(ox_vision *v, const vision_layer *L, int i, const float *x, int n, float *y, acts *A, ox_err *err) {
+    const ox_matrix *W = &L->w[i];
+    if (v->c.clipped) {
+        op_clamp(A, A->clamped, x, (size_t)n * W->cols, L->clamp[i][0], L->clamp[i][1]);
+        x = A->clamped;
     }
+    TRY(op_matmul(v, A, W, x, n, y, err));
+    if (v->c.clipped) op_clamp(A, y, y, (size_t)n * W->rows, L->clamp[i][2], L->clamp[i][3]);
+    return 0;
 }
 
-static void rms_rows(float *y, const float *x, const float *w, int n, int H, float eps) {
-    for (int t = 0; t < n; t++) ox_rmsnorm(y + (size_t)t * H, x + (size_t)t * H, w, H, eps);
-}
-
-static int layer(ox_vision *v, const vision_layer *L, int n, int pw, acts *A, float *scores, ox_err *err) {
+static int layer(ox_vision *v, const vision_layer *L, int n, int pw, acts *A, ox_err *err) {
     const ox_vision_config *c = &v->c;
     int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
-    rms_rows(A->xn, A->x, L->ln1, n, H, c->eps);
+    op_rms(A, A->xn, A->x, L->ln1, n, H, c->eps);
     TRY(linear(v, L, VL_Q, A->xn, n, A->q, A, err));
     TRY(linear(v, L, VL_K, A->xn, n, A->k, A, err));
     TRY(linear(v, L, VL_V, A->xn, n, A->v, A, err));
-    heads_norm_rope(A->q, n, nh, hd, L->q_norm, pw, c->rope_theta, c->eps, 1);
-    heads_norm_rope(A->k, n, nkv, hd, L->k_norm, pw, c->rope_theta, c->eps, 1);
-    heads_norm_rope(A->v, n, nkv, hd, NULL, pw, c->rope_theta, c->eps, 0);
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    attn_job J = {A->q, A->k, A->v, A->att, scores, n, nh, nkv, hd};
-    ox_pool_run(attn_task, &J, tasks);
+    /* RMSNorm of each head (with the norm's scale; V without), then the rotation */
+    op_rms(A, A->q, A->q, L->q_norm, n * nh, hd, c->eps);
+    op_rms(A, A->k, A->k, L->k_norm, n * nkv, hd, c->eps);
+    op_rms(A, A->v, A->v, NULL, n * nkv, hd, c->eps);
+    op_rope2d(A, A->q, n, nh, hd, pw, c->rope_theta);
+    op_rope2d(A, A->k, n, nkv, hd, pw, c->rope_theta);
+    op_attend(A, n, nh, nkv, hd);
     TRY(linear(v, L, VL_O, A->att, n, A->o, A, err));
-    rms_rows(A->o, A->o, L->attn_post_norm, n, H, c->eps);
-    for (size_t i = 0; i < (size_t)n * H; i++) A->x[i] += A->o[i];
-    rms_rows(A->xn, A->x, L->ln2, n, H, c->eps);
+    op_rms(A, A->o, A->o, L->attn_post_norm, n, H, c->eps);
+    op_add(A, A->x, A->o, (size_t)n * H);
+    op_rms(A, A->xn, A->x, L->ln2, n, H, c->eps);
     for (int t0 = 0; t0 < n; t0 += MLP_ROWS) {
         int m = n - t0 < MLP_ROWS ? n - t0 : MLP_ROWS;
         const float *in = A->xn + (size_t)t0 * H;
         TRY(linear(v, L, VL_GATE, in, m, A->g, A, err));
         TRY(linear(v, L, VL_UP, in, m, A->u, A, err));
-        for (int t = 0; t < m; t++)
+        if (A->gpu) ox_gpu_geglu(A->gpu, A->g, A->g, A->u, m, c->ffn, c->ffn, c->ffn);
+        for (int t = 0; !A->gpu && t < m; t++)
             ox_geglu(A->g + (size_t)t * c->ffn, A->g + (size_t)t * c->ffn, A->u + (size_t)t * c->ffn, c->ffn);
         TRY(linear(v, L, VL_DOWN, A->g, m, A->o + (size_t)t0 * H, A, err));
     }
-    rms_rows(A->o, A->o, L->ffn_post_norm, n, H, c->eps);
-    for (size_t i = 0; i < (size_t)n * H; i++) A->x[i] += A->o[i];
+    op_rms(A, A->o, A->o, L->ffn_post_norm, n, H, c->eps);
+    op_add(A, A->x, A->o, (size_t)n * H);
     return 0;
-}
-
-/* k x k average over the patch grid (pooled token (py/k) * (pw/k) + px/k), times sqrt(H),
- * then the standardization. */
-static void pool(const ox_vision *v, const float *x, int ph, int pw, float *out) {
-    int H = v->c.hidden, k = v->c.pool, ow = pw / k, n_out = (ph / k) * ow;
-    memset(out, 0, (size_t)n_out * H * sizeof(float));
-    float w = sqrtf((float)H) / (float)(k * k);
-    for (int py = 0; py < ph; py++)
-        for (int px = 0; px < pw; px++)
-            ox_axpy(out + ((size_t)(py / k) * ow + px / k) * H, w, x + ((size_t)py * pw + px) * H, H);
-    if (!v->c.standardize) return;
-    for (int t = 0; t < n_out; t++)
-        for (int i = 0; i < H; i++) {
-            float *o = out + (size_t)t * H + i;
-            *o = (*o - v->std_bias[i]) * v->std_scale[i];
-        }
 }
 
 static int check_size(const ox_vision *v, int height, int width, int max_tokens, int *n_out, ox_err *err) {
@@ -175,45 +228,62 @@ static int position_rows(const ox_vision *v, int axis, int count, float *dst, ox
     return rc;
 }
 
-static int encode(ox_vision *v, const float *rgb, int height, int width, float *pooled, ox_err *err) {
-    const ox_vision_config *c = &v->c;
-    int p = c->patch, ph = height / p, pw = width / p, n = ph * pw, H = c->hidden;
-    int q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim, I = c->ffn, K = 3 * p * p;
-    int wide = q > K ? q : K, rows = n < MLP_ROWS ? n : MLP_ROWS;
-    if (wide < H) wide = H;
-    size_t clamp_room = (size_t)n * wide > (size_t)rows * I ? (size_t)n * wide : (size_t)rows * I;
-    int tasks = ox_pool_threads() > 0 ? ox_pool_threads() : 1;
-    size_t N = (size_t)n;
-    size_t need =
-        N * ((size_t)H * 3 + (size_t)q * 2 + (size_t)kv * 2) + (size_t)rows * I * 2 + clamp_room + (size_t)tasks * N;
-    float *buf = malloc(need * sizeof(float));
-    if (!buf) return ox_errf(err, OX_E_NOMEM, "vision: out of memory for %zu MB of activations", need * 4 >> 20);
-    acts A;
-    float *at = buf;
-    A.x = at, at += N * H;
-    A.xn = at, at += N * H;
-    A.o = at, at += N * H;
-    A.q = at, at += N * q;
-    A.att = at, at += N * q;
-    A.k = at, at += N * kv;
-    A.v = at, at += N * kv;
-    A.g = at, at += (size_t)rows * I;
-    A.u = at, at += (size_t)rows * I;
-    A.clamped = at, at += clamp_room;
-    float *scores = at;
-    /* embed: the patch projection plus the column and row tables */
-    patchify(rgb, width, p, ph, pw, A.clamped);
-    int rc = ox_matmul(&v->ws, &v->patch, A.clamped, n, A.x, err);
-    float *cols = A.clamped, *rws = A.clamped + (size_t)pw * H; /* the patches are spent */
-    if (!rc) rc = position_rows(v, 0, pw, cols, err);
-    if (!rc) rc = position_rows(v, 1, ph, rws, err);
+/* The embedding of the patches into x: the patch projection, then the column table's row of
+ * each patch (staged in xn), then its row table's (staged in o), added in that order. */
+static int embed_patches(ox_vision *v, const float *rgb, int width, int ph, int pw, acts *A, ox_err *err) {
+    int p = v->c.patch, n = ph * pw, H = v->c.hidden;
+    float *tab = malloc((size_t)(ph + pw) * H * sizeof(float));
+    if (!tab) return ox_errf(err, OX_E_NOMEM, "vision: out of memory for the position rows");
+    int rc = position_rows(v, 0, pw, tab, err);
+    if (!rc) rc = position_rows(v, 1, ph, tab + (size_t)pw * H, err);
     for (int t = 0; !rc && t < n; t++) {
-        float *x = A.x + (size_t)t * H;
-        const float *cx = cols + (size_t)(t % pw) * H, *ry = rws + (size_t)(t / pw) * H;
-        for (int i = 0; i < H; i++) x[i] += cx[i] + ry[i];
+        memcpy(A->xn + (size_t)t * H, tab + (size_t)(t % pw) * H, (size_t)H * sizeof(float));
+        memcpy(A->o + (size_t)t * H, tab + (size_t)(pw + t / pw) * H, (size_t)H * sizeof(float));
     }
-    for (int l = 0; !rc && l < c->n_layers; l++) rc = layer(v, &v->L[l], n, pw, &A, scores, err);
-    if (!rc) pool(v, A.x, ph, pw, pooled);
+    free(tab);
+    if (rc) return rc;
+    patchify(rgb, width, p, ph, pw, A->clamped);
+    if (A->gpu) { /* the host's rows go up before the step computes */
+        ox_gpu_upload(A->gpu, A->clamped, (size_t)n * 3 * p * p * sizeof(float));
+        ox_gpu_upload(A->gpu, A->xn, (size_t)n * H * sizeof(float));
+        ox_gpu_upload(A->gpu, A->o, (size_t)n * H * sizeof(float));
+    }
+    TRY(op_matmul(v, A, &v->patch, A->clamped, n, A->x, err));
+    op_add(A, A->x, A->xn, (size_t)n * H);
+    op_add(A, A->x, A->o, (size_t)n * H);
+    return 0;
+}
+
+/* One image through the tower (and the embedder when embed): n_out rows of text_hidden (embed)
+ * or hidden floats to out. On the GPU the whole image is one step, read back at its end. */
+static int run(ox_vision *v, const float *rgb, int height, int width, int n_out, int embed, float *out, ox_err *err) {
+    const ox_vision_config *c = &v->c;
+    int ph = height / c->patch, pw = width / c->patch, n = ph * pw;
+    size_t sz[N_ACTS], at = 0;
+    uint32_t regions[N_ACTS];
+    act_sizes(c, n, n_out, sz);
+    for (int i = 0; i < N_ACTS; i++) {
+        regions[i] = (uint32_t)at;
+        at += (sz[i] * sizeof(float) + 63) & ~(size_t)63;
+    }
+    uint8_t *buf = malloc(at);
+    if (!buf) return ox_errf(err, OX_E_NOMEM, "vision: out of memory for %zu MB of activations", at >> 20);
+    acts A = {.gpu = v->gpu};
+    float **slot[N_ACTS] = {&A.x, &A.xn, &A.o,       &A.q,      &A.att,    &A.k,  &A.v,
+                            &A.g, &A.u,  &A.clamped, &A.scores, &A.pooled, &A.emb};
+    for (int i = 0; i < N_ACTS; i++) *slot[i] = (float *)(buf + regions[i]);
+    if (A.gpu) ox_gpu_begin(A.gpu, v, 0, 0, buf, at, regions, N_ACTS);
+    int rc = embed_patches(v, rgb, width, ph, pw, &A, err);
+    for (int l = 0; !rc && l < c->n_layers; l++) rc = layer(v, &v->L[l], n, pw, &A, err);
+    if (!rc) op_pool(v, &A, ph, pw);
+    /* the embedder: RMSNorm without a scale, then the projection to the text width */
+    if (!rc && embed) op_rms(&A, A.pooled, A.pooled, NULL, n_out, c->hidden, c->eps);
+    if (!rc && embed) rc = op_matmul(v, &A, &v->proj, A.pooled, n_out, A.emb, err);
+    const float *res = embed ? A.emb : A.pooled;
+    size_t bytes = (size_t)n_out * (embed ? c->text_hidden : c->hidden) * sizeof(float);
+    if (!rc && A.gpu) ox_gpu_read(A.gpu, res, bytes, out);
+    if (!rc && A.gpu) rc = ox_gpu_run(A.gpu, err);
+    else if (!rc) memcpy(out, res, bytes);
     free(buf);
     return rc;
 }
@@ -223,21 +293,15 @@ int ox_vision_encode(ox_vision *v, const float *rgb, int height, int width, floa
     if (!rgb || !out) return ox_errf(err, OX_E_RANGE, "vision: no image or no output buffer");
     TRY(check_size(v, height, width, max_tokens, &n, err));
     if (v->unified) return ox_uvision_encode(v->unified, rgb, height, width, out, err);
-    TRY(encode(v, rgb, height, width, out, err));
+    TRY(run(v, rgb, height, width, n, 0, out, err));
     return n;
 }
 
 int ox_vision_embed(ox_vision *v, const float *rgb, int height, int width, float *out, int max_tokens, ox_err *err) {
-    int n = 0, H = v->c.hidden;
+    int n = 0;
     if (!rgb || !out) return ox_errf(err, OX_E_RANGE, "vision: no image or no output buffer");
     TRY(check_size(v, height, width, max_tokens, &n, err));
     if (v->unified) return ox_uvision_embed(v->unified, rgb, height, width, out, err);
-    float *pooled = malloc((size_t)n * H * sizeof(float));
-    if (!pooled) return ox_errf(err, OX_E_NOMEM, "vision: out of memory");
-    int rc = encode(v, rgb, height, width, pooled, err);
-    /* the embedder: RMSNorm without a scale, then the projection to the text width */
-    if (!rc) rms_rows(pooled, pooled, NULL, n, H, v->c.eps);
-    if (!rc) rc = ox_matmul(&v->ws, &v->proj, pooled, n, out, err);
-    free(pooled);
-    return rc ? rc : n;
+    TRY(run(v, rgb, height, width, n, 1, out, err));
+    return n;
 }
