@@ -14,30 +14,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { loadModel, OxError } from '../../js/main/index.js';
 import { imageSize } from '../../js/engine/image_size.js';
 import { synth, tmpDir, requireDist } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
-
-const require = createRequire(import.meta.url);
-const { PNG } = require('pngjs');
+import { pngOf } from './png_pattern.mjs';
 
 let dir, text, mmproj, model, plain;
 
-// a w x h PNG of a smooth pattern (seed changes it)
-function pngOf(w, h, seed) {
-  const p = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
-      p.data[i] = (x * 255) / w;
-      p.data[i + 1] = (y * 255) / h;
-      p.data[i + 2] = (128 + 127 * Math.sin((x + y) / (3 + seed))) | 0;
-      p.data[i + 3] = 255;
-    }
-  return new Uint8Array(PNG.sync.write(p));
-}
 const dataUrl = (bytes) => `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`;
 
 const IMG_A = pngOf(64, 40, 1);

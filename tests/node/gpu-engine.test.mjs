@@ -7,38 +7,19 @@
 // weight type with no kernel: that op on the CPU; a layer split) and a lost
 // device (the request fails, the model goes on on the CPU). Skipped, saying so, when no adapter
 // can be created (no `webgpu` package, no Vulkan driver).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { loadModel, OxError } from '../../js/main/index.js';
-import { ROOT } from '../../tools/serve.mjs';
-import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
+import { synth, tmpDir } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
 import { maxDlogp as dlogp } from './dlogp.mjs';
-
-const LAVAPIPE = path.join(ROOT, 'build/lavapipe25/icd.json');
-const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
-if (!process.env.VK_ICD_FILENAMES) process.env.VK_ICD_FILENAMES = [LAVAPIPE, SWIFTSHADER].filter(existsSync).join(':');
+import { GPU, gpuTests } from './webgpu_adapter.mjs';
 
 const V = 1024; // the tiny preset's vocab
 const N = 40; // prompt tokens: past the sliding window (16)
 const TOKENS = Array.from({ length: N }, (_, i) => (i ? 7 + ((i * 7919) % 1000) : 2));
-const GPU = { backend: 'webgpu', allowFallbackAdapter: true };
 const dir = tmpDir('gpu');
 
-// null, or why no software adapter can be had here
-let why = null;
-try {
-  requireCli();
-  requireDist();
-  const m = await loadModel(synth(dir, { preset: 'tiny', type: 'f32' }), { threads: 1, maxContext: 64, ...GPU });
-  await m.unload();
-} catch (e) {
-  why = e.code === 'UNSUPPORTED' ? e.message : null;
-  if (!why) throw e;
-}
-const gpuTest = (name, fn) => test(name, { skip: why ? `no WebGPU adapter: ${why}` : false, timeout: 600000 }, fn);
+const gpuTest = await gpuTests(dir);
 
 const maxDlogp = (a, b) => dlogp(a, b, V);
 

@@ -4,34 +4,15 @@
 // 64 MiB of wasm memory)
 // loads on each backend; the assertions come from its byte sizes. Also what estimateMemory
 // says for the GPU. Skipped, saying so, without a software adapter (as gpu-engine.test.mjs).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { estimateMemory, loadModel } from '../../js/main/index.js';
-import { ROOT } from '../../tools/serve.mjs';
-import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
+import { synth, tmpDir } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
+import { GPU, gpuTests } from './webgpu_adapter.mjs';
 
-const LAVAPIPE = path.join(ROOT, 'build/lavapipe25/icd.json');
-const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
-if (!process.env.VK_ICD_FILENAMES) process.env.VK_ICD_FILENAMES = [LAVAPIPE, SWIFTSHADER].filter(existsSync).join(':');
-
-const GPU = { backend: 'webgpu', allowFallbackAdapter: true };
 const MiB = 2 ** 20;
 const dir = tmpDir('gpu-memory');
-
-let why = null;
-try {
-  requireCli();
-  requireDist();
-  const m = await loadModel(synth(dir, { preset: 'tiny', type: 'f32' }), { threads: 1, maxContext: 64, ...GPU });
-  await m.unload();
-} catch (e) {
-  why = e.code === 'UNSUPPORTED' ? e.message : null;
-  if (!why) throw e;
-}
-const gpuTest = (name, fn) => test(name, { skip: why ? `no WebGPU adapter: ${why}` : false, timeout: 600000 }, fn);
+const gpuTest = await gpuTests(dir);
 
 gpuTest('on the GPU the weights never enter wasm memory; the same greedy tokens as the CPU', async () => {
   const file = synth(dir, { preset: 'benchlike', type: 'f32', extra: ['--layers', '20'] });

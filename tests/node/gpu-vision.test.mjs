@@ -5,49 +5,14 @@
 // standardizing, clipped variant; F32 towers and one with a type that has no GPU kernel (its
 // linears on the CPU inside the step); an image prompt's next-token log-probabilities.
 // Skipped, saying so, when no adapter can be created.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { createRequire } from 'node:module';
 import { estimateMemory, loadModel } from '../../js/main/index.js';
-import { ROOT } from '../../tools/serve.mjs';
-import { requireCli, requireDist, synth, tmpDir } from '../oracle/fixtures.mjs';
+import { synth, tmpDir } from '../oracle/fixtures.mjs';
+import { GPU, gpuTests } from './webgpu_adapter.mjs';
+import { pngOf } from './png_pattern.mjs';
 
-const LAVAPIPE = path.join(ROOT, 'build/lavapipe25/icd.json');
-const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
-if (!process.env.VK_ICD_FILENAMES) process.env.VK_ICD_FILENAMES = [LAVAPIPE, SWIFTSHADER].filter(existsSync).join(':');
-
-const require = createRequire(import.meta.url);
-const { PNG } = require('pngjs');
-const GPU = { backend: 'webgpu', allowFallbackAdapter: true };
 const dir = tmpDir('gpu-vision');
-
-let why = null;
-try {
-  requireCli();
-  requireDist();
-  const m = await loadModel(synth(dir, { preset: 'tiny', type: 'f32' }), { threads: 1, maxContext: 64, ...GPU });
-  await m.unload();
-} catch (e) {
-  why = e.code === 'UNSUPPORTED' ? e.message : null;
-  if (!why) throw e;
-}
-const gpuTest = (name, fn) => test(name, { skip: why ? `no WebGPU adapter: ${why}` : false, timeout: 600000 }, fn);
-
-// a w x h PNG of a smooth pattern (seed changes it)
-function pngOf(w, h, seed) {
-  const p = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
-      p.data[i] = (x * 255) / w;
-      p.data[i + 1] = (y * 255) / h;
-      p.data[i + 2] = (128 + 127 * Math.sin((x + y) / (3 + seed))) | 0;
-      p.data[i + 3] = 255;
-    }
-  return new Uint8Array(PNG.sync.write(p));
-}
+const gpuTest = await gpuTests(dir);
 
 // [image, soft-token budget] (the processor's budgets: 70, 140, ...; 48 x 48 pixels per soft
 // token with patch 16, pooling 3): every image has more than 256 patches (the feed-forward in
