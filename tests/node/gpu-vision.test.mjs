@@ -8,11 +8,12 @@
 import assert from 'node:assert/strict';
 import { estimateMemory, loadModel } from '../../js/main/index.js';
 import { synth, tmpDir } from '../oracle/fixtures.mjs';
-import { GPU, gpuTests } from './webgpu_adapter.mjs';
+import { GPU, gpuTests, bothBackends } from './webgpu_adapter.mjs';
 import { pngOf } from './png_pattern.mjs';
 
 const dir = tmpDir('gpu-vision');
 const gpuTest = await gpuTests(dir);
+const both = (file, fn, opts) => bothBackends(file, fn, { maxContext: 512, ...opts });
 
 // [image, soft-token budget] (the processor's budgets: 70, 140, ...; 48 x 48 pixels per soft
 // token with patch 16, pooling 3): every image has more than 256 patches (the feed-forward in
@@ -29,19 +30,6 @@ function files(type, extra = []) {
     synth(dir, { preset: 'tiny', type, extra: ['--vision', 'tiny'] }),
     synth(dir, { preset: 'tiny', type, extra: ['--vision', 'tiny', '--format', 'mmproj', ...extra] }),
   ];
-}
-
-async function both(file, fn, opts = {}) {
-  const cpu = await loadModel(file, { threads: 1, maxContext: 512, ...opts, backend: 'cpu' });
-  const gpu = await loadModel(file, { threads: 1, maxContext: 512, ...opts, ...GPU });
-  try {
-    assert.equal(cpu.backend, 'cpu');
-    assert.equal(gpu.backend, 'webgpu', gpu.info.backendNote);
-    return { cpu: await fn(cpu), gpu: await fn(gpu), model: gpu };
-  } finally {
-    await cpu.unload();
-    await gpu.unload();
-  }
 }
 
 // max |a - b| over max |b|: the GPU's rows against the CPU's, relative to their scale

@@ -2,8 +2,9 @@
 // from tools/setup-lavapipe.sh, else Debian chromium's SwiftShader) unless VK_ICD_FILENAMES
 // names one; gpuTests(dir) loads the tiny model there once and returns a `test` that runs where
 // that worked and skips, saying why, where no adapter can be created (no `webgpu` package, no
-// Vulkan driver). Any other failure of that load throws.
+// Vulkan driver). Any other failure of that load throws. bothBackends: a model on each backend.
 import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadModel } from '../../js/main/index.js';
@@ -30,4 +31,19 @@ export async function gpuTests(dir) {
     if (!why) throw e;
   }
   return (name, fn) => test(name, { skip: why ? `no WebGPU adapter: ${why}` : false, timeout: 600000 }, fn);
+}
+
+/** fn(model) on the file loaded on the CPU, then on the GPU (opts: loadModel's, over one thread):
+ * {cpu, gpu: fn's results, model: the GPU model (unloaded by then: its info)}. */
+export async function bothBackends(file, fn, opts = {}) {
+  const cpu = await loadModel(file, { threads: 1, ...opts, backend: 'cpu' });
+  const gpu = await loadModel(file, { threads: 1, ...opts, ...GPU });
+  try {
+    assert.equal(cpu.backend, 'cpu');
+    assert.equal(gpu.backend, 'webgpu', gpu.info.backendNote);
+    return { cpu: await fn(cpu), gpu: await fn(gpu), model: gpu };
+  } finally {
+    await cpu.unload();
+    await gpu.unload();
+  }
 }
