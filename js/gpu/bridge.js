@@ -190,16 +190,16 @@ export class GpuBridge {
     return this.call('destroyDevice');
   }
 
-  // The thread ends once its device is destroyed (terminating it inside Dawn's destroy aborted
-  // the process under load), or after a few seconds if it does not answer.
+  // The thread ends once its device is destroyed, never while it may be inside Dawn: in Node a
+  // worker terminated there aborts the whole process (Dawn throws with the termination
+  // pending), and a slow adapter under load can take its time. So in Node a thread that has not
+  // answered is only unref'd (it cannot keep the process alive); a page's is terminated after a
+  // few seconds.
   close() {
     const w = this.worker;
-    const end = () => w.terminate();
-    const late = setTimeout(end, 5000);
-    late.unref?.();
-    this.call('close').then(
-      () => (clearTimeout(late), end()),
-      () => (clearTimeout(late), end()),
-    );
+    const end = () => (clearTimeout(late), w.terminate());
+    const late = isNode ? undefined : setTimeout(end, 5000);
+    this.call('close').then(end, isNode ? () => {} : end);
+    if (isNode) w.unref?.(); // after the call, which refs it
   }
 }

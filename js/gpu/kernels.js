@@ -40,9 +40,11 @@
 //   rmsnorm                      with weight, without, per head (rows = tokens x heads)
 //   rope                         NEOX rotate-half on the first nPairs pairs (partial rotary),
 //                                 cos/sin from ropeTable(positions, hd, nPairs, base, factor)
-//   softmax, elt                 rows; geglu / geglu2 / add / axpby / scale / softcap
+//   softmax, elt                 rows; geglu / geglu2 / add / axpby / scale / softcap / clamp
+//   pool                         the vision tower's k x k average pooling (standardized)
 //   kvWrite, attention           f32 / f16 / q8_0 KV rows, GQA, full or sliding ring (p mod cap);
-//                                 one workgroup per head, or keys split over many (partials)
+//                                 one workgroup per head, or keys split over many (partials);
+//                                 or every query over all `keys` rows of K, V (the vision tower)
 //   moeRoute, moeMatmul, moeCombine   router top-K, expert matmuls by selection, weighted sum
 // forward.c's step in these terms: rmsnorm -> linear q/k/v -> rmsnorm per head -> rope ->
 // rmsnorm (v, no weight) -> kvWrite -> attention -> linear o -> rmsnorm -> elt add; the FFN:
@@ -66,6 +68,8 @@ import {
   ELT_PARAMS,
   eltWgsl,
   eltUsesB,
+  POOL_PARAMS,
+  poolWgsl,
 } from './kernels/rows.js';
 import {
   ATTN_WG,
@@ -401,6 +405,7 @@ export function createKernels(device, caps) {
         qStride = nh * hd,
         oStride = nh * hd,
         sStride,
+        keys = 0,
       },
     ) {
       if (!(kv in KV_TYPES)) throw new OxError('UNSUPPORTED', `js/gpu/kernels.js: KV type ${kv} has no GPU kernel`);
@@ -429,6 +434,7 @@ export function createKernels(device, caps) {
         oStride,
         sStride,
         nChunks,
+        keys,
       });
       if (scores) {
         run(
@@ -450,6 +456,31 @@ export function createKernels(device, caps) {
         nTok * nh * nChunks,
       );
       run(pass, pipeline('attention-combine', attnCombineWgsl()), [P, O.buffer], uni, nTok * nh);
+    },
+
+    /** The vision tower's k x k average pooling of a ph x pw grid of rows of n, times s0, then
+     * standardized by (y - bias) * std when both are given (rows.js poolWgsl). */
+    pool(pass, { x, y, n, ph, pw, k: kk, s0, bias, std }) {
+      if (!(kk >= 1 && ph % kk === 0 && pw % kk === 0))
+        throw new OxError('RANGE', `js/gpu/kernels.js: a ${pw} x ${ph} grid does not pool by ${kk}`);
+      const X = ref(x),
+        Y = ref(y),
+        B = bias ? ref(bias) : { buffer: dummy, offset: 0 },
+        S = std ? ref(std) : { buffer: dummy, offset: 0 };
+      const uni = params(POOL_PARAMS, {
+        n,
+        ph,
+        pw,
+        k: kk,
+        xOff: X.offset,
+        yOff: Y.offset,
+        s0,
+        standardize: bias && std ? 1 : 0,
+        bOff: B.offset,
+        sOff: S.offset,
+      });
+      const groups = Math.ceil(((ph / kk) * (pw / kk) * n) / ROW_WG);
+      run(pass, pipeline('pool', poolWgsl()), [X.buffer, Y.buffer, B.buffer, S.buffer], uni, groups);
     },
 
     /** f32 of the `partials` scratch of a split attention (from offset 0). */

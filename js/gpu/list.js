@@ -6,7 +6,9 @@ import { OxError } from '../shared/errors.js';
 
 const BY_CODE = new Map(Object.entries(gpuOps).map(([name, o]) => [o.code, { name, args: o.args }]));
 // operands that are floats (their bit patterns in the list)
-const FLOATS = new Set(['eps', 'base', 'factor', 'a', 'b', 'cap']);
+const FLOATS = new Set(['eps', 'base', 'factor', 'a', 'b', 'cap', 'scale', 'lo', 'hi']);
+// operands that are signed (weight ids, -1: none)
+const SIGNED = new Set(['w', 'layer', 'bias', 'std']);
 
 /** The header of a list: {session, maxCtx, kvLen, actBytes, nOps, regions (start offsets)}. */
 export function listHeader(list) {
@@ -34,8 +36,7 @@ export function walkList(list, fn) {
       throw new OxError('FORMAT', `js/gpu/list.js: op ${list[i]} at word ${i} is not in the list format`);
     const a = {};
     op.args.forEach(
-      (n, j) =>
-        (a[n] = FLOATS.has(n) ? f32[i + 1 + j] : n === 'w' || n === 'layer' ? list[i + 1 + j] : list[i + 1 + j] >>> 0),
+      (n, j) => (a[n] = FLOATS.has(n) ? f32[i + 1 + j] : SIGNED.has(n) ? list[i + 1 + j] : list[i + 1 + j] >>> 0),
     );
     fn(op.name, a);
     i += 1 + op.args.length;

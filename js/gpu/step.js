@@ -160,6 +160,7 @@ export class StepRunner {
     let actWords = 0,
       kvIn = 0,
       scores = 0,
+      partials = 0,
       cs = 0,
       readBytes = 0;
     const ops = [];
@@ -172,11 +173,15 @@ export class StepRunner {
       } else if (name === 'KV_WRITE') kvIn = Math.max(kvIn, 2 * a.ntok * a.width);
       else if (name === 'ATTEND') scores = Math.max(scores, a.ntok * a.nh * (a.pos + a.ntok));
       else if (name === 'ROPE') cs += a.ntok * 2 * Math.max(0, Math.min(a.pairs, a.hd >> 1));
+      else if (name === 'ROPE2D') cs += 2 * a.ntok * 2 * (a.hd >> 2);
+      else if (name === 'SELF_ATTEND')
+        partials = Math.max(partials, k.attentionPartials(selfBlock(k, a), a.nh, a.hd, a.ntok));
       else if (name === 'READ') readBytes += a.bytes;
     });
     const at = this.layout(h);
     const actBuf = actWords ? this.grown('act', actWords * 4) : null;
     const scoreBuf = scores ? this.grown('scores', scores * 4) : null;
+    const partBuf = partials ? this.grown('partials', partials * 4) : null;
     const kvInBuf = kvIn ? this.grown('kvin', kvIn * 4) : null;
     const csBuf = cs ? this.grown('cs', cs * 4) : null;
     const csHost = new Float32Array(cs);
@@ -247,6 +252,89 @@ export class StepRunner {
             computed = true;
             break;
           }
+          case 'ROPE2D': {
+            // each head's first half by the column t % pw, its second by the row t / pw
+            const hd = a.hd >> 1,
+              n = hd >> 1,
+              x = at(a.x);
+            if (!n) break;
+            for (const [half, posOf] of [
+              [0, (t) => t % a.pw],
+              [hd, (t) => Math.floor(t / a.pw)],
+            ]) {
+              csHost.set(
+                ropeTable(
+                  Array.from({ length: a.ntok }, (_, t) => posOf(t)),
+                  hd,
+                  n,
+                  a.base,
+                  1,
+                ),
+                csAt,
+              );
+              k.rope(compute(), {
+                x: { buffer: x.buffer, offset: x.offset + half },
+                cs: { buffer: csBuf, offset: csAt },
+                hd,
+                nPairs: n,
+                nHeads: a.nh,
+                nTok: a.ntok,
+                tokStride: a.nh * a.hd,
+                headStride: a.hd,
+              });
+              csAt += a.ntok * 2 * n;
+            }
+            computed = true;
+            break;
+          }
+          case 'SELF_ATTEND': {
+            // K and V rows in the scratch, read as an f32 cache from row 0 of their regions; the
+            // queries in blocks (selfBlock), each over all keys
+            const kk = at(a.k),
+              vv = at(a.v),
+              q = at(a.q),
+              out = at(a.out),
+              B = selfBlock(k, a),
+              w = a.nh * a.hd;
+            if (kk.offset || vv.offset)
+              throw new OxError('FORMAT', 'webgpu: SELF_ATTEND needs K and V at the start of their regions');
+            for (let t0 = 0; t0 < a.ntok; t0 += B)
+              k.attention(compute(), {
+                kv: 'f32',
+                q: { buffer: q.buffer, offset: q.offset + t0 * w },
+                kc: kk.buffer,
+                vc: vv.buffer,
+                out: { buffer: out.buffer, offset: out.offset + t0 * w },
+                partials: partBuf,
+                nTok: Math.min(B, a.ntok - t0),
+                nh: a.nh,
+                hd: a.hd,
+                nKv: a.nkv,
+                pos: 0,
+                keys: a.ntok,
+                sStride: a.ntok,
+              });
+            computed = true;
+            break;
+          }
+          case 'POOL':
+            k.pool(compute(), {
+              x: at(a.x),
+              y: at(a.y),
+              n: a.width,
+              ph: a.ph,
+              pw: a.pw,
+              k: a.k,
+              s0: a.scale,
+              bias: a.bias >= 0 ? this.weight(a.bias) : null,
+              std: a.std >= 0 ? this.weight(a.std) : null,
+            });
+            computed = true;
+            break;
+          case 'CLAMP':
+            k.elt(compute(), 'clamp', { a: at(a.y), n: a.count, s0: a.lo, s1: a.hi });
+            computed = true;
+            break;
           case 'KV_WRITE': {
             const type = KV_NAMES[a.type];
             if (!type) throw new OxError('UNSUPPORTED', `webgpu: KV type ${a.type} has no GPU kernel`);
@@ -429,6 +517,12 @@ export class StepRunner {
     return out;
   }
 }
+
+// SELF_ATTEND's queries per dispatch: as many as keep its partials within SELF_PARTIALS floats
+// (an image's patches may reach the thousands: all at once, the partials would outgrow a binding)
+const SELF_PARTIALS = 16 << 20;
+const selfBlock = (k, a) =>
+  Math.max(1, Math.min(a.ntok, Math.floor(SELF_PARTIALS / k.attentionPartials(1, a.nh, a.hd, a.ntok))));
 
 // the kernels' names of the KV types, by ox_kv_type id
 const KV_NAMES = Object.fromEntries(Object.entries(kvType).map(([name, id]) => [id, name]));

@@ -10,6 +10,7 @@
 #include "formats/tensors.h"
 #include "host/hostfile.h"
 #include "model/drafter_mtp.h"
+#include "model/gpu_attach.h"
 #include "model/lora.h"
 
 struct ox_engine {
@@ -63,6 +64,18 @@ static int load_vision(ox_engine *e, const ox_load_opts *opts, ox_err *err) {
         return ox_errf(err, OX_E_CONFIG, "the vision embedder projects to %d, the text model's width is %d",
                        vc.text_hidden, ox_model_config(e->m)->hidden);
     return 0;
+}
+
+int ox_engine_gpu_attach(ox_engine *e, int layers, uint32_t types, ox_err *err) {
+    int rc = ox_model_gpu_attach(e->m, layers, types, err);
+    if (!rc && e->vision && !ox_vision_gpu_on(e->vision)) rc = ox_vision_gpu_attach(e->vision, ox_model_gpu(e->m), err);
+    if (rc) ox_engine_gpu_detach(e);
+    return rc;
+}
+
+void ox_engine_gpu_detach(ox_engine *e) {
+    ox_vision_gpu_detach(e->vision);
+    ox_model_gpu_detach(e->m);
 }
 
 ox_engine *ox_engine_load(const int *files, int n_files, const ox_load_opts *opts, int flags, ox_err *err) {

@@ -43,6 +43,12 @@ const ox_model *ox_engine_drafter(const ox_engine *e); /* NULL when none is load
 ox_vision *ox_engine_vision(const ox_engine *e);       /* NULL when the model has no vision tower */
 ox_type ox_engine_vision_quant(ox_quant q);            /* the type the tower's linears load in (0: stored) */
 
+/* The GPU backend for the model and its vision tower (model/gpu_attach.h ox_model_gpu_attach,
+ * then vision.h ox_vision_gpu_attach into the same recorder); all or nothing: on error both stay
+ * on the CPU. Detach puts both back. */
+int ox_engine_gpu_attach(ox_engine *e, int layers, uint32_t types, ox_err *err);
+void ox_engine_gpu_detach(ox_engine *e);
+
 /* {"name","vocab","hidden","layers","heads","kvHeads","headDim","contextSize","slidingWindow",
  *  "pleDim","experts","bos","pad","eosIds":[..],"turnEnd","channelOpen","channelClose","quant"}:
  * made at load; turnEnd / channelOpen / channelClose are the ids of <turn|>, <|channel>,

@@ -78,6 +78,16 @@ int ox_gpu_add_vector(ox_gpu *g, const float *v, int n, ox_err *err) {
     return add(g, v, 1, 0, 1, n, (size_t)n * sizeof(float), v, 1, err);
 }
 
+int ox_gpu_offer_matrix(ox_gpu *g, const ox_matrix *M, ox_err *err) {
+    int id = M->rows > 0 && ox_gpu_has_type(g, (int)M->type) ? ox_gpu_add_matrix(g, M, err) : 0;
+    return id < 0 ? id : 0;
+}
+
+int ox_gpu_offer_vector(ox_gpu *g, const float *v, int n, ox_err *err) {
+    int id = v ? ox_gpu_add_vector(g, v, n, err) : 0;
+    return id < 0 ? id : 0;
+}
+
 const int32_t *ox_gpu_table(const ox_gpu *g, int *n) {
     ox_gpu *m = (ox_gpu *)g;
     free(m->flat);
@@ -203,6 +213,39 @@ void ox_gpu_experts(ox_gpu *g, const ox_matrix *W, const float *x, const int *se
 void ox_gpu_combine(ox_gpu *g, float *y, const float *ys, const int *sel, const float *wts, int ntok, int topk,
                     int width) {
     put(g, (int32_t[]){OX_GPU_COMBINE, off(g, y), off(g, ys), off(g, sel), off(g, wts), ntok, topk, width}, 8);
+}
+
+void ox_gpu_rope2d(ox_gpu *g, float *x, int ntok, int nh, int hd, int pw, float base) {
+    put(g, (int32_t[]){OX_GPU_ROPE2D, off(g, x), ntok, nh, hd, pw, fbits(base)}, 7);
+}
+
+void ox_gpu_self_attend(ox_gpu *g, const float *q, const float *k, const float *v, float *out, int ntok, int nh,
+                        int nkv, int hd) {
+    put(g, (int32_t[]){OX_GPU_SELF_ATTEND, off(g, q), off(g, k), off(g, v), off(g, out), ntok, nh, nkv, hd}, 9);
+}
+
+void ox_gpu_pool(ox_gpu *g, float *y, const float *x, int ph, int pw, int k, int width, float scale, const float *bias,
+                 const float *std) {
+    int32_t b = bias ? id_of(g, bias) : -1, s = bias ? id_of(g, std) : -1;
+    put(g, (int32_t[]){OX_GPU_POOL, off(g, y), off(g, x), ph, pw, k, width, fbits(scale), b, s}, 10);
+}
+
+void ox_gpu_clamp(ox_gpu *g, float *y, size_t count, float lo, float hi) {
+    put(g, (int32_t[]){OX_GPU_CLAMP, off(g, y), (int32_t)count, fbits(lo), fbits(hi)}, 5);
+}
+
+int ox_gpu_linear(ox_gpu *g, ox_scratch *ws, const ox_matrix *W, const float *x, int n, float *y, ox_err *err) {
+    if (ox_gpu_has(g, W)) {
+        ox_gpu_matmul(g, W, x, n, y);
+        return 0;
+    }
+    ox_gpu_read(g, x, (size_t)n * W->cols * sizeof(float), (void *)x);
+    int rc = ox_gpu_run(g, err);
+    if (!rc) rc = ox_matmul(ws, W, x, n, y, err);
+    if (rc) return rc;
+    ox_gpu_restart(g);
+    ox_gpu_upload(g, y, (size_t)n * W->rows * sizeof(float));
+    return 0;
 }
 
 void ox_gpu_read(ox_gpu *g, const void *p, size_t bytes, void *dst) {

@@ -37,7 +37,12 @@
  * ring (0: row p for position p). GEGLU: y strided as g when y = g, else rows of width.
  * ROUTE: softmax of the router logits z, the top-K experts (ties: the lower id) into sel, their
  * probabilities / their sum * the scale vector w[e] into wts. EXPERTS: sel starts its region.
- * COMBINE adds a token's slots in increasing expert id (the CPU's order). */
+ * COMBINE adds a token's slots in increasing expert id (the CPU's order).
+ * The vision tower's (vision/vision.h): ROPE2D turns each head's lanes [0, hd/2) by the token's
+ * column t % pw and [hd/2, hd) by its row t / pw (NEOX halves of hd/2, base^(-4i/hd));
+ * SELF_ATTEND attends every token to all ntok (no cache, no mask, scale 1), k and v starting
+ * their regions; POOL averages k x k blocks of the ph x pw grid of rows of width, times scale,
+ * then (y - bias) * std when bias >= 0 (vector ids). */
 #define OX_GPU_OPS(X)                                                                                                  \
     X(UPLOAD, 1, "off bytes: the scratch's bytes [off, off+bytes) as the CPU wrote them")                              \
     X(MATMUL, 2, "w x y n: y[n][rows] = x[n][cols] W^T, W a matrix id")                                                \
@@ -54,7 +59,11 @@
     X(READ, 13, "off bytes dst: the scratch's bytes as at this op, to wasm memory at dst after the step")              \
     X(ROUTE, 14, "z sel wts w ntok nexp topk: router softmax, top-K into sel, weights into wts")                       \
     X(EXPERTS, 15, "w x sel y nslots xdiv: y[s] = W[sel[s]] x[s / xdiv], W stacked experts")                           \
-    X(COMBINE, 16, "y ys sel wts ntok topk width: y[t] = sum of t's slots' wts * ys, by expert id")
+    X(COMBINE, 16, "y ys sel wts ntok topk width: y[t] = sum of t's slots' wts * ys, by expert id")                    \
+    X(ROPE2D, 17, "x ntok nh hd pw base: 2-D RoPE, column t % pw then row t / pw")                                     \
+    X(SELF_ATTEND, 18, "q k v out ntok nh nkv hd: softmax(q k^T) v over all ntok tokens")                              \
+    X(POOL, 19, "y x ph pw k width scale bias std: k x k average pooling times scale, standardized")                   \
+    X(CLAMP, 20, "y count lo hi: y = min(max(y, lo), hi)")
 #define OX_GPU_OP_ENUM_(name, code, doc) OX_GPU_##name = code,
 typedef enum { OX_GPU_OPS(OX_GPU_OP_ENUM_) } ox_gpu_op;
 #undef OX_GPU_OP_ENUM_
@@ -77,6 +86,10 @@ void ox_gpu_free(ox_gpu *g);
  * same pointer registered twice keeps one id. */
 int ox_gpu_add_matrix(ox_gpu *g, const ox_matrix *M, ox_err *err);
 int ox_gpu_add_vector(ox_gpu *g, const float *v, int n, ox_err *err);
+/* The same, or nothing for a matrix of a type without kernels (its op runs on the CPU inside the
+ * step: ox_gpu_linear) or an empty one, or a NULL vector: 0 or a negative OX_E_*. */
+int ox_gpu_offer_matrix(ox_gpu *g, const ox_matrix *M, ox_err *err);
+int ox_gpu_offer_vector(ox_gpu *g, const float *v, int n, ox_err *err);
 /* A stacked expert tensor: rows / n_experts rows per expert (no expert split across buffers). */
 int ox_gpu_add_experts(ox_gpu *g, const ox_matrix *M, int n_experts, ox_err *err);
 /* The table of registered weights: n entries of OX_GPU_ENTRY_WORDS words. */
@@ -106,6 +119,17 @@ void ox_gpu_route(ox_gpu *g, float *z, int *sel, float *wts, const float *scale,
 void ox_gpu_experts(ox_gpu *g, const ox_matrix *W, const float *x, const int *sel, float *y, int nslots, int xdiv);
 void ox_gpu_combine(ox_gpu *g, float *y, const float *ys, const int *sel, const float *wts, int ntok, int topk,
                     int width);
+/* The vision tower's ops (above); bias and std NULL: no standardization. */
+void ox_gpu_rope2d(ox_gpu *g, float *x, int ntok, int nh, int hd, int pw, float base);
+void ox_gpu_self_attend(ox_gpu *g, const float *q, const float *k, const float *v, float *out, int ntok, int nh,
+                        int nkv, int hd);
+void ox_gpu_pool(ox_gpu *g, float *y, const float *x, int ph, int pw, int k, int width, float scale, const float *bias,
+                 const float *std);
+void ox_gpu_clamp(ox_gpu *g, float *y, size_t count, float lo, float hi);
+/* y[n][rows] = x W^T: recorded when W was registered; else the step is cut there (W's type has
+ * no GPU kernel): the recorded part runs, x comes back, the CPU computes y with ws, and the
+ * step goes on recording with y uploaded (ox_gpu_restart). 0 or a negative OX_E_*. */
+int ox_gpu_linear(ox_gpu *g, ox_scratch *ws, const ox_matrix *W, const float *x, int n, float *y, ox_err *err);
 /* Copy activations back into wasm memory at dst once the step ran. */
 void ox_gpu_read(ox_gpu *g, const void *p, size_t bytes, void *dst);
 /* Hand the recorded step to the host and wait for it: 0, or a negative OX_E_* with err

@@ -167,20 +167,10 @@ static void rms_rows(float *y, const float *x, const float *w, int n_rows, int n
 /* ---- the backend seam: run now on the CPU, or record for the GPU ---- */
 
 /* A weight the GPU has no kernel for stays in wasm memory (gpu_attach.h): its matmul runs on
- * the CPU inside the step, which is cut there: the recorded part runs, x comes back, the CPU
- * computes y, and the step goes on recording with y uploaded. */
+ * the CPU inside the step (ox_gpu_linear). */
 static int op_matmul(ox_session *s, acts *A, const ox_matrix *W, const float *x, int n, float *y, ox_err *err) {
     if (!A->gpu) return ox_matmul(&s->ws, W, x, n, y, err);
-    if (ox_gpu_has(A->gpu, W)) {
-        ox_gpu_matmul(A->gpu, W, x, n, y);
-        return 0;
-    }
-    ox_gpu_read(A->gpu, x, (size_t)n * W->cols * sizeof(float), (void *)x);
-    TRY(ox_gpu_run(A->gpu, err));
-    TRY(ox_matmul(&s->ws, W, x, n, y, err));
-    ox_gpu_restart(A->gpu);
-    ox_gpu_upload(A->gpu, y, (size_t)n * W->rows * sizeof(float));
-    return 0;
+    return ox_gpu_linear(A->gpu, &s->ws, W, x, n, y, err);
 }
 
 static int op_matmul_multi(ox_session *s, acts *A, const ox_matrix *const *Ws, int k, const float *x, int n,

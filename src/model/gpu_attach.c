@@ -6,17 +6,6 @@
 
 #include <stdlib.h>
 
-/* a matrix of a type without GPU kernels is left out: its op runs on the CPU (forward.c) */
-static int add_m(ox_gpu *g, const ox_matrix *M, ox_err *err) {
-    int id = M->rows > 0 && ox_gpu_has_type(g, (int)M->type) ? ox_gpu_add_matrix(g, M, err) : 0;
-    return id < 0 ? id : 0;
-}
-
-static int add_v(ox_gpu *g, const float *v, int n, ox_err *err) {
-    int id = v ? ox_gpu_add_vector(g, v, n, err) : 0;
-    return id < 0 ? id : 0;
-}
-
 #define MATS_PER_LAYER 14 /* q k v o gate up down ple_gate ple_proj router + 4 expert tensors */
 
 /* The matrices a GPU step names (the forward's dense ops, the router and the stacked experts of
@@ -61,27 +50,27 @@ static int register_weights(ox_model *m, ox_gpu *g, ox_err *err) {
                 rc = err ? err->code : OX_E_FORMAT;
     }
     int n = step_matrices(m, mats);
-    for (int i = 0; i < n && !rc; i++) rc = add_m(g, mats[i], err);
+    for (int i = 0; i < n && !rc; i++) rc = ox_gpu_offer_matrix(g, mats[i], err);
     free(mats);
     TRY(rc);
-    if (m->gpu_layers == c->n_layers) TRY(add_v(g, m->out_norm, H, err));
-    if (P > 0) TRY(add_v(g, m->ple_proj_norm, P, err));
+    if (m->gpu_layers == c->n_layers) TRY(ox_gpu_offer_vector(g, m->out_norm, H, err));
+    if (P > 0) TRY(ox_gpu_offer_vector(g, m->ple_proj_norm, P, err));
     for (int l = 0; l < m->gpu_layers; l++) {
         const layer_w *w = &m->L[l];
         const ox_layer_cfg *lc = &c->layers[l];
-        TRY(add_v(g, w->attn_norm, H, err));
-        TRY(add_v(g, w->q_norm, lc->head_dim, err));
-        if (!lc->shared) TRY(add_v(g, w->k_norm, lc->head_dim, err));
-        TRY(add_v(g, w->post_attn_norm, H, err));
-        TRY(add_v(g, w->ffn_norm, H, err));
-        TRY(add_v(g, w->post_ffw_norm, H, err));
-        if (P > 0) TRY(add_v(g, w->ple_post_norm, H, err));
+        TRY(ox_gpu_offer_vector(g, w->attn_norm, H, err));
+        TRY(ox_gpu_offer_vector(g, w->q_norm, lc->head_dim, err));
+        if (!lc->shared) TRY(ox_gpu_offer_vector(g, w->k_norm, lc->head_dim, err));
+        TRY(ox_gpu_offer_vector(g, w->post_attn_norm, H, err));
+        TRY(ox_gpu_offer_vector(g, w->ffn_norm, H, err));
+        TRY(ox_gpu_offer_vector(g, w->post_ffw_norm, H, err));
+        if (P > 0) TRY(ox_gpu_offer_vector(g, w->ple_post_norm, H, err));
         if (c->moe) {
-            TRY(add_v(g, w->post_ffw_norm_1, H, err));
-            TRY(add_v(g, w->pre_ffw_norm_2, H, err));
-            TRY(add_v(g, w->post_ffw_norm_2, H, err));
-            TRY(add_v(g, w->router_scale, H, err));
-            TRY(add_v(g, w->expert_scale, c->n_experts, err));
+            TRY(ox_gpu_offer_vector(g, w->post_ffw_norm_1, H, err));
+            TRY(ox_gpu_offer_vector(g, w->pre_ffw_norm_2, H, err));
+            TRY(ox_gpu_offer_vector(g, w->post_ffw_norm_2, H, err));
+            TRY(ox_gpu_offer_vector(g, w->router_scale, H, err));
+            TRY(ox_gpu_offer_vector(g, w->expert_scale, c->n_experts, err));
         }
     }
     return 0;
@@ -164,7 +153,7 @@ uint64_t ox_model_gpu_release(ox_model *m) {
     return freed;
 }
 
-const ox_gpu *ox_model_gpu(const ox_model *m) { return m->gpu; }
+ox_gpu *ox_model_gpu(const ox_model *m) { return m->gpu; }
 
 int ox_model_gpu_load_begin(ox_model *m, uint64_t mat_types, ox_err *err) {
     const ox_load_opts *o = &m->opts;

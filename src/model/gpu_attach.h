@@ -51,7 +51,7 @@ int ox_model_gpu_put(ox_model *m, ox_matrix *M, uint64_t row0, uint64_t rows, co
 /* After the reads: the vectors (resident) registered too; ox_gpu_table then lists every
  * weight, the matrices put during the load included (the host uploads the rest). */
 int ox_model_gpu_load_end(ox_model *m, ox_err *err);
-/* The model's recorder, or NULL on the CPU. */
-const ox_gpu *ox_model_gpu(const ox_model *m);
+/* The model's recorder, or NULL on the CPU (the vision tower records into it too). */
+ox_gpu *ox_model_gpu(const ox_model *m);
 
 #endif

@@ -17,13 +17,15 @@
  * an HF multimodal checkpoint (model.vision_tower.*, model.embed_vision.*; tensors.c maps
  * them). The config from the HF config.json's vision_config, or the mmproj's clip.vision.*
  * keys. Linear weights stay in their stored format (F32 / F16 / BF16 / GGUF quants) or are
- * quantized on load like the decoder's; the matmuls are the CPU kernels'. */
+ * quantized on load like the decoder's; the matmuls are the CPU kernels', or the tower runs on
+ * the GPU backend once attached (ox_vision_gpu_attach). */
 #ifndef OX_VISION_H
 #define OX_VISION_H
 
 #include <stdint.h>
 #include "base/err.h"
 #include "formats/tensors.h"
+#include "gpu/record.h"
 #include "kernels/quant.h"
 
 typedef struct ox_vision_config {
@@ -74,5 +76,19 @@ int ox_vision_embed(ox_vision *v, const float *rgb, int height, int width, float
 
 /* The same, stopping after the pooler (and standardization): n rows of `hidden` floats. */
 int ox_vision_encode(ox_vision *v, const float *rgb, int height, int width, float *out, int max_tokens, ox_err *err);
+
+/* The GPU backend (gpu/record.h): the tower's weights registered in g (the decoder's recorder,
+ * model/gpu_attach.h; those of a type without GPU kernels stay out and their linears run on the
+ * CPU inside the step), and from then on ox_vision_embed / ox_vision_encode record their ops
+ * into one step on g (the image's activations in regions of their own). The weights stay
+ * resident in wasm memory: ox_vision_gpu_detach (before g is freed) puts the tower back on the
+ * CPU at once. gemma4_unified's embedder stays on the CPU (0, nothing registered). */
+int ox_vision_gpu_attach(ox_vision *v, ox_gpu *g, ox_err *err);
+void ox_vision_gpu_detach(ox_vision *v);
+int ox_vision_gpu_on(const ox_vision *v);
+/* Bytes of weights ox_vision_gpu_attach registers when every matrix type has a GPU kernel
+ * (ox_vision_estimate's, less the host-side records): 1, 0 without a tower (or one that stays
+ * on the CPU), < 0 on a malformed one. */
+int ox_vision_gpu_estimate(const ox_model_files *mf, ox_type quant, uint64_t *bytes, ox_err *err);
 
 #endif

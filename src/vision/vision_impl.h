@@ -32,6 +32,7 @@ struct ox_vision {
     int n_owned, cap_owned;
     uint64_t bytes;
     ox_scratch ws; /* the matmuls' activation scratch */
+    ox_gpu *gpu;   /* the recorder the tower runs on (ox_vision_gpu_attach), or NULL: the CPU */
 };
 
 #endif

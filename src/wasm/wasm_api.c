@@ -110,9 +110,10 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
     ox_mem_estimate e;
     /* the vision tower (when the files hold one) is held beside the decoder: its weights come
      * off the budget first, then join the weights and the total */
-    uint64_t vbytes = 0, vreads = 0;
+    uint64_t vbytes = 0, vreads = 0, vgpu = 0;
     if (!rc && ox_vision_estimate(mf, ox_engine_vision_quant((ox_quant)quant), &vbytes, &vreads, &last) < 0)
         rc = last.code;
+    if (!rc && ox_vision_gpu_estimate(mf, ox_engine_vision_quant((ox_quant)quant), &vgpu, &last) < 0) rc = last.code;
     if (budget > 0) budget = budget > (double)vbytes ? budget - (double)vbytes : 1;
     if (!rc) {
         ox_load_opts o = {.quant = (ox_quant)quant,
@@ -130,6 +131,7 @@ API int ox_wasm_estimate(const int *files, int n_files, int quant, int tables_on
         return rc;
     }
     e.weights += vbytes, e.total += vbytes, e.file_bytes += vreads;
+    if (e.gpu) e.gpu_weights += vgpu; /* the tower uploads its weights and keeps them resident */
 #define OX_EST_OUT_(f, w) out[OX_WASM_EST_##f] = (double)e.f;
     OX_WASM_ESTIMATE(OX_EST_OUT_)
 #undef OX_EST_OUT_
@@ -192,7 +194,7 @@ API int ox_wasm_session_reuse(ox_session *s, const int32_t *tokens, int n) {
 
 API int ox_wasm_gpu_attach(ox_wasm_engine *e, int layers, int types) {
     int n = 0;
-    if (ox_model_gpu_attach(ox_engine_model(e->core), layers, (uint32_t)types, &last)) return last.code;
+    if (ox_engine_gpu_attach(e->core, layers, (uint32_t)types, &last)) return last.code;
     ox_gpu_table(ox_model_gpu(ox_engine_model(e->core)), &n);
     return n;
 }
@@ -201,7 +203,7 @@ API const int32_t *ox_wasm_gpu_table(ox_wasm_engine *e) {
     const ox_gpu *g = ox_model_gpu(ox_engine_model(e->core));
     return g ? ox_gpu_table(g, &n) : NULL;
 }
-API void ox_wasm_gpu_detach(ox_wasm_engine *e) { ox_model_gpu_detach(ox_engine_model(e->core)); }
+API void ox_wasm_gpu_detach(ox_wasm_engine *e) { ox_engine_gpu_detach(e->core); }
 API int ox_wasm_gpu_layers(ox_wasm_engine *e) { return ox_model_gpu_layers(ox_engine_model(e->core)); }
 API double ox_wasm_gpu_release(ox_wasm_engine *e) { return (double)ox_model_gpu_release(ox_engine_model(e->core)); }
 

@@ -98,7 +98,7 @@ test(
     assert.equal(await page.isVisible('#attach'), true, 'Image… shows for a model with a vision tower');
 
     // pick, then remove
-    await page.setInputFiles('#attach-input', { name: 'pick.png', mimeType: 'image/png', buffer: IMG2 });
+    await page.setInputFiles('#attach-input', { name: 'pick.png', mimeType: 'image/png', buffer: Buffer.from(IMG2) });
     await trayCount(page, 1);
     await page.click('#attach-tray .thumb .close');
     await trayCount(page, 0);

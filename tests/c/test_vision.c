@@ -484,6 +484,56 @@ static void test_vision_bidirectional(void) {
     free(t), free(mask), free(soft), free(lg), free(lc), free(rl);
 }
 
+/* The GPU seam natively: attach registers the tower's weights (every matrix of a type with a
+ * GPU kernel, every norm vector; their bytes what ox_vision_gpu_estimate says); an image then
+ * records one step, which a native build cannot run (UNSUPPORTED, the tower still usable);
+ * detached, the CPU rows are the same as before, bit for bit. A type without kernels keeps its
+ * matrices out (their linears would run on the CPU inside the step). */
+static void test_gpu_attach(void) {
+    ox_synth s = vision_tiny(OX_F32);
+    s.v_standardize = 1;
+    files f;
+    if (write_gguf_pair("gpu", &s, &f)) {
+        CHECK(0);
+        return;
+    }
+    ox_err err = {0};
+    ox_vision *v = ox_vision_load(f.mf, 0, &err);
+    CHECK_MSG(v != NULL, "%s", err.msg);
+    if (!v) return close_files(&f);
+    const ox_vision_config *c = ox_vision_cfg(v);
+    float *rgb = vision_image(96, 144, 3), a[6 * 512], b[6 * 512];
+    CHECK(ox_vision_embed(v, rgb, 96, 144, a, 6, &err) == 6);
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t types = pass ? 0 : 1u << OX_F32; /* f32 kernels, then none */
+        ox_gpu *g = ox_gpu_new(types, &err);
+        CHECK(g && ox_vision_gpu_attach(v, g, &err) == 0 && ox_vision_gpu_on(v));
+        int n = 0, mats = 0;
+        const int32_t *t = ox_gpu_table(g, &n);
+        uint64_t bytes = 0, est = 0;
+        for (int i = 0; i < n; i++) {
+            const int32_t *e = t + (size_t)i * OX_GPU_ENTRY_WORDS;
+            mats += e[1] == 0;
+            bytes += e[1] ? (uint64_t)e[4] * 4 : (uint64_t)e[3] * (uint64_t)e[6];
+        }
+        CHECK(ox_vision_gpu_estimate(f.mf, 0, &est, &err) == 1);
+        int want_mats = types ? 2 + 7 * c->n_layers : 0, want_vecs = 2 + 6 * c->n_layers;
+        CHECK_MSG(mats == want_mats && n - mats == want_vecs, "%d matrices, %d vectors", mats, n - mats);
+        if (types)
+            CHECK_MSG(bytes == est, "registered %llu bytes, estimated %llu", (unsigned long long)bytes,
+                      (unsigned long long)est);
+        err = (ox_err){0};
+        CHECK(ox_vision_embed(v, rgb, 96, 144, b, 6, &err) == OX_E_UNSUPPORTED && strstr(err.msg, "no GPU host"));
+        ox_vision_gpu_detach(v);
+        ox_gpu_free(g);
+        CHECK(!ox_vision_gpu_on(v) && ox_vision_embed(v, rgb, 96, 144, b, 6, &err) == 6);
+        CHECK(memcmp(a, b, (size_t)6 * c->text_hidden * sizeof(float)) == 0);
+    }
+    free(rgb);
+    ox_vision_free(v);
+    close_files(&f);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/oxtest_vision_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
@@ -495,6 +545,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_engine_image_prompt);
     RUN(test_vision_bidirectional);
+    RUN(test_gpu_attach);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", tmp);

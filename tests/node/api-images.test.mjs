@@ -24,12 +24,10 @@ import { cli, patternPng, synth, tmpDir, requireDist } from '../oracle/fixtures.
 import { collect } from './api_collect.mjs';
 
 let dir, text, mmproj, model, plain;
-
-const pngOf = (w, h, seed) => new Uint8Array(patternPng(w, h, seed));
 const dataUrl = (bytes) => `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`;
 
-const IMG_A = pngOf(64, 40, 1);
-const IMG_B = pngOf(64, 40, 7);
+const IMG_A = patternPng(64, 40, 1);
+const IMG_B = patternPng(64, 40, 7);
 // (70 soft tokens per image keeps the tiny tower quick; the default, 280, is in the budget test)
 const GREEDY = { temperature: 0, maxTokens: 6, logprobs: 3, speculative: false, maxImageTokens: 70 };
 const err = (code, re) => (e) => e instanceof OxError && e.code === code && re.test(e.message);
@@ -180,7 +178,7 @@ test('createChatCompletion and model.fetch take image_url parts (data: URLs) as 
 });
 
 test('maxImageTokens sets the soft tokens per image', async () => {
-  const img = pngOf(160, 120, 2);
+  const img = patternPng(160, 120, 2);
   for (const budget of [70, 140, 280]) {
     const rows = await model.embedImage(img, { maxImageTokens: budget });
     assert.equal(
@@ -349,7 +347,7 @@ test('a LoRA change empties the KV cache but keeps the tower rows (adapters patc
 // (the bound itself, and what goes first: tests/node/image-preprocess.test.mjs)
 test('the image cache holds the rows it counts, and resetChat empties it', async () => {
   await model.resetChat();
-  const imgs = [1, 2, 3].map((k) => pngOf(64, 40, 10 + k));
+  const imgs = [1, 2, 3].map((k) => patternPng(64, 40, 10 + k));
   for (const img of imgs)
     await collect(
       model.chat([{ role: 'user', content: [{ type: 'image', image: img }] }], { maxTokens: 1, maxImageTokens: 70 }),

@@ -12,14 +12,16 @@ import assert from 'node:assert/strict';
 import { loadModel, OxError } from '../../js/main/index.js';
 import { synth, tmpDir } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
-import { GPU, gpuTestIn } from './gpu_adapter.mjs';
 import { maxDlogp as dlogp } from './dlogp.mjs';
+import { GPU, gpuTests, bothBackends } from './webgpu_adapter.mjs';
 
 const V = 1024; // the tiny preset's vocab
 const N = 40; // prompt tokens: past the sliding window (16)
 const TOKENS = Array.from({ length: N }, (_, i) => (i ? 7 + ((i * 7919) % 1000) : 2));
 const dir = tmpDir('gpu');
-const gpuTest = await gpuTestIn(dir);
+const both = (file, fn, opts) => bothBackends(file, fn, { maxContext: 128, ...opts });
+
+const gpuTest = await gpuTests(dir);
 
 const maxDlogp = (a, b) => dlogp(a, b, V);
 
@@ -32,19 +34,6 @@ const argmaxes = (x) => {
   }
   return out;
 };
-
-async function both(file, fn, opts = {}) {
-  const cpu = await loadModel(file, { threads: 1, maxContext: 128, ...opts, backend: 'cpu' });
-  const gpu = await loadModel(file, { threads: 1, maxContext: 128, ...opts, ...GPU });
-  try {
-    assert.equal(cpu.backend, 'cpu');
-    assert.equal(gpu.backend, 'webgpu', gpu.info.backendNote);
-    return { cpu: await fn(cpu), gpu: await fn(gpu), model: gpu };
-  } finally {
-    await cpu.unload();
-    await gpu.unload();
-  }
-}
 
 gpuTest('F32: greedy stream identical to the CPU engine; logits and embeddings agree', async (t) => {
   const file = synth(dir, { preset: 'tiny', type: 'f32' });

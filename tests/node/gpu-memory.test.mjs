@@ -8,11 +8,11 @@ import assert from 'node:assert/strict';
 import { estimateMemory, loadModel } from '../../js/main/index.js';
 import { synth, tmpDir } from '../oracle/fixtures.mjs';
 import { collect } from './api_collect.mjs';
-import { GPU, gpuTestIn } from './gpu_adapter.mjs';
+import { GPU, gpuTests } from './webgpu_adapter.mjs';
 
 const MiB = 2 ** 20;
 const dir = tmpDir('gpu-memory');
-const gpuTest = await gpuTestIn(dir);
+const gpuTest = await gpuTests(dir);
 
 gpuTest('on the GPU the weights never enter wasm memory; the same greedy tokens as the CPU', async () => {
   const file = synth(dir, { preset: 'benchlike', type: 'f32', extra: ['--layers', '20'] });

@@ -46,7 +46,7 @@ export function synth(dir, { preset = 'tiny', type = 'f32', extra = [] } = {}) {
   return out;
 }
 
-/** A w x h PNG (as a Buffer) of a smooth colour pattern; seed changes it. */
+/** A w x h PNG (its bytes, in an ArrayBuffer of their own) of a smooth colour pattern; seed changes it. */
 export function patternPng(w, h, seed) {
   const { PNG } = createRequire(import.meta.url)('pngjs');
   const p = new PNG({ width: w, height: h });
@@ -58,5 +58,5 @@ export function patternPng(w, h, seed) {
       p.data[i + 2] = (128 + 127 * Math.sin((x + y) / (3 + seed))) | 0;
       p.data[i + 3] = 255;
     }
-  return PNG.sync.write(p);
+  return new Uint8Array(PNG.sync.write(p));
 }

@@ -3,6 +3,8 @@
 // it as forward.c's attn_task + ox_kv_attend do: per query head h (KV head h / group), keys
 // j in [max(0, p - W + 1), p] (W = 0: all), scores q . k_j with scale 1 (Gemma's q/k norms
 // replace 1/sqrt(d)), softmax in f32 (max, exp, sum, times 1/sum), out = sum_j p_j v_j.
+// keys > 0: every query sees keys [0, keys) instead, without a mask (the vision tower's
+// attention over an image's patches, K and V rows f32 in the step's scratch).
 // A cache row holds nKv heads of hd values; f16 rows pack two halves per u32; q8_0 rows are
 // GGML Q8_0 blocks of 32 per head (34 bytes: f16 scale, 32 int8), written two blocks (17 words)
 // per invocation, so a row must hold an even number of blocks (every released model's does).
@@ -88,6 +90,7 @@ export const ATTN_PARAMS = [
   'oStride',
   'sStride',
   'nChunks',
+  'keys',
 ];
 /** Keys per workgroup of the split attention. */
 export const ATTN_CHUNK = 256;
@@ -162,7 +165,8 @@ ${wgReduce(ATTN_WG)}
   let pos = p.pos + t;
   var lo = 0u;
   if (p.window > 0u && pos + 1u > p.window) { lo = pos + 1u - p.window; }
-  let n = pos - lo + 1u;
+  var n = pos - lo + 1u;
+  if (p.keys > 0u) { lo = 0u; n = p.keys; }
   let q0 = p.qOff + t * p.qStride + h * p.hd;`;
   if (split)
     return (

@@ -109,6 +109,7 @@ ${MAIN} {
  *   axpby   A[a] = (A[a] + B[b] * s0) * s1    (PLE: (ctx + row * sqrt(P)) / sqrt(2))
  *   scale   A[a] = A[a] * s0                  (layer scale, PLE's 1/sqrt(H))
  *   softcap A[a] = s0 * tanh(A[a] / s0)       (final logits)
+ *   clamp   A[a] = min(max(A[a], s0), s1)     (a vision tower's clipped linears)
  * a = aOff + (e / cols) * aStride + e % cols, b likewise: rows of cols inside wider rows (a
  * token's layer slice of the PLE rows). */
 export const ELT_OPS = {
@@ -117,6 +118,7 @@ export const ELT_OPS = {
   add: 'A[a] = A[a] + B[b];',
   axpby: 'A[a] = (A[a] + B[b] * p.s0) * p.s1;',
   scale: 'A[a] = A[a] * p.s0;',
+  clamp: 'A[a] = min(max(A[a], p.s0), p.s1);',
   // tanh only where it cannot overflow inside the implementation (tanh(10) is 1 in f32)
   softcap: 'let v = A[a] / p.s0; A[a] = p.s0 * select(sign(v), tanh(v), abs(v) < 10.0);',
 };
@@ -134,5 +136,36 @@ ${MAIN} {
   let a = p.aOff + (e / p.cols) * p.aStride + e % p.cols;
   let b = p.bOff + (e / p.cols) * p.bStride + e % p.cols;
   ${ELT_OPS[op]}
+}
+`;
+
+/** The vision tower's pooling (src/vision/vision_forward.c op_pool): the rows of width n of an
+ * ph x pw grid of patches averaged over k x k blocks, y[t] = sum of s0 * x over block t's
+ * patches (row by row, as the C engine adds them), then (y - B) * S when standardize. One invocation
+ * per (pooled row, lane). */
+export const POOL_PARAMS = ['n', 'ph', 'pw', 'k', 'xOff', 'yOff', 's0', 'standardize', 'bOff', 'sOff'];
+export const poolWgsl = () => /* wgsl */ `
+${paramStruct(POOL_PARAMS)}
+${bindings([
+  ['X', 'read', 'f32'],
+  ['Y', 'read_write', 'f32'],
+  ['B', 'read', 'f32'],
+  ['S', 'read', 'f32'],
+])}
+@compute @workgroup_size(${ROW_WG})
+${MAIN} {
+  let e = (${flatGroup}) * ${ROW_WG}u + li;
+  let ow = p.pw / p.k;
+  if (e >= (p.ph / p.k) * ow * p.n) { return; }
+  let i = e % p.n;
+  let t = e / p.n;
+  let py0 = (t / ow) * p.k;
+  let px0 = (t % ow) * p.k;
+  var acc = 0.0;
+  for (var dy = 0u; dy < p.k; dy++) {
+    for (var dx = 0u; dx < p.k; dx++) { acc += p.s0 * X[p.xOff + ((py0 + dy) * p.pw + px0 + dx) * p.n + i]; }
+  }
+  if (p.standardize != 0u) { acc = (acc - B[p.bOff + i]) * S[p.sOff + i]; }
+  Y[p.yOff + t * p.n + i] = acc;
 }
 `;
