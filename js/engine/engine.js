@@ -211,11 +211,11 @@ export class Engine {
       } else if (gpuNote) this.info.backendNote = gpuNote;
       return this.info;
     } catch (e) {
-      bridge?.close(); // (null once attachGpu has it: unload closes it)
+      await bridge?.close(); // (null once attachGpu has it: unload closes it)
       // a model that went to the GPU while loading has no CPU copy: with 'auto', a failed
       // upload loads it again on the CPU (a failed read fails the same way there)
       const retry = want === 'auto' && (bridge?.putFailed || e?.gpuUpload) && e?.code !== 'ABORTED';
-      this.unload();
+      await this.unload();
       if (!retry) throw e;
       await this.load({ ...m, backend: 'cpu' }, progress);
       this.info.backendNote = `webgpu: ${e.message}; the model runs on the CPU`;
@@ -302,9 +302,9 @@ export class Engine {
     const { heap } = this;
     const C = heap.C;
     const streamed = bridge.putIds.size > 0;
-    const onCpu = (why) => {
+    const onCpu = async (why) => {
       C.ox_wasm_gpu_detach(this.ptr);
-      bridge.close();
+      await bridge.close();
       this.info.backendNote = why;
     };
     const W = gpuList.entryWords;
@@ -326,7 +326,7 @@ export class Engine {
       await bridge.upload(table, () => new Uint8Array(heap.buffer));
     } catch (e) {
       if (!streamed) return onCpu(`webgpu: ${e.message}; the model runs on the CPU`);
-      bridge.close(); // no CPU copy of the matrices: the load fails (and 'auto' loads again on the CPU)
+      await bridge.close(); // no CPU copy of the matrices: the load fails (and 'auto' loads again on the CPU)
       e.gpuUpload = true;
       throw e;
     }
@@ -350,15 +350,17 @@ export class Engine {
   // GPU, so it is loaded again from its sources (the session restarts empty).
   async leaveGpu(why) {
     const m = this.loadArgs;
-    this.unload();
+    await this.unload();
     await this.load({ ...m, backend: 'cpu' }, () => {});
     this.info.backendNote = why;
   }
 
+  // resolves once the GPU thread has ended (the engine worker must outlive it: js/gpu/bridge.js)
   dropGpu() {
-    this.gpu?.close();
+    const closed = this.gpu?.close();
     this.gpu = null;
     this.heap.M.oxGpu = null;
+    return closed;
   }
 
   // The checkpoint's chat template: GGUF tokenizer.chat_template, chat_template.jinja or
@@ -482,15 +484,16 @@ export class Engine {
     };
   }
 
+  // true, or a promise of it while the GPU thread ends
   unload() {
     this.session?.free();
-    this.dropGpu();
+    const closed = this.dropGpu();
     if (this.ptr) this.heap.C.ox_wasm_free(this.ptr);
     this.ptr = 0;
     this.session = this.info = this.template = null;
     this.images = new ImageCache();
     this.host.closeAll();
-    return true;
+    return closed ? closed.then(() => true) : true;
   }
 }
 

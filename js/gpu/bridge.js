@@ -42,7 +42,7 @@ export class GpuBridge {
       b.info = await b.call('init', { allowFallback: !!opts.allowFallback, powerPreference: opts.powerPreference });
       await b.call('shared', { ctrl: b.ctrl, resp: b.resp, msg: b.msg, held: b.held });
     } catch (e) {
-      b.close();
+      await b.close();
       throw e;
     }
     return b;
@@ -191,15 +191,18 @@ export class GpuBridge {
   }
 
   // The thread ends once its device is destroyed, never while it may be inside Dawn: in Node a
-  // worker terminated there aborts the whole process (Dawn throws with the termination
-  // pending), and a slow adapter under load can take its time. So in Node a thread that has not
-  // answered is only unref'd (it cannot keep the process alive); a page's is terminated after a
-  // few seconds.
+  // worker terminated there (by terminate(), or with the engine worker that started it) aborts
+  // the whole process, as Dawn throws with the termination pending. So close() resolves once
+  // the thread has answered and ended; a page's thread that does not answer is terminated after
+  // a few seconds, a Node one is only unref'd (it cannot keep the process alive) and given up on
+  // after longer.
   close() {
     const w = this.worker;
-    const end = () => (clearTimeout(late), w.terminate());
-    const late = isNode ? undefined : setTimeout(end, 5000);
-    this.call('close').then(end, isNode ? () => {} : end);
-    if (isNode) w.unref?.(); // after the call, which refs it
+    return new Promise((done) => {
+      const end = () => (clearTimeout(late), w.terminate(), done());
+      const late = setTimeout(isNode ? done : end, isNode ? 30000 : 5000);
+      this.call('close').then(end, isNode ? () => (clearTimeout(late), done()) : end);
+      if (isNode) w.unref?.(); // after the call, which refs it
+    });
   }
 }
